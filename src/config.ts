@@ -1,0 +1,205 @@
+// One frozen configuration object for every command: command-line flags win over PMTAPE_*
+// environment variables, which win over the JSON config file, which wins over defaults.
+// Validation errors name the offending field so an operator can fix the file without guessing.
+
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+export interface UpstreamConfig {
+  /** Base REST URL (no trailing slash). */
+  readonly rest?: string;
+  /** WebSocket URL. */
+  readonly ws?: string;
+  /** Requests per second this recorder may spend on the upstream's REST. */
+  readonly rate_per_s?: number;
+  /** Operator credential for upstreams that want one (never logged, never asked of API users). */
+  readonly api_key?: string;
+  /** Turn a kind off without removing its URLs. */
+  readonly enabled?: boolean;
+}
+
+export interface Config {
+  readonly dataDir: string;
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  /** Per plan: requests per window; null = rate limiting off. */
+  readonly rateLimits: { readonly free: RateLimit; readonly paid: RateLimit } | null;
+  readonly upstreams: {
+    readonly clob: UpstreamConfig;
+    readonly catalog: UpstreamConfig;
+    readonly yesno: UpstreamConfig;
+    readonly wallet: UpstreamConfig;
+  };
+  /** Coins whose up/down markets are recorded (clob/catalog and wallet kinds). */
+  readonly coins: readonly string[];
+  /** Window lengths recorded, e.g. `5m`, `15m`. */
+  readonly windows: readonly string[];
+  /** Yes/no series tickers recorded. */
+  readonly series: readonly string[];
+  /** Hash shard `k/n` of markets this record process owns (scale-out), or null for all. */
+  readonly shard: { readonly k: number; readonly n: number } | null;
+  readonly storage: {
+    /** Group commit: fsync at most every this many ms... */
+    readonly fsyncIntervalMs: number;
+    /** ...or every this many records, whichever comes first. */
+    readonly fsyncMaxRecords: number;
+    /** Full-book checkpoint every N deltas or S seconds per market. */
+    readonly checkpointEveryDeltas: number;
+    readonly checkpointEveryMs: number;
+    /** Days a compacted log is kept after its Parquet was verified. */
+    readonly retentionDays: number;
+    /** Grace after UTC midnight before `start` compacts the closed day. */
+    readonly compactGraceMs: number;
+  };
+  /** Seconds without any message after which a connection counts as stale. */
+  readonly staleAfterMs: number;
+  /** The path of the config file that was read, if any. */
+  readonly configFile: string | null;
+}
+
+export interface RateLimit {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/** Default upstream endpoints: the real public ones (reachable only where there is a network). */
+export const DEFAULT_UPSTREAMS: Config['upstreams'] = {
+  clob: { ws: 'wss://ws-subscriptions-clob.polymarket.com/ws/market', rest: 'https://clob.polymarket.com' },
+  catalog: { rest: 'https://gamma-api.polymarket.com', rate_per_s: 5 },
+  yesno: { rest: 'https://api.elections.kalshi.com/trade-api/v2', rate_per_s: 10 },
+  wallet: { rest: 'https://api.predict.fun', ws: 'wss://ws.predict.fun/ws', rate_per_s: 5 },
+};
+
+export class ConfigError extends Error {
+  constructor(field: string, why: string) {
+    super(`config: ${field} ${why}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Flags a command may pass; undefined means "not given". */
+export interface ConfigFlags {
+  readonly dataDir?: string;
+  readonly config?: string;
+  readonly host?: string;
+  readonly port?: number | string;
+  readonly logLevel?: string;
+}
+
+export function parseRateLimits(text: string): Config['rateLimits'] {
+  if (text.trim() === 'off') return null;
+  const out: Record<string, RateLimit> = {};
+  for (const part of text.split(',')) {
+    const m = /^\s*(free|paid)\s*=\s*(\d+)\s*\/\s*(\d*)\s*(s|m|h)\s*$/.exec(part);
+    if (!m) throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part}"; expected e.g. free=60/m,paid=3000/m or off`);
+    const unit = { s: 1000, m: 60_000, h: 3_600_000 }[m[4] as 's' | 'm' | 'h'];
+    out[m[1]] = { max: Number(m[2]), windowMs: (m[3] ? Number(m[3]) : 1) * unit };
+  }
+  return {
+    free: out.free ?? { max: 60, windowMs: 60_000 },
+    paid: out.paid ?? { max: 3000, windowMs: 60_000 },
+  };
+}
+
+function stringList(v: unknown, field: string): string[] {
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x.length > 0)) {
+    throw new ConfigError(field, 'must be an array of non-empty strings');
+  }
+  return v as string[];
+}
+
+function num(v: unknown, field: string, min: number): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw new ConfigError(field, `must be a number ≥ ${min}`);
+  return v;
+}
+
+function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConfig {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError(field, 'must be an object');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (!['rest', 'ws', 'rate_per_s', 'api_key', 'enabled'].includes(k)) throw new ConfigError(`${field}.${k}`, 'is not a known field');
+  }
+  for (const k of ['rest', 'ws'] as const) {
+    if (o[k] !== undefined && (typeof o[k] !== 'string' || !/^(https?|wss?):\/\//.test(o[k] as string))) {
+      throw new ConfigError(`${field}.${k}`, 'must be an http(s):// or ws(s):// URL');
+    }
+  }
+  if (o.rate_per_s !== undefined) num(o.rate_per_s, `${field}.rate_per_s`, 0.01);
+  if (o.api_key !== undefined && typeof o.api_key !== 'string') throw new ConfigError(`${field}.api_key`, 'must be a string');
+  if (o.enabled !== undefined && typeof o.enabled !== 'boolean') throw new ConfigError(`${field}.enabled`, 'must be true or false');
+  return { ...dflt, ...(o as UpstreamConfig) };
+}
+
+const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir'];
+
+/** Reads and validates the JSON config file (all fields optional). */
+export function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(path, `cannot be read (${(e as Error).message})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(path, `is not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(path, 'must hold a JSON object');
+  for (const k of Object.keys(parsed)) {
+    if (!FILE_KEYS.includes(k)) throw new ConfigError(k, `is not a known field (known: ${FILE_KEYS.join(', ')})`);
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** Builds the frozen config: flags > env > file > defaults. */
+export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const configFile = flags.config ?? env.PMTAPE_CONFIG ?? null;
+  const file = configFile ? readConfigFile(configFile) : {};
+  const ups = (file.upstreams ?? {}) as Record<string, unknown>;
+  if (typeof ups !== 'object' || Array.isArray(ups)) throw new ConfigError('upstreams', 'must be an object');
+  for (const k of Object.keys(ups)) {
+    if (!['clob', 'catalog', 'yesno', 'wallet'].includes(k)) throw new ConfigError(`upstreams.${k}`, 'is not a kind (clob, catalog, yesno, wallet)');
+  }
+  const st = (file.storage ?? {}) as Record<string, unknown>;
+  let shard: Config['shard'] = null;
+  if (file.shard !== undefined && file.shard !== null) {
+    const m = typeof file.shard === 'string' ? /^(\d+)\/(\d+)$/.exec(file.shard) : null;
+    if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) throw new ConfigError('shard', 'must look like "k/n" with 0 ≤ k < n');
+    shard = { k: Number(m[1]), n: Number(m[2]) };
+  }
+  const portText = flags.port ?? env.PMTAPE_PORT ?? 8080;
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('port', `must be 0..65535, got ${portText}`);
+  const cfg: Config = {
+    dataDir: resolve(flags.dataDir ?? env.PMTAPE_DATA_DIR ?? (file.data_dir as string | undefined) ?? './data'),
+    host: flags.host ?? env.PMTAPE_HOST ?? '127.0.0.1',
+    port,
+    logLevel: flags.logLevel ?? env.PMTAPE_LOG_LEVEL ?? 'info',
+    rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
+    upstreams: {
+      clob: upstream(ups.clob, 'upstreams.clob', DEFAULT_UPSTREAMS.clob),
+      catalog: upstream(ups.catalog, 'upstreams.catalog', DEFAULT_UPSTREAMS.catalog),
+      yesno: upstream(ups.yesno, 'upstreams.yesno', DEFAULT_UPSTREAMS.yesno),
+      wallet: upstream(ups.wallet, 'upstreams.wallet', DEFAULT_UPSTREAMS.wallet),
+    },
+    coins: file.coins === undefined ? ['btc', 'eth', 'bnb'] : stringList(file.coins, 'coins').map((c) => c.toLowerCase()),
+    windows: file.windows === undefined ? ['5m', '15m'] : stringList(file.windows, 'windows'),
+    series: file.series === undefined ? ['KXBTC15M', 'KXETH15M'] : stringList(file.series, 'series'),
+    shard,
+    storage: {
+      fsyncIntervalMs: st.fsync_interval_ms === undefined ? 50 : num(st.fsync_interval_ms, 'storage.fsync_interval_ms', 0),
+      fsyncMaxRecords: st.fsync_max_records === undefined ? 1000 : num(st.fsync_max_records, 'storage.fsync_max_records', 1),
+      checkpointEveryDeltas: st.checkpoint_every_deltas === undefined ? 500 : num(st.checkpoint_every_deltas, 'storage.checkpoint_every_deltas', 1),
+      checkpointEveryMs: st.checkpoint_every_ms === undefined ? 60_000 : num(st.checkpoint_every_ms, 'storage.checkpoint_every_ms', 100),
+      retentionDays: st.retention_days === undefined ? 7 : num(st.retention_days, 'storage.retention_days', 0),
+      compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
+    },
+    staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
+    configFile: configFile ? resolve(configFile) : null,
+  };
+  return Object.freeze(cfg);
+}

@@ -1,0 +1,113 @@
+// The storage layer's public surface: what recorders write through and what the read side, the
+// compactor and the stream read through. Storage knows record types (src/schema) but nothing about
+// venues or HTTP. Implementations live beside this file; everything else imports from ./index.js.
+
+import type { Family, Observation, Recorded, StreamName } from '../schema/observation.js';
+
+/** Identifies one logical log: all UTC-day files of one (family, stream, market). */
+export interface LogKey {
+  readonly family: Family;
+  readonly stream: StreamName;
+  /** Market id (the ticker for yes/no). Any text: storage encodes it into a safe file name. */
+  readonly market: string;
+}
+
+/**
+ * A stable position in a logical log: the byte offset of a frame in one day file, with the seq of
+ * the record found there. Cursors carry positions, so following one never repeats or skips a record
+ * even while the writer appends.
+ */
+export interface Position {
+  readonly day: string; // YYYY-MM-DD
+  readonly offset: number;
+  readonly seq: number;
+}
+
+export interface ReadItem {
+  readonly rec: Recorded;
+  /** Where this record starts. */
+  readonly pos: Position;
+}
+
+export interface AppendOptions {
+  /** Mark this record as a full-book checkpoint in the sparse index (as-of reads start there). */
+  readonly checkpoint?: boolean;
+}
+
+export interface WriterOptions {
+  /** Group commit: fsync at most this many ms after the first unsynced append (default 50). */
+  readonly fsyncIntervalMs?: number;
+  /** ...or as soon as this many records are unsynced (default 1000). */
+  readonly fsyncMaxRecords?: number;
+  /** Bytes buffered but not yet written beyond which `append` reports backpressure. */
+  readonly highWaterMarkBytes?: number;
+  /** A sparse index entry at least every this many bytes of log (default 4096). */
+  readonly indexEveryBytes?: number;
+}
+
+/**
+ * The single writer of one logical log (a lock file refuses a second live writer with LockedError).
+ * Records go to the day file of their `recv_ts` (UTC). `seq` is assigned here: strictly increasing,
+ * continuing across day files and crashes. `recv_ts` must not go backwards; an older record is
+ * rejected with StorageError (the caller decides what to do with it).
+ */
+export interface LogWriter {
+  readonly key: LogKey;
+  /** Resolves once the record is fsynced ("acknowledged"): it then survives kill -9. */
+  append(obs: Observation, opts?: AppendOptions): Promise<Recorded>;
+  /** True while more than the high-water mark is waiting: the caller should await `drained()`. */
+  readonly backpressure: boolean;
+  drained(): Promise<void>;
+  /** The newest record (after recovery on open), or null for an empty log. */
+  lastRecord(): Recorded | null;
+  /** Forces an fsync of everything appended so far. */
+  flush(): Promise<void>;
+  /** Flushes, fsyncs, releases the lock. */
+  close(): Promise<void>;
+}
+
+export interface ReadOptions {
+  /** Stop before the first record with recv_ts ≥ this (exclusive end). */
+  readonly endTime?: number;
+  /** Stop after this many records. */
+  readonly limit?: number;
+}
+
+/**
+ * A reader of one logical log, safe to use in another process than the writer: it sees only
+ * complete, checksummed frames. Damaged or missing indexes are rebuilt from the log on demand.
+ */
+export interface LogReader {
+  readonly key: LogKey;
+  /** Day files present, ascending. */
+  days(): Promise<string[]>;
+  /** Position of the first record with recv_ts ≥ t, or null when there is none (yet). */
+  seekTime(t: number): Promise<Position | null>;
+  /** Position of the first record with seq ≥ s, or null. */
+  seekSeq(s: number): Promise<Position | null>;
+  /** Records from `from` (inclusive) forward, across day files. */
+  read(from: Position | 'start', opts?: ReadOptions): AsyncIterable<ReadItem>;
+  /** Records strictly before `before` (or from the end when 'end'), newest first. */
+  readBackward(before: Position | 'end', opts?: { readonly startTime?: number; readonly limit?: number }): AsyncIterable<ReadItem>;
+  /** The newest record, or null. */
+  latest(): Promise<ReadItem | null>;
+  /** The oldest record, or null. */
+  first(): Promise<ReadItem | null>;
+  /** The newest checkpoint-marked record with recv_ts ≤ t, or null. */
+  checkpointAtOrBefore(t: number): Promise<ReadItem | null>;
+  /**
+   * Follows the growing tail: yields every record from `from` on, then waits for appends
+   * (file-change notification as a hint plus a short poll) until `signal` aborts.
+   */
+  follow(from: Position | 'start' | 'end', signal: AbortSignal): AsyncIterable<ReadItem>;
+}
+
+/** Result of checking one file (verify). */
+export interface FileCheck {
+  readonly file: string;
+  readonly ok: boolean;
+  /** Where damage begins (byte offset), when not ok. */
+  readonly damageOffset?: number;
+  readonly problem?: string;
+  readonly repaired?: boolean;
+}
