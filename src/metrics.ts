@@ -1,0 +1,71 @@
+// Prometheus metrics of this process (prom-client). Recorders, storage and the API increment these;
+// `/metrics` serves the registry. Labels are kinds, families and reasons, never market ids, so the
+// number of series stays small however many markets are recorded.
+
+import client from 'prom-client';
+
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'pmtape_' });
+
+export const recorderMessages = new client.Counter({
+  name: 'pmtape_recorder_messages_total',
+  help: 'Upstream messages received, by kind and outcome (ok, ignored, malformed, unknown_type)',
+  labelNames: ['kind', 'result'] as const,
+  registers: [registry],
+});
+
+export const recorderErrors = new client.Counter({
+  name: 'pmtape_recorder_errors_total',
+  help: 'Recorder errors by kind and code (connect, http_429, http_5xx, timeout, ...)',
+  labelNames: ['kind', 'code'] as const,
+  registers: [registry],
+});
+
+export const recorderGaps = new client.Counter({
+  name: 'pmtape_recorder_gaps_total',
+  help: 'Gap records written, by kind and reason',
+  labelNames: ['kind', 'reason'] as const,
+  registers: [registry],
+});
+
+export const recorderConnected = new client.Gauge({
+  name: 'pmtape_recorder_connected',
+  help: '1 while the recorder of this kind holds a live upstream connection',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const logBytesWritten = new client.Counter({
+  name: 'pmtape_log_bytes_written_total',
+  help: 'Bytes appended to append logs, by stream',
+  labelNames: ['stream'] as const,
+  registers: [registry],
+});
+
+export const logRecordsWritten = new client.Counter({
+  name: 'pmtape_log_records_written_total',
+  help: 'Records appended to append logs, by stream',
+  labelNames: ['stream'] as const,
+  registers: [registry],
+});
+
+export const httpRequests = new client.Counter({
+  name: 'pmtape_http_requests_total',
+  help: 'HTTP requests by route and status code',
+  labelNames: ['route', 'status'] as const,
+  registers: [registry],
+});
+
+export const httpLatency = new client.Histogram({
+  name: 'pmtape_http_request_duration_seconds',
+  help: 'HTTP request latency by route',
+  labelNames: ['route'] as const,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+  registers: [registry],
+});
+
+export const streamClients = new client.Gauge({
+  name: 'pmtape_stream_clients',
+  help: 'Open WebSocket stream connections',
+  registers: [registry],
+});
