@@ -54,8 +54,59 @@ export interface Config {
   };
   /** Seconds without any message after which a connection counts as stale. */
   readonly staleAfterMs: number;
+  /** Recorder timers and discovery horizons (config file `recorders`, snake_case keys). */
+  readonly recorders: RecorderTuning;
   /** The path of the config file that was read, if any. */
   readonly configFile: string | null;
+}
+
+export interface RecorderTuning {
+  /** Text PING cadence on upstream WebSockets (the watchdog is `staleAfterMs`). */
+  readonly pingIntervalMs: number;
+  /** Reconnect backoff: capped, jittered exponential between these bounds. */
+  readonly backoffMinMs: number;
+  readonly backoffMaxMs: number;
+  /** How often the catalogue is polled for new markets and changes. */
+  readonly catalogPollMs: number;
+  /** Markets whose window starts within this much of now are tracked (books subscribed). */
+  readonly lookaheadMs: number;
+  /** Ended markets stay in the catalogue poll this long waiting for their resolution. */
+  readonly resolveHorizonMs: number;
+  /** How often `<dataDir>/status/record-<pid>.json` is rewritten. */
+  readonly statusIntervalMs: number;
+}
+
+export const DEFAULT_RECORDER_TUNING: RecorderTuning = {
+  pingIntervalMs: 10_000,
+  backoffMinMs: 250,
+  backoffMaxMs: 30_000,
+  catalogPollMs: 5_000,
+  lookaheadMs: 3_600_000,
+  resolveHorizonMs: 1_800_000,
+  statusIntervalMs: 2_000,
+};
+
+const TUNING_KEYS: Record<string, keyof RecorderTuning> = {
+  ping_interval_ms: 'pingIntervalMs',
+  backoff_min_ms: 'backoffMinMs',
+  backoff_max_ms: 'backoffMaxMs',
+  catalog_poll_ms: 'catalogPollMs',
+  lookahead_ms: 'lookaheadMs',
+  resolve_horizon_ms: 'resolveHorizonMs',
+  status_interval_ms: 'statusIntervalMs',
+};
+
+function recorderTuning(v: unknown): RecorderTuning {
+  if (v === undefined) return DEFAULT_RECORDER_TUNING;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfigError('recorders', 'must be an object');
+  const out: Record<string, number> = { ...DEFAULT_RECORDER_TUNING };
+  for (const [k, val] of Object.entries(v)) {
+    const name = TUNING_KEYS[k];
+    if (!name) throw new ConfigError(`recorders.${k}`, `is not a known field (known: ${Object.keys(TUNING_KEYS).join(', ')})`);
+    out[name] = num(val, `recorders.${k}`, 1);
+  }
+  if (out.backoffMaxMs < out.backoffMinMs) throw new ConfigError('recorders.backoff_max_ms', 'must be ≥ recorders.backoff_min_ms');
+  return out as unknown as RecorderTuning;
 }
 
 export interface RateLimit {
@@ -132,7 +183,7 @@ function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConf
   return { ...dflt, ...(o as UpstreamConfig) };
 }
 
-const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir'];
+const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders'];
 
 /** Reads and validates the JSON config file (all fields optional). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -199,6 +250,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
+    recorders: recorderTuning(file.recorders),
     configFile: configFile ? resolve(configFile) : null,
   };
   return Object.freeze(cfg);

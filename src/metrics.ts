@@ -69,3 +69,16 @@ export const streamClients = new client.Gauge({
   help: 'Open WebSocket stream connections',
   registers: [registry],
 });
+
+export const streamMessages = new client.Counter({
+  name: 'pmtape_stream_messages_total',
+  help: 'Live stream messages handed to client sockets (books and gaps, live and replayed)',
+  registers: [registry],
+});
+
+export const streamDisconnects = new client.Counter({
+  name: 'pmtape_stream_disconnects_total',
+  help: 'Stream connections closed by the server, by reason (too_far_behind, key_revoked, dead_peer)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});

@@ -58,6 +58,9 @@ export interface BookDelta extends Base {
   readonly type: 'book_delta';
   readonly token_id: string;
   readonly changes: readonly { readonly side: 'bid' | 'ask'; readonly price: string; readonly size: string }[];
+  /** Top of book the venue reported after these changes (clob), used to detect a lost delta. */
+  readonly best_bid?: string;
+  readonly best_ask?: string;
 }
 
 /**

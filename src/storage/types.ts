@@ -39,9 +39,12 @@ export interface WriterOptions {
   readonly fsyncIntervalMs?: number;
   /** ...or as soon as this many records are unsynced (default 1000). */
   readonly fsyncMaxRecords?: number;
-  /** Bytes buffered but not yet written beyond which `append` reports backpressure. */
+  /** Bytes appended but not yet acknowledged beyond which `backpressure` is true (default 8 MiB). */
   readonly highWaterMarkBytes?: number;
-  /** A sparse index entry at least every this many bytes of log (default 4096). */
+  /**
+   * A sparse index entry at least every this many bytes of log (default 4096). Keep the default
+   * outside tests: `verify` compares each index with a rebuild that uses the default.
+   */
   readonly indexEveryBytes?: number;
 }
 

@@ -1,0 +1,123 @@
+// The API as a Fastify plugin plus `buildApp`, which makes an instance with the options the plugin
+// relies on (strict query validation, request ids, logger). Plugins, in order: services, errors,
+// OpenAPI docs, request metrics, auth, rate limits, then one route plugin per URL prefix, the
+// datasets (Parquet) and stream plugins, and the static page at `/`.
+
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import fp from 'fastify-plugin';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Config } from '../config.js';
+import { KeyStore } from './keys.js';
+import { CursorCodec, loadCursorSecret } from './cursor.js';
+import { MarketsIndex } from './markets-index.js';
+import { StatusBoard } from './status.js';
+import { LatestBooks } from './latest.js';
+import errorHandler, { envelope } from './error-handler.js';
+import auth from './auth.js';
+import rateLimits from './rate-limit.js';
+import requestMetrics from './request-metrics.js';
+import healthRoutes from './routes/health.js';
+import walletRoutes from './routes/wallet-prediction.js';
+import yesnoRoutes from './routes/yesno-exchange.js';
+import coinRoutes from './routes/coin.js';
+import coverageRoutes from './routes/coverage.js';
+import datasetsRoutes from './routes/datasets.js';
+import streamPlugin from './stream.js';
+import pagePlugin from './page.js';
+
+/** Shared services of the read side, reachable from every plugin as `app.pmtape`. */
+export interface Services {
+  readonly config: Config;
+  readonly keys: KeyStore;
+  readonly cursors: CursorCodec;
+  readonly markets: MarketsIndex;
+  readonly status: StatusBoard;
+  readonly latest: LatestBooks;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    pmtape: Services;
+  }
+}
+
+export interface AppOptions {
+  readonly config: Config;
+  /** How often the key file is checked for changes by the CLI (ms). */
+  readonly keyPollMs?: number;
+  /** Most bytes of latest-book state kept warm. */
+  readonly latestCacheBytes?: number;
+}
+
+async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
+  const { config } = opts;
+  const keys = new KeyStore(config.dataDir, opts.keyPollMs ?? 250);
+  await keys.start();
+  fastify.addHook('onClose', async () => keys.stop());
+  const services: Services = {
+    config,
+    keys,
+    cursors: new CursorCodec(await loadCursorSecret(config.dataDir)),
+    markets: new MarketsIndex(config.dataDir),
+    status: new StatusBoard(config.dataDir),
+    latest: new LatestBooks(opts.latestCacheBytes),
+  };
+  fastify.decorate('pmtape', services);
+  fastify.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+
+  await fastify.register(errorHandler);
+  await fastify.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'pmtape', description: 'Historical prediction-market data: books, markets, coverage.', version: '3' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await fastify.register(swaggerUi, { routePrefix: '/docs' });
+  await fastify.register(requestMetrics);
+  await fastify.register(auth, { keys });
+  await fastify.register(rateLimits, { limits: config.rateLimits });
+
+  await fastify.register(healthRoutes);
+  await fastify.register(walletRoutes, { prefix: '/v3/wallet-prediction' });
+  await fastify.register(walletRoutes, { prefix: '/v3/partner-venue' });
+  await fastify.register(yesnoRoutes, { prefix: '/v3/yesno-exchange' });
+  await fastify.register(coverageRoutes, { prefix: '/v3' });
+  await fastify.register(coinRoutes, { prefix: '/v3' });
+  await fastify.register(datasetsRoutes, { prefix: '/v3' });
+  await fastify.register(streamPlugin, { prefix: '/v3' });
+  await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)
+}
+
+export const apiPlugin = fp(app, { name: 'pmtape-api', fastify: '5.x' });
+
+/** Fastify options the API depends on: strict validation (no silently dropped parameters), request ids. */
+export function serverOptions(config: Config, logger?: FastifyServerOptions['logger']): FastifyServerOptions {
+  return {
+    // Logs go to stderr: stdout carries only what commands print (`ready <url>`, keys).
+    logger: logger ?? { level: config.logLevel, stream: process.stderr },
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    routerOptions: { maxParamLength: 1024 },
+    // Malformed URL encoding and over-long path segments are caught by the router before any
+    // route exists: answer them with the same envelope (400 naming the path) instead of its JSON.
+    frameworkErrors: (err, req, reply: FastifyReply) => {
+      const msg = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is longer than 1024 characters.' : 'The URL path is not valid percent-encoding.';
+      void reply.code(400).type('application/json; charset=utf-8').send(envelope('invalid_parameter', msg, String(req.id)));
+    },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: false } },
+  };
+}
+
+/** A ready-to-listen instance of the whole API. */
+export async function buildApp(opts: AppOptions & { readonly logger?: FastifyServerOptions['logger'] }): Promise<FastifyInstance> {
+  const fastify = Fastify(serverOptions(opts.config, opts.logger));
+  await fastify.register(apiPlugin, opts);
+  await fastify.ready();
+  return fastify;
+}

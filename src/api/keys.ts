@@ -1,0 +1,167 @@
+// API keys: created, listed and revoked by the `keys` command, checked by the server. Only a SHA-256
+// of each key is stored (in `<dataDir>/keys/keys.json`, written atomically); the secret is shown once.
+// A key reads `pmt_<id>_<secret>`: the id finds the record, the hash is compared in constant time.
+
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export type Plan = 'free' | 'paid';
+export const PLANS: readonly Plan[] = ['free', 'paid'];
+
+export interface KeyRecord {
+  readonly id: string;
+  readonly name: string;
+  readonly plan: Plan;
+  /** sha256 of the whole key text, hex. */
+  readonly hash: string;
+  readonly created_ts: number;
+  readonly revoked_ts: number | null;
+}
+
+interface KeyFile {
+  readonly version: 1;
+  readonly keys: KeyRecord[];
+}
+
+const KEY_RE = /^pmt_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+
+export function keysPath(dataDir: string): string {
+  return join(dataDir, 'keys', 'keys.json');
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+async function readKeyFile(dataDir: string): Promise<KeyFile> {
+  try {
+    const parsed = JSON.parse(await readFile(keysPath(dataDir), 'utf8')) as KeyFile;
+    if (!parsed || !Array.isArray(parsed.keys)) throw new Error('no "keys" array');
+    return parsed;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, keys: [] };
+    throw new Error(`${keysPath(dataDir)} is damaged (${(e as Error).message}); fix or remove it`);
+  }
+}
+
+/** Serializes read-modify-write of the key file between CLI processes (an exclusive lock file). */
+async function withLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
+  const dir = join(dataDir, 'keys');
+  await mkdir(dir, { recursive: true });
+  const lock = join(dir, 'keys.lock');
+  for (let i = 0; ; i++) {
+    try {
+      const fh = await open(lock, 'wx');
+      await fh.close();
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      // A lock older than 10 s belongs to a crashed process.
+      const st = await stat(lock).catch(() => null);
+      if (st && Date.now() - st.mtimeMs > 10_000) await rm(lock, { force: true });
+      if (i > 500) throw new Error(`${lock} is held by another process`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { force: true });
+  }
+}
+
+async function writeKeyFile(dataDir: string, file: KeyFile): Promise<void> {
+  const path = keysPath(dataDir);
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fh = await open(tmp, 'w', 0o600);
+  try {
+    await fh.writeFile(JSON.stringify(file, null, 2) + '\n');
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+}
+
+/** Creates a key; returns the record and the key text (the only time the secret exists). */
+export async function createKey(dataDir: string, plan: Plan, name: string): Promise<{ record: KeyRecord; key: string }> {
+  if (!PLANS.includes(plan)) throw new Error(`plan must be free or paid, got "${plan}"`);
+  if (!name || name.length > 200) throw new Error('name must be 1..200 characters');
+  return withLock(dataDir, async () => {
+    const file = await readKeyFile(dataDir);
+    const id = randomBytes(6).toString('hex');
+    const key = `pmt_${id}_${randomBytes(32).toString('base64url')}`;
+    const record: KeyRecord = { id, name, plan, hash: sha256(key), created_ts: Date.now(), revoked_ts: null };
+    await writeKeyFile(dataDir, { version: 1, keys: [...file.keys, record] });
+    return { record, key };
+  });
+}
+
+export async function listKeys(dataDir: string): Promise<KeyRecord[]> {
+  return (await readKeyFile(dataDir)).keys;
+}
+
+/** Revokes a key by id; false when there is no such key. Revoked keys stay listed. */
+export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
+  return withLock(dataDir, async () => {
+    const file = await readKeyFile(dataDir);
+    const rec = file.keys.find((k) => k.id === id);
+    if (!rec) return false;
+    if (rec.revoked_ts === null) {
+      const keys = file.keys.map((k) => (k.id === id ? { ...k, revoked_ts: Date.now() } : k));
+      await writeKeyFile(dataDir, { version: 1, keys });
+    }
+    return true;
+  });
+}
+
+/**
+ * The server's view of the key file: checked on every request from memory, reloaded when the file
+ * changes (a stat every `pollMs`), so keys created or revoked by the CLI apply within a moment.
+ */
+export class KeyStore {
+  private byId = new Map<string, KeyRecord>();
+  private stamp = '';
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly dataDir: string, private readonly pollMs = 250) {}
+
+  async start(): Promise<void> {
+    await this.reload();
+    this.timer = setInterval(() => void this.reload().catch(() => undefined), this.pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Re-reads the file when its identity (inode, size, mtime) changed; keeps the old view on error. */
+  async reload(): Promise<void> {
+    const st = await stat(keysPath(this.dataDir)).catch(() => null);
+    const stamp = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : 'none';
+    if (stamp === this.stamp) return;
+    const file = await readKeyFile(this.dataDir);
+    this.byId = new Map(file.keys.map((k) => [k.id, k]));
+    this.stamp = stamp;
+  }
+
+  /** The live (not revoked) record for a presented key, or null. */
+  verify(key: string): KeyRecord | null {
+    const m = KEY_RE.exec(key);
+    const rec = m ? this.byId.get(m[1]) : undefined;
+    // Hash even when the id is unknown so timing does not reveal which ids exist.
+    const presented = Buffer.from(sha256(key), 'hex');
+    const stored = Buffer.from(rec ? rec.hash : '0'.repeat(64), 'hex');
+    const same = stored.length === presented.length && timingSafeEqual(stored, presented);
+    return rec && same && rec.revoked_ts === null ? rec : null;
+  }
+}
+
+/** Writes an empty key file if none exists (used by tests and first start). */
+export async function ensureKeyFile(dataDir: string): Promise<void> {
+  await mkdir(join(dataDir, 'keys'), { recursive: true });
+  await writeFile(keysPath(dataDir), JSON.stringify({ version: 1, keys: [] }) + '\n', { flag: 'wx' }).catch(() => undefined);
+}

@@ -1,0 +1,87 @@
+// `GET /v3/coverage` (API.md §6, free plan). With `market_id` (or `ticker`): one object with the
+// first/last record per dataset and the books' recorded intervals and gaps (with reasons). Without:
+// a paginated list of every catalogued market with its per-dataset first/last times.
+
+import type { FastifyInstance } from 'fastify';
+import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
+import { FAMILIES, type Family } from '../../schema/observation.js';
+import { clipCoverage, CoverageCache } from '../coverage.js';
+import { listParams, type Query } from '../params.js';
+import { coverageSchema, listOf, q, query } from '../schemas.js';
+import type { IndexedMarket } from '../markets-index.js';
+import { overlaps } from '../route-helpers.js';
+
+export default async function coverageRoutes(app: FastifyInstance): Promise<void> {
+  const cache = new CoverageCache();
+  const { markets } = app.pmtape;
+
+  async function findMarket(family: Family | undefined, id: string): Promise<{ family: Family; market: string } | null> {
+    for (const f of family ? [family] : FAMILIES) {
+      const m = await markets.resolve(f, id);
+      if (m) return { family: f, market: m.market.market_id };
+      if (await markets.hasBooks(f, id)) return { family: f, market: id };
+    }
+    return null;
+  }
+
+  app.get('/coverage', {
+    config: { plan: 'free' },
+    schema: {
+      description: 'Recorded intervals and gaps (with reasons) and first/last recorded time per dataset.',
+      querystring: query({
+        family: { type: 'string', enum: [...FAMILIES] },
+        market_id: { type: 'string', minLength: 1, maxLength: 200 },
+        ticker: { type: 'string', minLength: 1, maxLength: 200 },
+        start_time: q.start_time, end_time: q.end_time, limit: q.limit, cursor: q.cursor,
+      }),
+      response: { 200: { oneOf: [{ type: 'object', properties: { data: coverageSchema }, required: ['data'], additionalProperties: false }, listOf(coverageSchema)] } },
+    },
+  }, async (req) => {
+    const qs = req.query as Query;
+    const lp = listParams(qs);
+    const family = qs.family as Family | undefined;
+    if (qs.market_id !== undefined && qs.ticker !== undefined) throw invalidParameter('ticker', 'cannot be combined with market_id');
+    const id = (qs.market_id ?? qs.ticker) as string | undefined;
+    if (id !== undefined) {
+      if (lp.cursor !== undefined) throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not apply to a single market's coverage.");
+      const found = await findMarket(family, id);
+      if (!found) throw notFound(`Unknown market '${id.slice(0, 200)}'; list markets with /v3/coverage${family ? `?family=${family}` : ''}.`);
+      const cov = await cache.get(found.family, found.market, (s) => markets.reader(found.family, s, found.market));
+      const live = await app.pmtape.status.isConnected(found.family, found.market);
+      const b = cov.datasets.books;
+      let clipped = { intervals: [] as { start: string; end: string }[], gaps: [] as { start: string; end: string | null; reason: string }[] };
+      if (b) {
+        const from = Math.max(lp.start ?? 0, Date.parse(b.first_time));
+        const to = Math.min(lp.end ?? Infinity, live ? Date.now() : Date.parse(b.last_time));
+        if (from < to) clipped = clipCoverage(cov.gaps, from, to);
+      }
+      return { data: { family: found.family, market_id: found.market, datasets: cov.datasets, intervals: clipped.intervals, gaps: clipped.gaps, connected: live } };
+    }
+    // The list: families in contract order, markets in listing order; the cursor is the last key.
+    let after: { f: number; ts: number; id: string } | null = null;
+    if (lp.cursor !== undefined) {
+      const pos = app.pmtape.cursors.decode(lp.cursor, 'coverage.list', qs);
+      if (typeof pos.f !== 'number' || typeof pos.ts !== 'number' || typeof pos.id !== 'string') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
+      after = { f: pos.f, ts: pos.ts, id: pos.id };
+    }
+    const data: Record<string, unknown>[] = [];
+    let last: { f: number; e: IndexedMarket } | null = null;
+    for (let fi = 0; fi < FAMILIES.length; fi++) {
+      const f = FAMILIES[fi];
+      if (family && f !== family) continue;
+      if (after && fi < after.f) continue;
+      for (const e of await markets.list(f)) {
+        if (after && fi === after.f && (e.first_ts < after.ts || (e.first_ts === after.ts && e.market.market_id <= after.id))) continue;
+        if (data.length === lp.limit) {
+          return { data, next_cursor: app.pmtape.cursors.encode('coverage.list', qs, { f: last!.f, ts: last!.e.first_ts, id: last!.e.market.market_id }) };
+        }
+        const cov = await cache.get(f, e.market.market_id, (s) => markets.reader(f, s, e.market.market_id), false);
+        const spans = Object.values(cov.datasets).filter((d) => d !== null);
+        if ((lp.start !== undefined || lp.end !== undefined) && !spans.some((d) => overlaps(Date.parse(d.first_time), Date.parse(d.last_time), lp.start, lp.end))) continue;
+        data.push({ family: f, market_id: e.market.market_id, datasets: cov.datasets });
+        last = { f: fi, e };
+      }
+    }
+    return { data, next_cursor: null };
+  });
+}

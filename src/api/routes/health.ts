@@ -1,0 +1,74 @@
+// Open operational routes: `/healthz` (recorder processes, their lag and last write per kind, from
+// the status files) and `/metrics` (Prometheus text of this process's registry). No key needed.
+
+import type { FastifyInstance } from 'fastify';
+import { registry } from '../../metrics.js';
+import { toIsoOrNull } from '../../schema/time.js';
+
+const kindSchema = {
+  type: 'object',
+  properties: {
+    connected: { type: 'boolean' },
+    last_message_time: { type: ['string', 'null'] },
+    last_write_time: { type: ['string', 'null'] },
+    lag_ms: { type: ['integer', 'null'] },
+  },
+};
+
+export default async function healthRoutes(app: FastifyInstance): Promise<void> {
+  app.get('/healthz', {
+    schema: {
+      hide: false,
+      description: 'Liveness of the API and of every record process writing to the same data dir.',
+      security: [],
+      querystring: { type: 'object', additionalProperties: false },
+      response: {
+        200: {
+          type: 'object',
+          properties: {
+            status: { type: 'string' },
+            time: { type: 'string' },
+            recorders: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  pid: { type: 'integer' },
+                  alive: { type: 'boolean' },
+                  updated_time: { type: 'string' },
+                  kinds: { type: 'object', additionalProperties: kindSchema },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  }, async () => {
+    const now = Date.now();
+    const list = await app.pmtape.status.all();
+    const recorders = list.map((r) => ({
+      pid: r.pid,
+      alive: r.alive,
+      updated_time: new Date(r.updated_ts).toISOString(),
+      kinds: Object.fromEntries(Object.entries(r.kinds).map(([kind, k]) => {
+        const lastWrite = typeof k.last_write_ts === 'number' ? k.last_write_ts : null;
+        const lastMsg = typeof k.last_message_ts === 'number' ? k.last_message_ts : null;
+        return [kind, {
+          connected: k.connected === true,
+          last_message_time: toIsoOrNull(lastMsg),
+          last_write_time: toIsoOrNull(lastWrite),
+          lag_ms: lastMsg === null ? null : Math.max(0, now - lastMsg),
+        }];
+      })),
+    }));
+    // The API itself is up; recorders are reported, not required (a serve-only process is healthy).
+    const status = list.length === 0 ? 'ok' : list.some((r) => r.alive) ? 'ok' : 'degraded';
+    return { status, time: new Date(now).toISOString(), recorders };
+  });
+
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    void reply.type(registry.contentType);
+    return registry.metrics();
+  });
+}

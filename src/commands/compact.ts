@@ -1,0 +1,69 @@
+// `pmtape compact [--date YYYY-MM-DD] [--all] [--dry-run]`: turns closed daily logs into Parquet
+// partitions (progress bar on a TTY), then deletes logs past the retention period whose partition
+// verifies. Also registers the partition-vs-manifest check of `pmtape verify`.
+
+import type { Command } from 'commander';
+import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
+import { closedLogDays, compactDay, type PartitionResult } from '../storage/compaction.js';
+import { deleteExpiredLogs } from '../storage/retention.js';
+import { checkPartitions } from '../storage/partition-check.js';
+import { addVerifyCheck } from './verify.js';
+import { commonOptions, configFrom, progress } from './common.js';
+
+addVerifyCheck((dataDir, repair, onProgress) => checkPartitions(dataDir, repair, onProgress));
+
+const line = (r: PartitionResult): string =>
+  `${r.status} family=${r.family}/dataset=${r.dataset}/date=${r.date} rows=${r.rows} bytes=${r.bytes}\n`;
+
+export function register(program: Command): void {
+  commonOptions(
+    program
+      .command('compact')
+      .description('turn closed daily logs into Parquet partitions (default: yesterday; --all: every closed day)')
+      .option('--date <day>', 'compact this UTC day (YYYY-MM-DD); it must be before today')
+      .option('--all', 'compact every closed day that has logs')
+      .option('--dry-run', 'show what would be written; change nothing'),
+  ).action(async (opts: { date?: string; all?: boolean; dryRun?: boolean; dataDir?: string; config?: string }) => {
+    const cfg = configFrom(opts);
+    const now = Date.now();
+    let days: string[];
+    if (opts.date !== undefined) {
+      if (dayStartMs(opts.date) === null) {
+        process.stderr.write(`pmtape compact: --date must be a UTC day like 2026-07-26, got "${opts.date}"\n`);
+        process.exitCode = 2;
+        return;
+      }
+      if (dayStartMs(opts.date)! + DAY_MS > now) {
+        process.stderr.write(`pmtape compact: ${opts.date} is not closed yet: only UTC days before ${utcDay(now)} are compacted\n`);
+        process.exitCode = 2;
+        return;
+      }
+      days = [opts.date];
+    } else if (opts.all) days = await closedLogDays(cfg.dataDir, now);
+    else days = [utcDay(now - DAY_MS)];
+    const bar = progress(opts.dryRun ? 'compact (dry run)' : 'compact', days.length);
+    const results: PartitionResult[] = [];
+    for (const day of days) {
+      try {
+        results.push(...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true })));
+      } catch (e) {
+        bar.done();
+        process.stderr.write(`pmtape compact: ${day}: ${(e as Error).message}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      bar.tick(1, day);
+    }
+    const written = results.filter((r) => r.status === 'written' || r.status === 'would-write');
+    bar.done(`${days.length} day(s), ${written.length} partition(s) ${opts.dryRun ? 'would be written' : 'written'}, ${results.length - written.length} unchanged or empty`);
+    for (const r of results) process.stdout.write(line(r));
+    if (results.some((r) => r.status === 'blocked')) {
+      process.stderr.write('pmtape compact: "blocked" partitions were kept as they are: their logs changed after some were already deleted by retention\n');
+    }
+    if (!opts.dryRun) {
+      const ret = await deleteExpiredLogs(cfg.dataDir, now, cfg.storage.retentionDays);
+      for (const f of ret.deleted) process.stdout.write(`deleted ${f}\n`);
+      for (const k of ret.kept) process.stderr.write(`kept ${k.file}: ${k.why}\n`);
+    }
+  });
+}

@@ -1,0 +1,58 @@
+// `pmtape start` (`npm start`): recorders and the API in one process, the default main job. On the
+// first start with no API keys one paid key is created and printed. SIGTERM/SIGINT: the API stops
+// accepting, then recorders flush, fsync and close; exit 0.
+
+import type { Command } from 'commander';
+import type { Config } from '../config.js';
+import { commonOptions, configFrom, onShutdown, printReady } from './common.js';
+
+export interface Service {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Recorders + API over one data dir (shared by `start` and `demo`). */
+export async function startService(config: Config): Promise<Service> {
+  const { default: pino } = await import('pino');
+  const { startRecorders } = await import('../recorders/index.js');
+  const { startApi } = await import('../api/server.js');
+  // Logs on stderr: stdout carries only the first-key lines and `ready <url>`.
+  const logger = pino({ level: config.logLevel }, pino.destination(2));
+  const recorders = await startRecorders(config, { logger: logger.child({ part: 'recorders' }) });
+  try {
+    const api = await startApi(config);
+    const { startAutoCompaction } = await import('../storage/auto-compaction.js');
+    const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
+    return {
+      url: api.url,
+      async close() {
+        try {
+          await compaction.stop();
+          await api.close();
+        } finally {
+          await recorders.stop();
+        }
+      },
+    };
+  } catch (e) {
+    await recorders.stop();
+    throw e;
+  }
+}
+
+export function register(program: Command): void {
+  commonOptions(
+    program
+      .command('start')
+      .description('recorders + API server in one process (the default main job)')
+      .option('--port <n>', 'API port (env PMTAPE_PORT, default 8080; 0 = ephemeral)')
+      .option('--host <h>', 'bind address (env PMTAPE_HOST, default 127.0.0.1)'),
+  ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string }) => {
+    const config = configFrom(opts);
+    const { announceFirstKey } = await import('../api/first-key.js');
+    await announceFirstKey(config.dataDir);
+    const service = await startService(config);
+    onShutdown(() => service.close());
+    printReady(service.url);
+  });
+}

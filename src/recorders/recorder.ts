@@ -1,0 +1,215 @@
+// The shared base of every recorder kind (Tardis-style feed base): counters, bounded-rate error
+// reporting, writes through the LogSink, and gap bookkeeping. Transport helpers live beside it
+// (ws-connection.ts: connect/backoff/heartbeat/stale timer; rest.ts: rate budget, 429, 5xx).
+// Rule: a recorder never throws on upstream input; a lost feed becomes a gap record.
+
+import type { Config } from '../config.js';
+import type { Family, Gap, GapReason, Observation, Recorded } from '../schema/observation.js';
+import type { AppendOptions, LogKey } from '../storage/types.js';
+import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
+import type { LogSink } from './sink.js';
+
+/** pino-compatible subset, so tests can pass a silent or collecting logger. */
+export interface RecorderLogger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export const silentLogger: RecorderLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Codes of recorder errors (labels of `pmtape_recorder_errors_total`). */
+export type RecorderErrorCode =
+  | 'connect' | 'disconnected' | 'stale' | 'http_429' | 'http_5xx' | 'http_4xx' | 'timeout'
+  | 'malformed' | 'unknown_type' | 'sequence_gap' | 'write' | 'internal';
+
+export class RecorderError extends Error {
+  constructor(readonly code: RecorderErrorCode, message: string, readonly detail?: unknown) {
+    super(message);
+    this.name = 'RecorderError';
+  }
+}
+
+/** Result labels of `pmtape_recorder_messages_total`. */
+export type MessageResult = 'ok' | 'ignored' | 'malformed' | 'unknown_type' | 'duplicate';
+
+/** What a recorder reports in the status file, per kind. */
+export interface KindStatus {
+  readonly connected: boolean;
+  readonly last_message_ts: number | null;
+  readonly last_write_ts: number | null;
+  readonly messages: number;
+  readonly errors: number;
+  readonly gaps: number;
+}
+
+/** Everything a recorder gets from its host. */
+export interface RecorderDeps {
+  readonly config: Config;
+  readonly logger: RecorderLogger;
+  readonly sink: LogSink;
+  /** The hash shard filter of this process (`config.shard`). */
+  readonly inShard: (marketId: string) => boolean;
+  /** Objects shared between kinds of one process (e.g. the coin market directory). */
+  readonly shared: Map<string, unknown>;
+  /** Every error any recorder reports (after counting and rate-limited logging). */
+  readonly onError?: (kind: string, err: RecorderError) => void;
+}
+
+interface OpenGap {
+  readonly reason: GapReason;
+  readonly start_ts: number;
+}
+
+export abstract class Recorder {
+  /** Kind name: `clob`, `catalog`, `yesno`, `wallet`. */
+  abstract readonly kind: string;
+  /** The route family whose markets this kind records (status file `connected`). */
+  abstract readonly family: Family;
+
+  protected messages = 0;
+  protected errors = 0;
+  protected gapCount = 0;
+  protected lastMessageTs: number | null = null;
+  protected stopping = false;
+  private readonly openGaps = new Map<string, OpenGap>();
+  private readonly logLimiter = new Map<string, { last: number; suppressed: number }>();
+  private readonly unreportedMessages: Record<MessageResult, number> = { ok: 0, ignored: 0, malformed: 0, unknown_type: 0, duplicate: 0 };
+  private unreportedTotal = 0;
+
+  constructor(protected readonly deps: RecorderDeps) {}
+
+  abstract start(): Promise<void>;
+  /** Stops timers and connections and writes final records; the host then closes the sink. */
+  abstract stop(): Promise<void>;
+  /** True while the upstream feed is live. */
+  abstract isConnected(): boolean;
+  /** Market ids currently recorded live (the read side flags others `stale`). */
+  abstract connectedMarkets(): string[];
+
+  status(): KindStatus {
+    this.flushMetrics();
+    return {
+      connected: this.isConnected(),
+      last_message_ts: this.lastMessageTs,
+      last_write_ts: this.deps.sink.lastWriteTs || null,
+      messages: this.messages,
+      errors: this.errors,
+      gaps: this.gapCount,
+    };
+  }
+
+  /** Counts one upstream message (and remembers when the feed last spoke). */
+  protected countMessage(result: MessageResult, recvTs = Date.now()): void {
+    this.messages++;
+    this.lastMessageTs = recvTs;
+    // Batched into prom-client (a labelled inc per message costs more than the message).
+    this.unreportedMessages[result]++;
+    if (++this.unreportedTotal >= 256) this.flushMetrics();
+  }
+
+  /** Pushes batched message counts into the metrics registry (also done by `status()`). */
+  flushMetrics(): void {
+    for (const [result, n] of Object.entries(this.unreportedMessages)) {
+      if (n > 0) recorderMessages.inc({ kind: this.kind, result }, n);
+      this.unreportedMessages[result as MessageResult] = 0;
+    }
+    this.unreportedTotal = 0;
+  }
+
+  /** Counts, logs (at most once per code per 5 s) and forwards an error. Never throws. */
+  protected reportError(code: RecorderErrorCode, message: string, detail?: unknown): void {
+    this.errors++;
+    recorderErrors.inc({ kind: this.kind, code });
+    const err = new RecorderError(code, message, detail);
+    const now = Date.now();
+    const lim = this.logLimiter.get(code) ?? { last: 0, suppressed: 0 };
+    if (now - lim.last >= 5000) {
+      this.deps.logger.warn({ kind: this.kind, code, suppressed: lim.suppressed, detail }, message);
+      lim.last = now;
+      lim.suppressed = 0;
+    } else {
+      lim.suppressed++;
+    }
+    this.logLimiter.set(code, lim);
+    try {
+      this.deps.onError?.(this.kind, err);
+    } catch {
+      // a faulty callback must not take the recorder down
+    }
+  }
+
+  /** Appends through the sink; failures become `write` errors, never exceptions. */
+  protected write(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
+    return this.deps.sink.append(key, obs, opts);
+  }
+
+  /** Like `write` without a result (hot paths: one promise less per record). */
+  protected put(key: LogKey, obs: Observation, opts?: AppendOptions): void {
+    this.deps.sink.write(key, obs, opts);
+  }
+
+  // ---- gap bookkeeping (per books log) ----
+
+  /** True while `key` has an open gap (its books are invalid). */
+  protected gapOpen(key: LogKey): boolean {
+    return this.openGaps.has(key.market);
+  }
+
+  /**
+   * Marks the books of `key` invalid from `startTs`: writes a gap with `end_ts: null` unless one
+   * is already open (the first reason wins; the span is one hole).
+   */
+  protected openGap(key: LogKey, reason: GapReason, startTs: number, recvTs = Date.now(), detail?: string, reassert = false): void {
+    const open = this.openGaps.get(key.market);
+    if (open && !reassert) return;
+    // Re-asserting an open gap (same reason and start) tells readers that books which became
+    // valid again inside the hole (one token fresh, the other not yet) are invalid once more.
+    const g = open ?? { reason, start_ts: Math.min(startTs, recvTs) };
+    this.openGaps.set(key.market, g);
+    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: null, ...(detail ? { detail } : {}) };
+    this.put(key, gap);
+  }
+
+  /**
+   * Writes an already closed gap (a hole found after the fact, e.g. a book that had silently
+   * drifted): coverage loses the span, books stay valid. Does not touch an open gap.
+   */
+  protected writeClosedGap(key: LogKey, reason: GapReason, startTs: number, endTs: number, recvTs: number, detail?: string): void {
+    this.gapCount++;
+    recorderGaps.inc({ kind: this.kind, reason });
+    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason, start_ts: Math.min(startTs, endTs), end_ts: endTs, ...(detail ? { detail } : {}) };
+    void this.write(key, gap);
+  }
+
+  /** Closes the open gap of `key` (a fresh full book arrived at `endTs`): writes both ends. */
+  protected closeGap(key: LogKey, endTs: number, recvTs = endTs): void {
+    const g = this.openGaps.get(key.market);
+    if (!g) return;
+    this.openGaps.delete(key.market);
+    this.gapCount++;
+    recorderGaps.inc({ kind: this.kind, reason: g.reason });
+    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: Math.max(endTs, g.start_ts) };
+    void this.write(key, gap);
+  }
+
+  /** Forgets an open gap without writing (the market is no longer recorded). */
+  protected dropGap(key: LogKey): void {
+    this.openGaps.delete(key.market);
+  }
+
+  /**
+   * On (re)start: a log whose newest record is an open gap keeps that gap open (closed by the
+   * next fresh book); any other non-empty log gets a `not_recording` gap from its last record.
+   */
+  protected async resumeGap(key: LogKey, recvTs = Date.now()): Promise<void> {
+    const last = await this.deps.sink.lastRecord(key);
+    if (!last) return;
+    if (last.type === 'gap' && last.end_ts === null) {
+      this.openGaps.set(key.market, { reason: last.reason, start_ts: last.start_ts });
+      return;
+    }
+    this.openGap(key, 'not_recording', last.recv_ts, Math.max(recvTs, last.recv_ts), 'recorder was not running');
+  }
+}

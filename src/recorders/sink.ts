@@ -1,0 +1,202 @@
+// The recorders' door to storage: one LogWriter per (family, stream, market), opened lazily, with
+// appends kept in call order and failures reported instead of thrown. Live recorders ask for a
+// monotonic receive clock (a record never goes behind its log's tail, even if the wall clock steps).
+
+import { openWriter } from '../storage/index.js';
+import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/types.js';
+import type { Observation, Recorded } from '../schema/observation.js';
+import { logBytesWritten, logRecordsWritten } from '../metrics.js';
+
+export interface SinkOptions {
+  /** Clamp `recv_ts` to the log's newest so a stepped wall clock cannot make an append fail. */
+  readonly monotonic?: boolean;
+  readonly writer?: WriterOptions;
+  /** Called for every failed open/append; the sink never throws into a recorder. */
+  readonly onError?: (err: Error, key: LogKey) => void;
+}
+
+interface Slot {
+  writer: LogWriter | null;
+  opening: Promise<LogWriter | null>;
+  lastRecvTs: number;
+  /** Writes queued while the writer was still opening. */
+  pending: number;
+  onError: (e: unknown) => void;
+}
+
+export function keyId(key: LogKey): string {
+  return `${key.family}\u0000${key.stream}\u0000${key.market}`;
+}
+
+export class LogSink {
+  private readonly slots = new Map<string, Slot>();
+  private readonly byKeyObject = new WeakMap<LogKey, { id: string; slot: Slot }>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  private closed = false;
+  /** Time of the newest successful append (status file `last_write_ts`). */
+  lastWriteTs = 0;
+  appended = 0;
+  private unreportedRecords = 0;
+  private unreported: Record<string, number> = {};
+
+  constructor(readonly dataDir: string, private readonly opts: SinkOptions = {}) {}
+
+  private slot(key: LogKey): Slot {
+    // Feeds pass the same key object for every record of a market: skip building the id string.
+    const cached = this.byKeyObject.get(key);
+    if (cached && this.slots.get(cached.id) === cached.slot) return cached.slot;
+    const id = keyId(key);
+    let s = this.slots.get(id);
+    if (s) this.byKeyObject.set(key, { id, slot: s });
+    if (!s) {
+      const slot: Slot = { writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.opts.onError?.(e as Error, key) };
+      slot.opening = (async () => {
+        try {
+          const w = await openWriter(this.dataDir, key, this.opts.writer ?? {});
+          slot.writer = w;
+          slot.lastRecvTs = w.lastRecord()?.recv_ts ?? 0;
+          return w;
+        } catch (e) {
+          this.opts.onError?.(e as Error, key);
+          this.slots.delete(id);
+          return null;
+        }
+      })();
+      this.slots.set(id, slot);
+      this.byKeyObject.set(key, { id, slot });
+      s = slot;
+    }
+    return s;
+  }
+
+  /** Opens (or returns) the writer of `key`; null when it cannot be opened (reported). */
+  async writer(key: LogKey): Promise<LogWriter | null> {
+    return this.slot(key).opening;
+  }
+
+  /** The newest record of `key` (after crash recovery), or null. */
+  async lastRecord(key: LogKey): Promise<Recorded | null> {
+    const w = await this.writer(key);
+    return w ? w.lastRecord() : null;
+  }
+
+  /**
+   * Appends in call order. Resolves with the acknowledged (fsynced) record, or null when the
+   * append failed (already reported through `onError`). Never rejects.
+   */
+  append(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
+    if (this.closed) return Promise.resolve(null);
+    const s = this.slot(key);
+    if (s.writer) return this.appendTo(s, key, obs, opts, true)!;
+    return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true)! : null));
+  }
+
+  /**
+   * Fire-and-forget append for the hot path (one promise less per record): same ordering and
+   * error reporting as `append`; `settle()` waits for it.
+   */
+  write(key: LogKey, obs: Observation, opts?: AppendOptions): void {
+    if (this.closed) return;
+    const s = this.slot(key);
+    if (s.writer) {
+      this.appendTo(s, key, obs, opts, false);
+      return;
+    }
+    s.pending++;
+    const p = s.opening.then((w) => {
+      s.pending--;
+      if (w) this.appendTo(s, key, obs, opts, false);
+    });
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: boolean): Promise<Recorded | null> | undefined {
+    const w = s.writer!;
+    let o = obs;
+    if (this.opts.monotonic && o.recv_ts < s.lastRecvTs) o = { ...o, recv_ts: s.lastRecvTs };
+    if (o.recv_ts > s.lastRecvTs) s.lastRecvTs = o.recv_ts;
+    let p: Promise<Recorded>;
+    try {
+      p = w.append(o, opts);
+    } catch (e) {
+      this.opts.onError?.(e as Error, key);
+      return wantResult ? Promise.resolve(null) : undefined;
+    }
+    this.appended++;
+    this.unreported[key.stream] = (this.unreported[key.stream] ?? 0) + 1;
+    this.unreportedRecords++;
+    // The time of the newest append issued (acknowledged within the fsync interval).
+    this.lastWriteTs = o.recv_ts;
+    if (this.unreportedRecords >= 256) this.reportMetrics();
+    if (!wantResult) {
+      p.catch(s.onError);
+      return undefined;
+    }
+    return p.catch((e: unknown) => {
+      s.onError(e);
+      return null;
+    });
+  }
+
+  private reportMetrics(): void {
+    for (const [stream, n] of Object.entries(this.unreported)) if (n > 0) logRecordsWritten.inc({ stream }, n);
+    this.unreported = {};
+    this.unreportedRecords = 0;
+  }
+
+  /** Adds bytes to the metrics (callers that know the serialized size). */
+  countBytes(stream: string, n: number): void {
+    logBytesWritten.inc({ stream }, n);
+  }
+
+  /** True when any open writer reports backpressure. */
+  get backpressure(): boolean {
+    for (const s of this.slots.values()) if (s.writer?.backpressure) return true;
+    return false;
+  }
+
+  /** Waits until every writer has drained below its high-water mark. */
+  async drained(): Promise<void> {
+    for (const s of this.slots.values()) if (s.writer?.backpressure) await s.writer.drained();
+  }
+
+  /** Waits for every append issued so far to be acknowledged (fsynced). */
+  async settle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.all([...this.inflight]);
+    this.reportMetrics();
+    await Promise.all([...this.slots.values()].map(async (s) => {
+      const w = await s.opening;
+      await w?.flush().catch(() => undefined);
+    }));
+  }
+
+  /** Flushes and closes one log (e.g. a market that is no longer recorded). */
+  async closeKey(key: LogKey): Promise<void> {
+    const id = keyId(key);
+    const s = this.slots.get(id);
+    if (!s) return;
+    this.slots.delete(id);
+    while (s.pending > 0) await Promise.all([...this.inflight]);
+    const w = await s.opening;
+    await w?.close().catch((e: unknown) => this.opts.onError?.(e as Error, key));
+  }
+
+  /** Waits for pending appends, then flushes, fsyncs and closes every writer. */
+  async close(): Promise<void> {
+    await this.settle();
+    this.closed = true;
+    const all = [...this.slots.values()];
+    this.slots.clear();
+    await Promise.all(
+      all.map(async (s) => {
+        const w = await s.opening;
+        await w?.close().catch(() => undefined);
+      }),
+    );
+  }
+
+  get openLogs(): number {
+    return this.slots.size;
+  }
+}

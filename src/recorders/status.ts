@@ -1,0 +1,78 @@
+// The record process's status file, `<dataDir>/status/record-<pid>.json`, rewritten every ~2 s by
+// temp file + fsync + rename (readers never see half a file) and removed on a clean stop. The read
+// side uses it for `stale` flags and /healthz: a file not updated for > 10 s means a dead process.
+
+import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Family } from '../schema/observation.js';
+import type { KindStatus } from './recorder.js';
+
+export interface StatusFile {
+  readonly pid: number;
+  readonly started_ts: number;
+  readonly updated_ts: number;
+  readonly kinds: Record<string, KindStatus>;
+  /** Market ids recorded live right now, per route family. */
+  readonly connected: Record<Family, string[]>;
+}
+
+/** A status file older than this belongs to a dead process. */
+export const STATUS_STALE_MS = 10_000;
+
+export function statusDir(dataDir: string): string {
+  return join(dataDir, 'status');
+}
+
+export function statusPath(dataDir: string, pid = process.pid): string {
+  return join(statusDir(dataDir), `record-${pid}.json`);
+}
+
+/** Writes the file atomically (temp + fsync + rename). Errors are returned, not thrown. */
+export function writeStatus(dataDir: string, status: StatusFile): Error | null {
+  try {
+    const dir = statusDir(dataDir);
+    mkdirSync(dir, { recursive: true });
+    const final = statusPath(dataDir, status.pid);
+    const tmp = `${final}.tmp`;
+    const fd = openSync(tmp, 'w');
+    try {
+      writeSync(fd, JSON.stringify(status));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, final);
+    return null;
+  } catch (e) {
+    return e as Error;
+  }
+}
+
+export function removeStatus(dataDir: string, pid = process.pid): void {
+  rmSync(statusPath(dataDir, pid), { force: true });
+  rmSync(`${statusPath(dataDir, pid)}.tmp`, { force: true });
+}
+
+/**
+ * Every readable status file of the data dir, with `alive` = updated within STATUS_STALE_MS.
+ * Unreadable or half-written files are skipped (a writer may be renaming right now).
+ */
+export function readStatuses(dataDir: string, now = Date.now()): Array<StatusFile & { alive: boolean }> {
+  let names: string[];
+  try {
+    names = readdirSync(statusDir(dataDir));
+  } catch {
+    return [];
+  }
+  const out: Array<StatusFile & { alive: boolean }> = [];
+  for (const n of names) {
+    if (!/^record-\d+\.json$/.test(n)) continue;
+    try {
+      const s = JSON.parse(readFileSync(join(statusDir(dataDir), n), 'utf8')) as StatusFile;
+      out.push({ ...s, alive: now - s.updated_ts <= STATUS_STALE_MS });
+    } catch {
+      // skip
+    }
+  }
+  return out;
+}

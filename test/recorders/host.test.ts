@@ -1,0 +1,49 @@
+// The recorder host: the hash shard filter, kind selection, and a sharded record process that
+// writes only its own markets' logs.
+
+import t from 'tap';
+import { startSim } from '../../tools/sim/server.js';
+import { inShard, shardHash, startRecorders } from '../../src/recorders/index.js';
+import { readAll, simConfig, sleep, tempDir, waitFor } from './helpers.js';
+
+t.test('shards partition market ids: each id in exactly one of n shards, stable', async (t) => {
+  const ids = Array.from({ length: 3000 }, (_, i) => String(1_500_000 + i * 7));
+  const per = [0, 0, 0];
+  let notExactlyOne = 0;
+  for (const id of ids) {
+    const hits = [0, 1, 2].filter((k) => inShard(id, { k, n: 3 }));
+    if (hits.length !== 1) notExactlyOne++;
+    per[hits[0]]++;
+  }
+  t.equal(notExactlyOne, 0);
+  t.ok(per.every((n) => n > 800), `balanced enough: ${per.join('/')}`);
+  t.equal(shardHash('1557558'), shardHash('1557558'));
+  t.ok(inShard('anything', null), 'no shard config: every market');
+});
+
+t.test('unknown kinds are refused by name; disabled upstreams are skipped', async (t) => {
+  const dir = tempDir();
+  const sim = await startSim({ seed: 1, coins: ['btc'], windows: ['5m'], windowScale: 0.02 });
+  t.teardown(() => sim.close());
+  const { config } = simConfig(sim.config, dir);
+  await t.rejects(startRecorders(config, { kinds: ['teleport'], statusFile: false }), /unknown recorder kind "teleport"/);
+  const off = simConfig({ ...sim.config, upstreams: { ...(sim.config.upstreams as object), clob: { enabled: false } } }, tempDir()).config;
+  const host = await startRecorders(off, { kinds: ['clob', 'catalog'], statusFile: false });
+  t.same(host.recorders.map((r) => r.kind), ['catalog']);
+  await host.stop();
+});
+
+t.test('a sharded process records only the markets of its shard', async (t) => {
+  const sim = await startSim({ seed: 21, windowScale: 0.02, rate: 100, coins: ['btc', 'eth', 'bnb'], windows: ['5m'] });
+  t.teardown(() => sim.close());
+  const dir = tempDir();
+  const { config } = simConfig(sim.config, dir, { shard: '1/2', recorders: { catalog_poll_ms: 200 } });
+  const host = await startRecorders(config, { kinds: ['clob', 'catalog'], statusFile: false });
+  await waitFor(async () => (await readAll(dir, 'books')).size > 0, 10_000, 200);
+  await sleep(300);
+  await host.stop();
+  const catalog = await readAll(dir, 'catalog');
+  const books = await readAll(dir, 'books');
+  t.ok(catalog.size > 0 && books.size > 0);
+  for (const id of [...catalog.keys(), ...books.keys()]) t.ok(inShard(id, { k: 1, n: 2 }), `${id} belongs to shard 1/2`);
+});

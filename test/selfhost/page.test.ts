@@ -1,0 +1,123 @@
+// The page at `/`, in a real headless Chromium (Debian's `chromium` driven by playwright-core)
+// against a real `demo` process: the key is entered once and kept for the tab, markets are listed
+// by family, the coverage timeline and the depth chart render, and the chart keeps updating from
+// the live stream. A screenshot is saved under .tap/artifacts/. Without Chromium: skipped, loudly.
+
+import t from 'tap';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Page } from 'playwright-core';
+import { REPO, keyFrom, runCli, runCliOnce, tempDir } from './helpers.js';
+
+// Real processes on a machine that may be busy: more than the default per-file budget.
+t.setTimeout(300_000);
+
+// Debian's package path; PMTAPE_CHROMIUM overrides it (e.g. to check the skip path).
+const CHROMIUM = process.env.PMTAPE_CHROMIUM ?? '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const skip = existsSync(CHROMIUM) ? false : `Chromium not found at ${CHROMIUM} (apt-get install chromium); page test skipped`;
+if (skip) t.comment(skip);
+
+/** Counts canvas pixels close to the chart's bid green and ask red. */
+async function chartPixels(page: Page): Promise<{ bid: number; ask: number }> {
+  return page.$eval('#depth', (c) => {
+    const canvas = c as HTMLCanvasElement;
+    const d = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+    let bid = 0;
+    let ask = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i] < 80 && d[i + 1] > 100 && d[i + 2] < 90) bid++;
+      if (d[i] > 170 && d[i + 1] < 80 && d[i + 2] < 80) ask++;
+    }
+    return { bid, ask };
+  });
+}
+
+t.test('the page shows the demo\'s markets, coverage and a live depth chart in Chromium', { skip }, async (t) => {
+  const dataDir = tempDir(t);
+  // Feed drops every few seconds, so the coverage timeline has gaps (with reasons) to show.
+  const demo = runCli(t, ['demo', '--port', '0', '--data-dir', dataDir, '--faults', 'drop=4s'], { readyTimeoutMs: 60_000 });
+  const url = await demo.ready;
+  const key = keyFrom(demo.stdout);
+  // A free key for the end of the test, made now while the browser starts.
+  const freeKey = runCliOnce(['keys', 'create', '--plan', 'free', '--name', 'page-free', '--data-dir', dataDir]);
+  t.ok(key, 'demo printed a key line');
+
+  const userDataDir = mkdtempSync(join(tmpdir(), 'pmtape-chromium-'));
+  t.teardown(() => rmSync(userDataDir, { recursive: true, force: true }));
+  const ctx = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 820 },
+  });
+  t.teardown(() => ctx.close());
+  const page = ctx.pages()[0] ?? (await ctx.newPage());
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+
+  await page.goto(`${url}/`);
+  await page.waitForSelector('#key-input', { state: 'visible' });
+  t.pass('without a key the page asks for one');
+  await page.fill('#key-input', key!);
+  await page.click('#key-form button[type=submit]');
+
+  await page.waitForSelector('#markets .market', { timeout: 45_000 });
+  const families = await page.$$eval('#markets .market', (els) => [...new Set(els.map((e) => (e as HTMLElement).dataset.family))]);
+  t.ok(families.length >= 1, `markets are listed by family (${families.join(', ')})`);
+  const badges = await page.$$eval('#markets .market .badge', (els) => els.map((e) => e.textContent));
+  t.ok(badges.every((b) => b && b !== '?'), 'every market shows its status');
+
+  await page.waitForSelector('#coverage svg', { timeout: 20_000 });
+  t.pass('the coverage timeline renders');
+  await page.waitForSelector('#coverage svg rect.gap', { timeout: 40_000 });
+  const reasons = await page.$$eval('#coverage svg rect.gap', (els) => els.map((e) => e.getAttribute('data-reason')));
+  t.ok(reasons.length > 0 && reasons.every((r) => r && r !== 'unknown'), `gaps are drawn with their reasons (${[...new Set(reasons)].join(', ')})`);
+  const colours = await page.$$eval('#coverage svg rect', (els) => [...new Set(els.map((e) => `${e.getAttribute('class')}:${e.getAttribute('fill')}`))]);
+  const recFill = colours.find((c) => c.startsWith('rec:'))?.split(':')[1];
+  const gapFill = colours.find((c) => c.startsWith('gap:'))?.split(':')[1];
+  t.ok(recFill && gapFill && recFill !== gapFill, `gaps are in a different colour than recorded spans (${gapFill} vs ${recFill})`);
+  t.match(await page.textContent('#coverage-legend'), /gap: /, 'the legend names the gap reasons');
+
+  // The depth chart: a book drawn, then redrawn from stream messages.
+  await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLCanvasElement).dataset.levels) > 0, undefined, { timeout: 45_000 });
+  const first = Number(await page.$eval('#depth', (c) => (c as HTMLElement).dataset.updates));
+  await page.waitForFunction((n) => Number((document.getElementById('depth') as HTMLElement).dataset.updates) > n + 1, first, { timeout: 45_000 });
+  t.match(await page.textContent('#depth-info'), /live/, 'the depth chart is updated by the live stream');
+  const px = await chartPixels(page);
+  t.ok(px.bid + px.ask > 400, `the chart has drawn the book (a one-sided book is legitimate) (${px.bid} green, ${px.ask} red pixels)`);
+
+  const artifacts = join(REPO, '.tap', 'artifacts');
+  mkdirSync(artifacts, { recursive: true });
+  const shot = join(artifacts, 'page-demo.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  t.ok(existsSync(shot), `screenshot saved: ${shot}`);
+
+  // Every family's book shape (coin books, wallet mirrored outcome, yes/no bid ladders) draws.
+  for (const family of families) {
+    const rows = await page.$$(`#markets .market[data-family="${family}"]`);
+    let pick = rows[0];
+    for (const r of rows) if (['open', 'active'].includes((await r.$eval('.badge', (e) => e.textContent ?? '')).trim())) pick = r;
+    await pick.click();
+    const drawn = await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLElement).dataset.levels) > 0, undefined, { timeout: 20_000 })
+      .then(() => true, () => false);
+    t.ok(drawn, `a ${family} market's depth chart renders`);
+  }
+
+  // The key is kept for the tab: a reload goes straight to the markets.
+  await page.reload();
+  await page.waitForSelector('#markets .market', { timeout: 30_000 });
+  t.ok(await page.isHidden('#key-form'), 'after a reload the key is not asked again (sessionStorage)');
+  t.equal(await page.evaluate(() => localStorage.length), 0, 'nothing is kept in localStorage');
+
+  // "forget key", then a free key: the paid-only family is left out with the API's explanation.
+  const free = (await freeKey).stdout.trim();
+  await page.click('#key-forget');
+  await page.waitForSelector('#key-input', { state: 'visible' });
+  t.equal(await page.evaluate(() => sessionStorage.length), 0, 'forget key empties the session');
+  await page.fill('#key-input', free);
+  await page.click('#key-form button[type=submit]');
+  await page.waitForSelector('#markets .market', { timeout: 30_000 });
+  t.equal(await page.$$eval('#markets .market[data-family="wallet-prediction"]', (els) => els.length), 0, 'a free key lists no paid-only markets');
+  t.match(await page.textContent('#markets'), /paid plan/, 'and the page says which plan they need');
+  t.same(pageErrors, [], 'no script errors on the page');
+});

@@ -1,0 +1,213 @@
+// `npm run bench -- api`: read-side figures from one run, against baselines of the same run.
+// - latest_rps vs hello_rps: autocannon, 64 connections, on `.../orderbook/latest` of a `pmtape serve`
+//   child vs a bare Fastify route in another child (ratio target ≥ 0.5; p99 target < 5 ms).
+// - first snapshots page at random times for a market with SMALL vs BIG records (p50/p99; O(log n)).
+// - server RSS after the same workload over the small vs the big history (flat).
+// Sizes: PMTAPE_BENCH_API_SMALL (default 1e5), PMTAPE_BENCH_API_BIG (default 2e6; the issue's 1e7
+// takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration, default 5).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { createKey } from '../../src/api/keys.js';
+import type { CoinMarket } from '../../src/schema/market.js';
+import type { Observation } from '../../src/schema/observation.js';
+import { openWriter } from '../../src/storage/index.js';
+
+const CLI = join(dirname(fileURLToPath(import.meta.url)), '../../cli.js');
+const log = (s: string): void => void process.stderr.write(`api bench: ${s}\n`);
+const envNum = (name: string, dflt: number): number => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : dflt;
+};
+
+const T0 = Date.parse('2026-07-01T00:00:00.000Z');
+const STEP_MS = 10;
+
+const market = (id: string): CoinMarket => ({
+  family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: id, question: 'Bench?',
+  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
+  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
+  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+});
+
+const ladder = (p0: number, step: number): [string, string][] => Array.from({ length: 10 }, (_, i) => [(p0 + step * i).toFixed(2), String(100 + i)]);
+
+/** Writes `n` book records (deltas, a checkpoint every 500) for one market through the storage writer. */
+async function generate(dataDir: string, id: string, n: number): Promise<void> {
+  const m = market(id);
+  const cat = await openWriter(dataDir, { family: 'coin', stream: 'catalog', market: id });
+  await cat.append({ type: 'catalog', event: 'listed', changed: [], market: m, recv_ts: T0 - 1000, source_ts: null });
+  await cat.close();
+  const w = await openWriter(dataDir, { family: 'coin', stream: 'books', market: id }, { fsyncIntervalMs: 200, fsyncMaxRecords: 50_000 });
+  const [up, down] = m.outcomes.map((o) => o.token_id);
+  let pending: Promise<unknown>[] = [];
+  const started = Date.now();
+  for (let i = 0; i < n; i++) {
+    const t = T0 + i * STEP_MS;
+    let obs: Observation;
+    let checkpoint = false;
+    if (i < 2) obs = { type: 'book', token_id: i ? down : up, units: 'decimal', bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01), recv_ts: t, source_ts: t - 3 };
+    else if (i % 500 === 0) {
+      checkpoint = true;
+      obs = { type: 'book_checkpoint', units: 'decimal', books: [up, down].map((token_id) => ({ token_id, bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01) })), recv_ts: t, source_ts: null };
+    } else {
+      obs = { type: 'book_delta', token_id: i % 2 ? up : down, changes: [{ side: i % 3 ? 'bid' : 'ask', price: (i % 3 ? 0.4 - 0.01 * (i % 10) : 0.41 + 0.01 * (i % 10)).toFixed(2), size: String(100 + (i % 97)) }], recv_ts: t, source_ts: t - 3 };
+    }
+    pending.push(w.append(obs, checkpoint ? { checkpoint: true } : undefined));
+    if (w.backpressure || pending.length >= 20_000) {
+      await Promise.all(pending);
+      pending = [];
+      if (w.backpressure) await w.drained();
+    }
+    if (i > 0 && i % 1_000_000 === 0) log(`${id}: ${i}/${n} records (${Math.round(i / ((Date.now() - started) / 1000))}/s)`);
+  }
+  await Promise.all(pending);
+  await w.close();
+}
+
+function spawnReady(args: string[], env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    createInterface({ input: proc.stdout! }).on('line', (l) => {
+      const m = /^ready (\S+)/.exec(l);
+      if (m) resolve({ proc, url: m[1] });
+    });
+    proc.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+const serve = (dataDir: string): Promise<{ proc: ChildProcess; url: string }> =>
+  spawnReady([CLI, 'serve', '--data-dir', dataDir, '--port', '0'], { PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: 'warn' });
+
+/** The baseline: a bare Fastify route answering a small JSON object, in its own process like serve. */
+const HELLO = `import Fastify from 'fastify';
+const app = Fastify({ logger: false });
+app.get('/hello', async () => ({ hello: 'world' }));
+const url = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write('ready ' + url + '\\n');
+process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`;
+
+async function stop(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const done = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  await done;
+}
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
+}
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] * 1000) / 1000;
+}
+
+interface CannonResult {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  non2xx: number;
+}
+
+async function load(url: string, headers: Record<string, string>, seconds: number): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
+  // autocannon ships no types; a computed specifier keeps tsc from asking for them.
+  const name = 'autocannon';
+  const autocannon = (await import(name)).default as (o: object) => Promise<CannonResult>;
+  const r = await autocannon({ url, connections: 64, duration: seconds, headers });
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** Sequential first pages at random start times: per-request latency in ms. */
+async function firstPages(base: string, id: string, n: number, key: string, count: number): Promise<{ p50_ms: number; p99_ms: number }> {
+  const lat: number[] = [];
+  let seed = 12345;
+  const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  for (let i = 0; i < count; i++) {
+    const t = T0 + Math.floor(rand() * n * STEP_MS);
+    const t0 = performance.now();
+    const r = await fetch(`${base}/v3/btc/markets/${id}/snapshots?start_time=${t}&limit=100&include_orderbook=true`, { headers: { authorization: `Bearer ${key}` } });
+    const body = (await r.json()) as { data?: unknown[] };
+    lat.push(performance.now() - t0);
+    if (r.status !== 200 || !body.data || body.data.length === 0) throw new Error(`first page at ${t}: ${r.status}`);
+  }
+  return { p50_ms: pct(lat, 50), p99_ms: pct(lat, 99) };
+}
+
+function du(dir: string): number {
+  return Number(execFileSync('du', ['-sb', dir]).toString().split('\t')[0]);
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const SMALL = envNum('PMTAPE_BENCH_API_SMALL', 100_000);
+  const BIG = envNum('PMTAPE_BENCH_API_BIG', 2_000_000);
+  const SECONDS = envNum('PMTAPE_BENCH_API_SECONDS', 5);
+  const root = mkdtempSync(join(tmpdir(), 'pmtape-bench-api-'));
+  const small = join(root, 'small');
+  const big = join(root, 'big');
+  const procs: ChildProcess[] = [];
+  try {
+    log(`generating ${SMALL} and ${BIG} records`);
+    await generate(small, 'small', SMALL);
+    await generate(big, 'big', BIG);
+    const keySmall = (await createKey(small, 'paid', 'bench')).key;
+    const keyBig = (await createKey(big, 'paid', 'bench')).key;
+
+    // 1. hello vs latest, same connections and duration, servers in their own processes.
+    const hello = await spawnReady(['--input-type=module', '-e', HELLO], {});
+    procs.push(hello.proc);
+    const helloRes = await load(`${hello.url}/hello`, {}, SECONDS);
+    await stop(hello.proc);
+    const s = await serve(small);
+    procs.push(s.proc);
+    const auth = { authorization: `Bearer ${keySmall}` };
+    const latestUrl = `${s.url}/v3/btc/markets/small/orderbook/latest`;
+    if ((await fetch(latestUrl, { headers: auth })).status !== 200) throw new Error('latest route not answering 200');
+    const latestRes = await load(latestUrl, auth, SECONDS);
+    log(`hello ${helloRes.rps}/s, latest ${latestRes.rps}/s`);
+
+    // 2 + 3. first pages and RSS on the small history, then the same on the big one.
+    const pagesSmall = await firstPages(s.url, 'small', SMALL, keySmall, 200);
+    const rssSmall = rssMb(s.proc.pid!);
+    await stop(s.proc);
+    const b = await serve(big);
+    procs.push(b.proc);
+    await fetch(`${b.url}/v3/btc/markets/big/orderbook/latest`, { headers: { authorization: `Bearer ${keyBig}` } });
+    const pagesBig = await firstPages(b.url, 'big', BIG, keyBig, 200);
+    const rssBig = rssMb(b.proc.pid!);
+    await stop(b.proc);
+
+    return {
+      hello_rps: helloRes.rps,
+      latest_rps: latestRes.rps,
+      latest_vs_hello: Math.round((latestRes.rps / helloRes.rps) * 100) / 100,
+      latest_p50_ms: latestRes.p50,
+      latest_p99_ms: latestRes.p99,
+      hello_p99_ms: helloRes.p99,
+      latest_errors: latestRes.errors,
+      connections: 64,
+      first_page: {
+        small_records: SMALL, big_records: BIG,
+        small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,
+        big_p50_ms: pagesBig.p50_ms, big_p99_ms: pagesBig.p99_ms,
+        big_vs_small_p50: Math.round((pagesBig.p50_ms / pagesSmall.p50_ms) * 100) / 100,
+      },
+      rss: {
+        small_history_bytes: du(small), big_history_bytes: du(big),
+        small_rss_mb: rssSmall, big_rss_mb: rssBig,
+        big_vs_small: Math.round((rssBig / rssSmall) * 100) / 100,
+      },
+      targets: { latest_vs_hello_min: 0.5, latest_p99_ms_max: 5 },
+    };
+  } finally {
+    for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+  }
+}

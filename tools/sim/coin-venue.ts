@@ -1,0 +1,26 @@
+// The `clob` + `catalog` mounts of the sim sharing one market model (or one replayed capture), so
+// the catalogue lists exactly the markets whose books the WebSocket streams.
+
+import { MarketModel } from './market-model.js';
+import { catalogMount } from './catalog.js';
+import { clobMount, modelSource } from './clob.js';
+import { replaySource, replayCatalogMount } from './replay.js';
+import type { SimContext, SimMount } from './server.js';
+
+export function coinVenueMounts(ctx: SimContext): SimMount[] {
+  const coins = ctx.opts.coins ?? ['btc', 'eth', 'bnb'];
+  const windows = ctx.opts.windows ?? ['5m', '15m'];
+  const extra = { coins: [...coins], windows: [...windows] };
+  if (ctx.opts.replay) {
+    const src = replaySource(ctx.opts.replay, ctx.opts.replaySpeed ?? 1);
+    const clob = clobMount(ctx, src);
+    const cat = replayCatalogMount(src);
+    return [
+      { ...clob, config: (b) => ({ ...clob.config!(b), coins: src.coins(), windows: src.windows() }) },
+      cat,
+    ];
+  }
+  const model = new MarketModel(coins, windows, ctx.windowScale, ctx.random('model'), ctx.seed);
+  const clob = clobMount(ctx, modelSource(model, ctx.opts.rate ?? 100, ctx.random('clob-rate')));
+  return [{ ...clob, config: (b) => ({ ...clob.config!(b), ...extra }) }, catalogMount(model)];
+}
