@@ -45,17 +45,39 @@ async function firstOf(it: AsyncIterable<ReadItem>): Promise<ReadItem | null> {
   return null;
 }
 
-/** The books as they stood just before `item` (every record with a smaller seq applied). */
-export async function booksBefore(reader: LogReader, item: ReadItem): Promise<MarketBooks> {
-  const books = new MarketBooks();
+/** Where a replay must start to know the books just before `item`: the checkpoint before it, or the start. */
+export async function replayStart(reader: LogReader, item: ReadItem): Promise<Position | 'start'> {
   let cp = await reader.checkpointAtOrBefore(item.rec.recv_ts);
   if (cp && cp.rec.seq >= item.rec.seq) cp = item.rec.recv_ts > 0 ? await reader.checkpointAtOrBefore(item.rec.recv_ts - 1) : null;
   if (cp && cp.rec.seq >= item.rec.seq) cp = null;
-  for await (const it of reader.read(cp ? cp.pos : 'start')) {
+  return cp ? cp.pos : 'start';
+}
+
+/** The books as they stood just before `item` (every record with a smaller seq applied). */
+export async function booksBefore(reader: LogReader, item: ReadItem): Promise<MarketBooks> {
+  const books = new MarketBooks();
+  for await (const it of reader.read(await replayStart(reader, item))) {
     if (it.rec.seq >= item.rec.seq) break;
     books.apply(it.rec);
   }
   return books;
+}
+
+/**
+ * Where a replay towards `bound` should start so the newest snapshot record before the bound is
+ * replayed itself (not only the checkpoint after it): the checkpoint before that record.
+ */
+export async function anchoredStart(reader: LogReader, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
+  let n = 0;
+  for await (const it of reader.readBackward(bound)) {
+    if (model.candidate(it.rec)) return replayStart(reader, it);
+    if (++n >= budget) break;
+  }
+  // No snapshot record nearby: the newest checkpoint before the bound is the best start.
+  const last = await firstOf(reader.readBackward(bound, { limit: 1 }));
+  if (!last) return 'start';
+  const cp = await reader.checkpointAtOrBefore(last.rec.recv_ts);
+  return cp ? cp.pos : 'start';
 }
 
 async function ascPage(reader: LogReader, model: BookModel, req: PageRequest): Promise<Page> {
@@ -157,7 +179,20 @@ export function snapshotPage(reader: LogReader, model: BookModel, req: PageReque
 
 /** A book state frozen at one record: the views are immutable arrays, cheap to keep. */
 export class FrozenBooks implements BookSource {
+  /** Shaped snapshots of this state by shape options: the latest routes reuse them while nothing changes. */
+  private readonly memo = new Map<string, Record<string, unknown> | null>();
+
   constructor(private readonly views: ReadonlyMap<string, TokenView>) {}
+
+  /** `make()` once per options key for this frozen state (bounded: a few option sets are hot). */
+  shaped(key: string, make: () => Record<string, unknown> | null): Record<string, unknown> | null {
+    if (this.memo.has(key)) return this.memo.get(key)!;
+    if (this.memo.size >= 16) this.memo.clear();
+    const v = make();
+    this.memo.set(key, v);
+    return v;
+  }
+
   static of(books: MarketBooks): FrozenBooks {
     return new FrozenBooks(new Map(books.validTokens().map((t) => [t, books.view(t)!])));
   }
@@ -206,7 +241,11 @@ export class BookTracker {
     if (this.model.candidate(rec) && this.model.produces(rec, changed)) {
       this.pending = rec;
       this.gapOpen = false;
-    } else if (rec.type === 'book_checkpoint') this.gapOpen = false;
+    } else if (rec.type === 'book_checkpoint') {
+      // A checkpoint that ends a gap (or starts the replay) is the newest known state itself.
+      if (this.gapOpen || (!this.point && !this.pending)) this.pending = rec;
+      this.gapOpen = false;
+    }
   }
 
   private freeze(): void {
@@ -232,10 +271,11 @@ export class BookTracker {
  * (clock `source`; records without a venue time count by their receive time).
  */
 export async function bookAsOf(reader: LogReader, model: BookModel, t: number, clock: 'receive' | 'source'): Promise<BookPoint | null> {
-  const cp = await reader.checkpointAtOrBefore(t);
+  const bound = (await reader.seekTime(t + 1)) ?? 'end';
+  const from = await anchoredStart(reader, model, bound);
   const tracker = new BookTracker(model);
   const opts = clock === 'receive' ? { endTime: t + 1 } : {};
-  for await (const it of reader.read(cp ? cp.pos : 'start', opts)) {
+  for await (const it of reader.read(from, opts)) {
     if (clock === 'source' && (it.rec.source_ts ?? it.rec.recv_ts) > t) break;
     tracker.apply(it.rec);
   }

@@ -64,8 +64,10 @@ async function sweep(
     const was = valid();
     if (rec.type === 'gap' && rec.end_ts === null) reason = rec.reason;
     const changed = books.apply(rec);
-    // Checkpoints restate the book; the snapshot names the observation that made it.
+    // Checkpoints restate the book, so the snapshot names the observation that made it; only when a
+    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in.
     if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta')) lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || lastBook === null)) lastBook = rec;
     const now = valid();
     if (!was && now) {
       validSince = rec.recv_ts;

@@ -6,7 +6,7 @@
 
 import { LRUCache } from 'lru-cache';
 import type { LogReader } from '../storage/types.js';
-import { BookTracker, type BookModel, type BookPoint } from './book-pages.js';
+import { anchoredStart, BookTracker, type BookModel, type BookPoint } from './book-pages.js';
 
 interface Entry {
   readonly tracker: BookTracker;
@@ -23,14 +23,14 @@ export class LatestBooks {
   }
 
   /** Brings the tracker up to the log's newest record. */
-  private async catchUp(e: Entry, reader: LogReader): Promise<void> {
+  private async catchUp(e: Entry, reader: LogReader, model: BookModel): Promise<void> {
     const last = await reader.latest();
     const t = e.tracker;
     if (!last || t.lastSeq >= last.rec.seq) return;
     let from;
     if (t.lastSeq < 0) {
-      const cp = await reader.checkpointAtOrBefore(last.rec.recv_ts);
-      from = cp ? cp.pos : ('start' as const);
+      // Cold: from the checkpoint before the newest snapshot record, so that record names the book.
+      from = await anchoredStart(reader, model, 'end');
     } else {
       from = await reader.seekSeq(t.lastSeq + 1);
     }
@@ -40,9 +40,9 @@ export class LatestBooks {
     }
   }
 
-  private lookup(key: string, e: Entry, reader: LogReader): Promise<void> {
+  private lookup(key: string, e: Entry, reader: LogReader, model: BookModel): Promise<void> {
     if (!e.running) {
-      e.running = this.catchUp(e, reader).finally(() => {
+      e.running = this.catchUp(e, reader, model).finally(() => {
         e.running = null;
         this.cache.set(key, e); // re-weigh
       });
@@ -50,7 +50,7 @@ export class LatestBooks {
     }
     e.queued ??= e.running.catch(() => undefined).then(() => {
       e.queued = null;
-      return this.lookup(key, e, reader);
+      return this.lookup(key, e, reader, model);
     });
     return e.queued;
   }
@@ -62,7 +62,7 @@ export class LatestBooks {
       e = { tracker: new BookTracker(model), running: null, queued: null };
       this.cache.set(cacheKey, e);
     }
-    await this.lookup(cacheKey, e, reader);
+    await this.lookup(cacheKey, e, reader, model);
     return e.tracker.current();
   }
 }

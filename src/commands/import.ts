@@ -25,6 +25,7 @@ export function register(program: Command): void {
       });
       (bar as ReturnType<typeof progress> | null)?.done(`${sum.written} written, ${sum.duplicates} already present`);
       for (const p of sum.problems.slice(0, 20)) process.stderr.write(`pmtape import: ${p}\n`);
+      for (const [why, n] of Object.entries(sum.skipped)) process.stderr.write(`pmtape import: skipped ${n} message(s): ${why}\n`);
       process.stdout.write(`${JSON.stringify(sum)}\n`);
     });
 }

@@ -7,7 +7,7 @@ import type { Family } from '../schema/observation.js';
 import { LogSink } from './sink.js';
 import { LockedError } from '../errors.js';
 import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type RecorderError, type RecorderLogger } from './recorder.js';
-import { removeStatus, writeStatus, type StatusFile } from './status.js';
+import { removeDeadStatuses, removeStatus, writeStatus, type StatusFile } from './status.js';
 import { catalogKind } from './catalog/feed.js';
 import { clobKind } from './clob/feed.js';
 import { yesnoKind } from './yesno/feed.js';
@@ -126,6 +126,7 @@ export async function startRecorders(config: Config, opts: StartOptions = {}): P
     if (stopped) return;
     const err = writeStatus(config.dataDir, status());
     if (err) logger.warn({ err: err.message }, 'cannot write status file');
+    removeDeadStatuses(config.dataDir);
   };
   let timer: NodeJS.Timeout | null = null;
   if (writeStatusFile) {

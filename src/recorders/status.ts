@@ -76,3 +76,27 @@ export function readStatuses(dataDir: string, now = Date.now()): Array<StatusFil
   }
   return out;
 }
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes status files left by killed record processes (not updated for STATUS_STALE_MS and the
+ * pid is gone), so they do not pile up across kill -9 restarts; live processes run it with every
+ * status refresh. Returns the pids removed.
+ */
+export function removeDeadStatuses(dataDir: string, now = Date.now()): number[] {
+  const removed: number[] = [];
+  for (const s of readStatuses(dataDir, now)) {
+    if (s.alive || s.pid === process.pid || pidAlive(s.pid)) continue;
+    removeStatus(dataDir, s.pid);
+    removed.push(s.pid);
+  }
+  return removed;
+}

@@ -3,7 +3,11 @@
 // worker thread (see compaction-worker.ts), one run at a time; a failure is logged and retried at
 // the next tick, never thrown into the service. Stopping mid-run is safe: publication is atomic.
 
+import { unlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { lockHolder } from './lock.js';
+import { stagingRoot } from './manifest.js';
 import type { Config } from '../config.js';
 import type { WorkerInput, WorkerMessage } from './compaction-worker.js';
 
@@ -54,7 +58,13 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       stopped = true;
       clearInterval(timer);
       // Terminating mid-run is safe: a partition appears whole or not at all; staging is cleaned next time.
-      await (worker as Worker | null)?.terminate();
+      const w = worker as Worker | null;
+      if (w) {
+        await w.terminate();
+        // The worker held the data dir's compaction lock under our pid: release it for the next run.
+        const lock = join(stagingRoot(config.dataDir), '.lock');
+        if ((await lockHolder(lock)) === process.pid) await unlink(lock).catch(() => undefined);
+      }
       await running;
     },
   };

@@ -9,6 +9,8 @@ import { dayStartMs } from '../schema/time.js';
 import { DATASETS, type Dataset } from './parquet-schema.js';
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'parquet');
+/** Where partitions are built before they are renamed into `parquet/` (and the compactor's lock). */
+export const stagingRoot = (dataDir: string): string => join(dataDir, '_parquet-staging');
 
 export const partitionRel = (family: Family, dataset: Dataset, date: string): string =>
   `family=${family}/dataset=${dataset}/date=${date}`;

@@ -68,6 +68,13 @@ export class ParquetStore {
   private readonly open = new Map<string, Promise<OpenPartition | null>>();
   /** Row groups decoded so far (cache misses): tests and benchmarks check that seeks stay narrow. */
   decodes = 0;
+  /**
+   * Recent answers of dates() and partition(), valid while the dataset folder's mtime holds (every
+   * publication or rebuild renames a date folder in it): a live market with a year of compacted
+   * history would otherwise cost a listing and hundreds of stats per read.
+   */
+  private readonly recentDates = new Map<string, { mtimeMs: number; dates: string[] }>();
+  private readonly recentParts = new Map<string, { parentMtimeMs: number; p: OpenPartition }>();
 
   constructor(readonly dataDir: string, maxBytes = DEFAULT_CACHE_BYTES) {
     this.cache = new LRUCache<string, DecodedGroup>({ maxSize: maxBytes, sizeCalculation: (g) => Math.max(1, g.bytes) });
@@ -76,12 +83,19 @@ export class ParquetStore {
   /** Dates that have a partition folder for (family, dataset), ascending. */
   async dates(family: Family, dataset: Dataset): Promise<string[]> {
     const base = join(parquetRoot(this.dataDir), `family=${family}`, `dataset=${dataset}`);
+    // The folder's mtime changes whenever a date folder appears or is swapped: one stat, no listing.
+    const mtimeMs = await stat(base).then((st) => st.mtimeMs, () => -1);
+    if (mtimeMs < 0) return [];
+    const hit = this.recentDates.get(base);
+    if (hit && hit.mtimeMs === mtimeMs) return hit.dates;
     const out: string[] = [];
     for (const n of await readdirOrEmpty(base)) {
       const m = /^date=(\d{4}-\d{2}-\d{2})$/.exec(n);
       if (m) out.push(m[1]);
     }
-    return out.sort();
+    out.sort();
+    this.recentDates.set(base, { mtimeMs, dates: out });
+    return out;
   }
 
   /** A market's rows of one compacted day, or null when the published partition has none. */
@@ -107,6 +121,10 @@ export class ParquetStore {
   /** The published partition (manifest present, file as listed), reopened when it was replaced. */
   private async partition(family: Family, dataset: Dataset, day: string): Promise<OpenPartition | null> {
     const dir = partitionDir(this.dataDir, family, dataset, day);
+    // Publishing or rebuilding a partition renames its folder, which changes the parent's mtime.
+    const parentMtimeMs = this.recentDates.get(join(parquetRoot(this.dataDir), `family=${family}`, `dataset=${dataset}`))?.mtimeMs ?? -1;
+    const recent = this.recentParts.get(dir);
+    if (recent && parentMtimeMs >= 0 && recent.parentMtimeMs === parentMtimeMs) return recent.p;
     let stamp: string;
     try {
       const s = await stat(join(dir, MANIFEST));
@@ -117,13 +135,16 @@ export class ParquetStore {
     const cached = this.open.get(dir);
     if (cached) {
       const p = await cached.catch(() => null);
-      if (p && p.stamp === stamp) return p;
+      if (p && p.stamp === stamp) {
+        this.recentParts.set(dir, { parentMtimeMs, p });
+        return p;
+      }
     }
     // Replaced or not loaded yet. An old reader is not freed here: a read may still be using it,
     // and replacing a partition (a rerun over changed logs) is rare.
     const loading = this.load(dir, stamp);
     this.open.set(dir, loading);
-    loading.catch(() => this.open.delete(dir));
+    loading.then((p) => p && this.recentParts.set(dir, { parentMtimeMs, p }), () => this.open.delete(dir));
     return loading;
   }
 
@@ -192,6 +213,8 @@ export class ParquetStore {
 
   close(): void {
     this.cache.clear();
+    this.recentDates.clear();
+    this.recentParts.clear();
     for (const p of this.open.values()) void p.then((x) => x?.files?.then((f) => f.readers.forEach((r) => r.close()), () => undefined), () => undefined);
     this.open.clear();
   }

@@ -8,7 +8,7 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../schema/observation.js';
 import { toIso } from '../schema/time.js';
-import { fsyncDir, partitionDir, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
+import { fsyncDir, partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
 import { ParquetFileReader, encodeParquet } from './parquet.js';
 import { SCHEMA_VERSION, columnsOf, toColumns, type Dataset } from './parquet-schema.js';
 
@@ -17,7 +17,7 @@ export const ROW_GROUP_ROWS = 2048;
 /** A part file is closed after the market that takes it past this many rows (bounds memory). */
 export const FILE_ROWS = 100_000;
 
-export const stagingRoot = (dataDir: string): string => join(dataDir, '_parquet-staging');
+export { stagingRoot };
 const stagingDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
 const retiredDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
 

@@ -121,3 +121,29 @@ t.test('interval buckets equal the replayed book at their end and list gaps inst
   const early = await get(`/v3/btc/markets/540817/snapshots?interval=1s&limit=5&start_time=${T0 - 60_000}&end_time=${T0 + 2000}`);
   t.equal(early.data[0].bucket_start, '2026-07-26T12:00:00.000Z', 'nothing before the first capture');
 });
+
+t.test('latest and as_of name the observation, not a checkpoint written after it', async (t) => {
+  const dir = tmpDataDir(t);
+  const { writeLog, catalog } = await import('./helpers.js');
+  await writeLog(dir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 1000)]);
+  const book = (tok: string, ts: number, p: string) => ({ type: 'book' as const, token_id: tok, units: 'decimal' as const, bids: [[p, '10'] as const], asks: [['0.9', '5'] as const], recv_ts: ts, source_ts: null });
+  await writeLog(dir, 'coin', 'books', coinMarket.market_id, [
+    book('1111', T0, '0.40'), book('2222', T0, '0.50'),
+    { type: 'book_delta', token_id: '1111', changes: [{ side: 'bid', price: '0.41', size: '7' }], recv_ts: T0 + 1000, source_ts: null },
+    { type: 'book_checkpoint', units: 'decimal', recv_ts: T0 + 2000, source_ts: null, books: [
+      { token_id: '1111', bids: [['0.41', '7'], ['0.40', '10']], asks: [['0.9', '5']] }, { token_id: '2222', bids: [['0.50', '10']], asks: [['0.9', '5']] }] },
+    { type: 'trade', token_id: '1111', price: '0.41', recv_ts: T0 + 3000, source_ts: null },
+  ]);
+  const keys = await keysFor(dir);
+  const app = await testApp(t, testConfig(dir));
+  const get = async (url: string): Promise<any> => (await app.inject({ url, headers: { authorization: `Bearer ${keys.free}` } })).json();
+  const newest = (await get('/v3/btc/markets/540817/snapshots?order=desc&limit=1')).data[0];
+  t.equal(newest.seq, 3, 'the delta is the newest snapshot');
+  const latest = (await get('/v3/btc/markets/540817/orderbook/latest')).data;
+  t.equal(latest.seq, 3);
+  t.equal(latest.receive_time, new Date(T0 + 1000).toISOString());
+  t.same(latest.books[0].bids, [[0.41, 7], [0.4, 10]]);
+  const asOf = (await get(`/v3/btc/markets/540817/orderbook/latest?as_of=${T0 + 2500}`)).data;
+  t.equal(asOf.seq, 3);
+  t.same(asOf.books, latest.books);
+});

@@ -83,6 +83,24 @@ t.test('stream and REST agree', async (t) => {
     c.ws.close();
   });
 
+  await t.test('live subscribers of both outcomes share one follower and each get their view', async (t) => {
+    const up = await TestClient.connect(t, srv.wsUrl, keys.paid);
+    const down = await TestClient.connect(t, srv.wsUrl, keys.paid);
+    up.send({ op: 'subscribe', id: 5, channel: 'book', family: 'wallet-prediction', market_id: 'w1' });
+    down.send({ op: 'subscribe', id: 5, channel: 'book', family: 'wallet-prediction', market_id: 'w1', outcome: 'Down' });
+    await up.waitFor((m) => m.type === 'book');
+    await down.waitFor((m) => m.type === 'book');
+    const seq = await wallet.append(deltaObs('w1-up', t0 + 40, 'ask', '0.64', '3'));
+    const u = await up.waitSeq(seq);
+    const d = await down.waitSeq(seq);
+    t.equal(streamOfServer.get(srv.app.server)!.hub.size, 1, 'one follower');
+    for (const [outcome, m] of [['Up', u], ['Down', d]] as const) {
+      const rest = await get(`/v3/wallet-prediction/w1/snapshots?outcome=${outcome}&limit=1000`);
+      t.same(m.data, rest.data.at(-1), `${outcome} equals REST`);
+    }
+    t.same((d.data as { bids: number[][] }).bids[0], [0.37, 7], 'the mirror: best Down bid is 1 − best Up ask');
+  });
+
   await t.test('a REST next_cursor as `from` resumes exactly after the page, then goes live', async (t) => {
     const page = await get('/v3/btc/markets/m1/snapshots?include_orderbook=true&limit=7');
     t.ok(page.next_cursor);

@@ -2,6 +2,9 @@
 // writes only its own markets' logs.
 
 import t from 'tap';
+import { existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { statusPath, writeStatus } from '../../src/recorders/status.js';
 import { startSim } from '../../tools/sim/server.js';
 import { inShard, shardHash, startRecorders } from '../../src/recorders/index.js';
 import { readAll, simConfig, sleep, tempDir, waitFor } from './helpers.js';
@@ -46,4 +49,23 @@ t.test('a sharded process records only the markets of its shard', async (t) => {
   const books = await readAll(dir, 'books');
   t.ok(catalog.size > 0 && books.size > 0);
   for (const id of [...catalog.keys(), ...books.keys()]) t.ok(inShard(id, { k: 1, n: 2 }), `${id} belongs to shard 1/2`);
+});
+
+t.test('status files of killed record processes are cleaned up; live ones are kept', async (t) => {
+  const dir = tempDir();
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  const deadPid = Number(dead.stdout);
+  const old = Date.now() - 60_000;
+  const base = { started_ts: old, updated_ts: old, kinds: {}, connected: { coin: [], 'wallet-prediction': [], 'yesno-exchange': [] } };
+  writeStatus(dir, { ...base, pid: deadPid });
+  writeStatus(dir, { ...base, pid: process.ppid });
+  const sim = await startSim({ seed: 1, coins: ['btc'], windows: ['5m'], windowScale: 0.02 });
+  t.teardown(() => sim.close());
+  const { config } = simConfig(sim.config, dir, { recorders: { status_interval_ms: 100 } });
+  const host = await startRecorders(config, { kinds: ['catalog'] });
+  t.ok(await waitFor(() => !existsSync(statusPath(dir, deadPid)), 5000), 'the dead process file is removed');
+  t.ok(existsSync(statusPath(dir, process.ppid)), 'a live pid keeps its file');
+  t.ok(existsSync(statusPath(dir)), 'this process has its own');
+  await host.stop();
+  t.notOk(existsSync(statusPath(dir)));
 });

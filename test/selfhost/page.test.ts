@@ -94,10 +94,11 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
 
   // Every family's book shape (coin books, wallet mirrored outcome, yes/no bid ladders) draws.
   for (const family of families) {
-    const rows = await page.$$(`#markets .market[data-family="${family}"]`);
-    let pick = rows[0];
-    for (const r of rows) if (['open', 'active'].includes((await r.$eval('.badge', (e) => e.textContent ?? '')).trim())) pick = r;
-    await pick.click();
+    // The list is re-rendered on every refresh: pick by id, then click through a fresh locator.
+    const rows = await page.$$eval(`#markets .market[data-family="${family}"]`, (els) =>
+      els.map((e) => ({ id: (e as HTMLElement).dataset.id ?? '', status: e.querySelector('.badge')?.textContent ?? '' })));
+    const pick = rows.find((r) => ['open', 'active'].includes(r.status.trim())) ?? rows[0];
+    await page.locator(`#markets .market[data-family="${family}"][data-id=${JSON.stringify(pick.id)}]`).click();
     const drawn = await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLElement).dataset.levels) > 0, undefined, { timeout: 20_000 })
       .then(() => true, () => false);
     t.ok(drawn, `a ${family} market's depth chart renders`);

@@ -29,4 +29,5 @@ t.test('compacts closed days in the background and keeps logs within retention',
   t.ok(logged.includes('info compacted'), 'and logged');
   t.notOk(logged.some((l) => l.startsWith('error')), `without errors: ${logged.join('; ')}`);
   t.same(await listDays(dir, { family: 'coin', stream: 'books', market: '50000' }), [day], 'logs within retention are kept');
+  t.notOk(await stat(join(dir, '_parquet-staging', '.lock')).then(() => true, () => false), 'the compaction lock is released on stop');
 });

@@ -53,6 +53,8 @@ t.test('following continues across a writer killed with -9 and restarted, withou
   const first = startNode(helperPath('writer-child.js'), [dir, market, String(MIDNIGHT), '-1', '1', '2', '1']);
   t.teardown(() => kill9(first));
   await first.waitFor(/^ack 150$/);
+  const r = openReader(dir, key);
+  t.equal((await r.seekSeq(100))?.seq, 100, 'a reader caches the live file before the crash');
   let stopAfter = Infinity;
   const following = followUntil(dir, key, 'start', (s) => s[s.length - 1].rec.seq >= stopAfter);
   await kill9(first);
@@ -66,6 +68,8 @@ t.test('following continues across a writer killed with -9 and restarted, withou
   for await (const it of openReader(dir, key).read('start')) stored.push(it.rec.seq);
   t.same(seen.map((x) => x.rec.seq), stored, 'the follower saw exactly the stored records, in order');
   t.equal(stored[stored.length - 1], ready + 100);
+  t.equal((await r.latest())?.rec.seq, ready + 100, 'the same reader sees the recovered and continued log');
+  t.equal((await r.seekSeq(ready + 1))?.seq, ready + 1, 'and seeks into it');
 });
 
 t.test('follow from the end sees only new records; from a position resumes after it exactly', async (t) => {

@@ -10,7 +10,11 @@ import { indexFilePath, logFilePath, openWriter, type LogKey } from '../../src/s
 import { book, trade } from './helpers/records.js';
 import { cliPath } from './helpers/proc.js';
 
-const verify = (dir: string, ...args: string[]) => spawnSync(process.execPath, [cliPath, 'verify', '--data-dir', dir, ...args], { encoding: 'utf8' });
+const verify = (dir: string, ...args: string[]): { status: number | null; stdout: string } => {
+  const r = spawnSync(process.execPath, [cliPath, 'verify', '--data-dir', dir, ...args], { encoding: 'utf8' });
+  // Whatever went to stderr (a crash, a bad import) shows up in a failing assertion's diff.
+  return { status: r.status, stdout: r.stdout + (r.stderr.includes('Error') ? `\nstderr: ${r.stderr}` : '') };
+};
 
 t.test('verify reports damage with file and offset, exits 1; --repair fixes it and exits 0', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-verify-'));

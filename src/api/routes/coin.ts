@@ -126,6 +126,8 @@ export default async function coinRoutes(app: FastifyInstance): Promise<void> {
       : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
     if (!point) throw notFound(asOf === undefined ? `No book recorded yet for market '${market.market_id}'.` : `No book recorded for market '${market.market_id}' at or before ${toIso(asOf)}.`);
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, market.market_id) : true;
-    return { data: { ...model.shape(point.rec, point.books)!, stale: point.gapOpen || !live } };
+    // The same state and options always shape alike: the newest book is shaped once, then reused.
+    const snap = point.books.shaped(`${qs.depth}|${qs.include_orderbook}`, () => model.shape(point.rec, point.books))!;
+    return { data: { ...snap, stale: point.gapOpen || !live } };
   });
 }

@@ -78,7 +78,8 @@ export default async function walletRoutes(app: FastifyInstance): Promise<void> 
     if (!point) {
       throw notFound(asOf === undefined ? `No book recorded yet for market '${market.market_id}'.` : `No book recorded for market '${market.market_id}' at or before ${toIso(asOf)}.`);
     }
-    const snap = model.shape(point.rec, point.books)!;
+    // The same state and options always shape alike: the newest book is shaped once, then reused.
+    const snap = point.books.shaped(`${qs.depth}|${outcome}`, () => model.shape(point.rec, point.books))!;
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, market.market_id) : true;
     return { data: { ...snap, stale: point.gapOpen || !live } };
   });

@@ -99,6 +99,8 @@ export default async function yesnoRoutes(app: FastifyInstance): Promise<void> {
       : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
     if (!point) throw notFound(asOf === undefined ? `No book recorded yet for ticker '${ticker}'.` : `No book recorded for ticker '${ticker}' at or before ${toIso(asOf)}.`);
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, ticker) : true;
-    return { data: { ...model.shape(point.rec, point.books)!, stale: point.gapOpen || !live } };
+    // The same state and options always shape alike: the newest book is shaped once, then reused.
+    const snap = point.books.shaped(`${qs.depth}|${qs.include_orderbook}`, () => model.shape(point.rec, point.books))!;
+    return { data: { ...snap, stale: point.gapOpen || !live } };
   });
 }

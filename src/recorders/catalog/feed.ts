@@ -109,6 +109,7 @@ export class CatalogRecorder extends Recorder {
       if (m.end_time !== null && m.end_time < now - 2 * cfg.recorders.resolveHorizonMs) {
         this.known.delete(id);
         this.directory.delete(id);
+        void this.deps.sink.closeKey(catalogKey(id));
       }
     }
   }

@@ -78,7 +78,11 @@ export class ClobRecorder extends Recorder {
     this.conn.stop();
     await this.syncing;
     const now = Date.now();
-    for (const t of this.markets.values()) this.openGap(t.key, 'not_recording', now, now, 'recorder stopped');
+    for (const t of this.markets.values()) {
+      // A hole of another reason ends here; from now on the recorder is simply not running.
+      if (this.gapOpen(t.key)) this.closeGap(t.key, now);
+      this.openGap(t.key, 'not_recording', now, now, 'recorder stopped');
+    }
   }
 
   isConnected(): boolean {

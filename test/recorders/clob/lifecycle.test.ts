@@ -39,7 +39,7 @@ function allViolations(books: Map<string, Recorded[]>): string[] {
 }
 
 t.test('records books, checkpoints and catalogue events from the sim, and stops cleanly', async (t) => {
-  const r = await run(t, '', 2500);
+  const r = await run(t, '', 2000);
   t.ok(r.statusSeen, 'status file written while running');
   t.notOk(existsSync(statusPath(r.dir)), 'status file removed on a clean stop');
   t.ok(r.status.kinds.clob.connected && r.status.kinds.catalog.connected);
@@ -62,7 +62,7 @@ t.test('records books, checkpoints and catalogue events from the sim, and stops 
 });
 
 t.test('connection drops become closed disconnected gaps and the books come back', async (t) => {
-  const r = await run(t, 'drop=700ms', 3000);
+  const r = await run(t, 'drop=700ms', 2500);
   const gaps = [...r.books.values()].flatMap(gapsOf);
   const closed = gaps.filter((g) => g.reason === 'disconnected' && g.end_ts !== null);
   t.ok(closed.length > 0, `closed disconnected gaps: ${closed.length}`);
@@ -88,7 +88,7 @@ t.test('a silent stall is detected by the heartbeat watchdog as a stale gap', as
 });
 
 t.test('garbage, skipped, duplicated and unknown messages never corrupt a recorded book', async (t) => {
-  const r = await run(t, 'garbage=0.01,gap=0.02,dup=0.02,unknown=0.02', 3000);
+  const r = await run(t, 'garbage=0.01,gap=0.02,dup=0.02,unknown=0.02', 2500);
   t.same(allViolations(r.books), [], 'every divergence is marked by a sequence_gap, no delta on a stale book');
   const reasons = new Set([...r.books.values()].flatMap(gapsOf).map((g) => g.reason));
   t.ok(reasons.has('upstream_error'), 'garbage frames open upstream_error gaps');
@@ -99,7 +99,7 @@ t.test('garbage, skipped, duplicated and unknown messages never corrupt a record
 });
 
 t.test('429 with Retry-After, 5xx and slow answers are survived on REST and WebSocket upgrades', async (t) => {
-  const r = await run(t, 'http429=0.2,http5xx=0.2,slow=0.1,slow_ms=300,retry_after_s=0.3', 3000);
+  const r = await run(t, 'http429=0.2,http5xx=0.2,slow=0.1,slow_ms=300,retry_after_s=0.3', 2500);
   t.ok(r.errors.includes('http_429') || r.errors.includes('http_5xx'), 'upstream trouble was seen and counted');
   t.ok(r.catalog.size > 0, 'the catalogue was recorded anyway');
   t.ok([...r.books.values()].flat().some((x) => x.type === 'book'), 'books were recorded anyway');

@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
@@ -23,7 +23,7 @@ const CLI = fileURLToPath(new URL('../../../cli.js', import.meta.url));
 const BURST = fileURLToPath(new URL('../../../../test/fixtures/clob/ws_market_price_change_crossing_burst.json', import.meta.url));
 
 t.test('the catalogue lists rolling up/down markets in the venue shape, and they resolve', async (t) => {
-  const sim = await startSim({ seed: 2, windowScale: 0.01, coins: ['btc'], windows: ['5m'] });
+  const sim = await startSim({ seed: 2, windowScale: 0.005, coins: ['btc'], windows: ['5m'] });
   t.teardown(() => sim.close());
   const get = async (q: string): Promise<Array<Record<string, unknown>>> => (await fetch(`${sim.url}/catalog/events?${q}`)).json() as Promise<Array<Record<string, unknown>>>;
   const events = await get('series_slug=btc-up-or-down-5m');
@@ -35,7 +35,7 @@ t.test('the catalogue lists rolling up/down markets in the venue shape, and they
   t.match(m.slug, /^btc-updown-5m-\d+$/);
   t.ok(normalizeCatalogMarket({ ...m, events: [events[0]] }, Date.now()), 'the recorder normalizer accepts it');
   t.same(await get('series_slug=eth-up-or-down-5m'), [], 'unconfigured coins are not listed');
-  // Wait for one market to close and resolve (3 s windows, closes ~0.9 s after the end).
+  // Wait for one market to close and resolve (1.5 s windows, closes ~0.45 s after the end).
   const resolved = await waitFor(async () => (await get('series_slug=btc-up-or-down-5m&closed=true')).some((e) => {
     const mk = (e.markets as Array<Record<string, unknown>>)[0];
     return ['["1","0"]', '["0","1"]'].includes(String(mk.outcomePrices)) && typeof mk.closedTime === 'string';
@@ -180,4 +180,25 @@ t.test('--replay serves the real burst and the recorder rebuilds the real final 
   const lastBook = [...recs].reverse().find((r) => r.type === 'book') as BookSnapshot;
   t.same(lastBook.bids, final.bids);
   t.same(recs.filter((r) => r.type === 'gap' && r.reason === 'sequence_gap'), [], 'no false loss on the real data');
+});
+
+t.test('--replay keeps the recorded pace of {recv_ts, msg} lines (scaled by the speed)', async (t) => {
+  const burst = JSON.parse(readFileSync(BURST, 'utf8')) as Array<Record<string, unknown>>;
+  const dir = tempDir();
+  const file = join(dir, 'paced.jsonl');
+  const t0 = 1_790_658_661_234;
+  const lines = [0, 1, 2, 3].map((i) => JSON.stringify({ recv_ts: t0 + i * 400, msg: burst[i] }));
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const sim = await startSim({ seed: 1, replay: file, replaySpeed: 2 });
+  t.teardown(() => sim.close());
+  const ws = new WebSocket(`${sim.url.replace('http', 'ws')}/clob/ws/market`);
+  t.teardown(() => ws.terminate());
+  const at: number[] = [];
+  ws.on('message', (d) => {
+    if (d.toString() !== 'PONG') at.push(Date.now());
+  });
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ assets_ids: [String(burst[0].asset_id)], type: 'market' }));
+  t.ok(await waitFor(() => at.length >= 4, 5000), 'all four messages arrive');
+  t.ok(at[3] - at[0] >= 500, `1.2 s of capture at speed 2 took ${at[3] - at[0]} ms`);
 });
