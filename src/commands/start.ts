@@ -11,33 +11,37 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/** Recorders + API over one data dir (shared by `start` and `demo`). */
+/**
+ * Recorders + API over one data dir (shared by `start` and `demo`). The API listens first and the
+ * recorders start behind it: an unreachable upstream (offline, firewalled) must never delay the
+ * read side, which serves whatever is already on disk and shows the outage as gaps.
+ */
 export async function startService(config: Config): Promise<Service> {
   const { default: pino } = await import('pino');
   const { startRecorders } = await import('../recorders/index.js');
   const { startApi } = await import('../api/server.js');
   // Logs on stderr: stdout carries only the first-key lines and `ready <url>`.
   const logger = pino({ level: config.logLevel }, pino.destination(2));
-  const recorders = await startRecorders(config, { logger: logger.child({ part: 'recorders' }) });
-  try {
-    const api = await startApi(config);
-    const { startAutoCompaction } = await import('../storage/auto-compaction.js');
-    const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
-    return {
-      url: api.url,
-      async close() {
-        try {
-          await compaction.stop();
-          await api.close();
-        } finally {
-          await recorders.stop();
-        }
-      },
-    };
-  } catch (e) {
-    await recorders.stop();
-    throw e;
-  }
+  const api = await startApi(config);
+  const recorders = startRecorders(config, { logger: logger.child({ part: 'recorders' }) }).catch((e: unknown) => {
+    // A recorder that cannot start (e.g. its markets are locked by another process) is logged;
+    // the API keeps serving what is recorded.
+    logger.error({ err: (e as Error).message }, 'recorders did not start');
+    return null;
+  });
+  const { startAutoCompaction } = await import('../storage/auto-compaction.js');
+  const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
+  return {
+    url: api.url,
+    async close() {
+      try {
+        await compaction.stop();
+        await api.close();
+      } finally {
+        await (await recorders)?.stop();
+      }
+    },
+  };
 }
 
 export function register(program: Command): void {

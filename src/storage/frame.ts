@@ -7,7 +7,9 @@
 import { crc32c } from '@node-rs/crc32';
 import { StorageError } from '../errors.js';
 import type { Observation, ObservationType, Recorded } from '../schema/observation.js';
-import { decodePayload, encodePayload, type Encoded, type Reserve } from './codec.js';
+import { decodePayload, encodePayloadInto, type Arena } from './codec.js';
+
+export type { Arena } from './codec.js';
 
 export const PREFIX_BYTES = 8;
 export const HEADER_BYTES = 26;
@@ -57,19 +59,26 @@ export interface FrameHead {
 
 export const msToUs = (ms: number): number => Math.round(ms * 1000);
 
-const freshBuffer: Reserve = (size) => ({ buf: Buffer.allocUnsafe(size), at: 0 });
-
 /** Builds the frame of `obs` with `seq`; throws StorageError for values a frame cannot hold. */
 export function encodeFrame(obs: Observation, seq: number, checkpoint: boolean): Buffer {
-  const { buf } = encodeFrameInto(obs, seq, checkpoint, freshBuffer);
-  return buf;
+  const arena: Arena = {
+    buf: Buffer.alloc(0),
+    used: 0,
+    ensure(size) {
+      this.buf = Buffer.allocUnsafe(size);
+      this.used = 0;
+    },
+  };
+  const size = encodeFrameAt(arena, obs, seq, checkpoint);
+  return arena.buf.subarray(0, size);
 }
 
 /**
- * Encodes the frame into a region from `reserve` (the writer's batch arena): the frame is
- * `buf[at .. at + size)`. Throws StorageError, having written nothing the caller keeps.
+ * Encodes the frame at `arena.buf[arena.used ..)` and returns its size; the caller commits it by
+ * advancing `arena.used` (read `arena.buf` after the call: the arena may have swapped buffers).
+ * Throws StorageError, having committed nothing.
  */
-export function encodeFrameInto(obs: Observation, seq: number, checkpoint: boolean, reserve: Reserve): { buf: Buffer; at: number; size: number } {
+export function encodeFrameAt(arena: Arena, obs: Observation, seq: number, checkpoint: boolean): number {
   const code = TYPE_CODES[obs.type];
   if (code === undefined) throw new StorageError(`unknown record type ${JSON.stringify(obs.type)}`);
   const recvMs = obs.recv_ts;
@@ -83,22 +92,25 @@ export function encodeFrameInto(obs: Observation, seq: number, checkpoint: boole
     sourceUs = msToUs(src);
     if (typeof src !== 'number' || !(Math.abs(sourceUs) <= MAX_INT)) throw new StorageError(`source_ts ${String(src)} is not an epoch ms time`);
   }
-  let enc: Encoded;
+  let size: number;
   try {
-    enc = encodePayload(obs, FRAME_OVERHEAD, reserve);
+    size = encodePayloadInto(obs, FRAME_OVERHEAD, arena);
   } catch (e) {
     throw new StorageError(`record cannot be encoded: ${(e as Error).message}`);
   }
-  const { buf, at, size } = enc;
+  const binary = size > 0;
+  if (!binary) size = -size;
   if (size - PREFIX_BYTES > MAX_FRAME_BYTES) throw new StorageError(`record of ${size} bytes exceeds the frame limit`);
+  const buf = arena.buf;
+  const at = arena.used;
   buf.writeUInt32LE(size - PREFIX_BYTES, at);
   buf[at + 8] = code;
-  buf[at + 9] = (hasSource ? FLAG_SOURCE : 0) | (checkpoint ? FLAG_CHECKPOINT : 0) | (enc.binary ? FLAG_LADDERS : 0);
+  buf[at + 9] = (hasSource ? FLAG_SOURCE : 0) | (checkpoint ? FLAG_CHECKPOINT : 0) | (binary ? FLAG_LADDERS : 0);
   writeI64(buf, msToUs(recvMs), at + 10);
   writeI64(buf, sourceUs, at + 18);
   writeI64(buf, seq, at + 26);
   buf.writeUInt32LE(crc32c(buf.subarray(at + PREFIX_BYTES, at + size)), at + 4);
-  return { buf, at, size };
+  return size;
 }
 
 export type ParseResult =

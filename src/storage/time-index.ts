@@ -17,12 +17,17 @@ export interface IndexEntry {
 }
 
 export function encodeEntry(e: IndexEntry, buf: Buffer = Buffer.allocUnsafe(ENTRY_BYTES), at = 0): Buffer {
-  writeI64(buf, e.recvUs, at);
-  writeI64(buf, e.seq, at + 8);
-  writeI64(buf, e.offset, at + 16);
-  buf.writeUInt32LE(e.flags, at + 24);
-  buf.writeUInt32LE(crc32c(buf.subarray(at, at + 28)), at + 28);
+  encodeEntryAt(buf, at, e.recvUs, e.seq, e.offset, e.flags);
   return buf;
+}
+
+/** encodeEntry without an entry object (the writer's hot path). */
+export function encodeEntryAt(buf: Buffer, at: number, recvUs: number, seq: number, offset: number, flags: number): void {
+  writeI64(buf, recvUs, at);
+  writeI64(buf, seq, at + 8);
+  writeI64(buf, offset, at + 16);
+  buf.writeUInt32LE(flags, at + 24);
+  buf.writeUInt32LE(crc32c(buf.subarray(at, at + 28)), at + 28);
 }
 
 /** The entry at `buf[at]`, or null when its checksum does not match. */

@@ -34,6 +34,11 @@ export interface AppendOptions {
   readonly checkpoint?: boolean;
 }
 
+export interface AppendManyOptions {
+  /** Checkpoint marks: one flag for every record of the group, or one per record (same order). */
+  readonly checkpoint?: boolean | readonly boolean[];
+}
+
 export interface WriterOptions {
   /** Group commit: fsync at most this many ms after the first unsynced append (default 50). */
   readonly fsyncIntervalMs?: number;
@@ -46,6 +51,11 @@ export interface WriterOptions {
    * outside tests: `verify` compares each index with a rebuild that uses the default.
    */
   readonly indexEveryBytes?: number;
+  /**
+   * Called after each group commit is fsynced with the log bytes and records it covered
+   * (diagnostics: the storage bench replays this cadence for its raw-write baseline).
+   */
+  readonly onCommit?: (bytes: number, records: number) => void;
 }
 
 /**
@@ -56,8 +66,19 @@ export interface WriterOptions {
  */
 export interface LogWriter {
   readonly key: LogKey;
-  /** Resolves once the record is fsynced ("acknowledged"): it then survives kill -9. */
+  /**
+   * Resolves once the record is fsynced ("acknowledged"): it then survives kill -9. The bytes are
+   * encoded during the call; the resolved Recorded is a shallow copy of `obs` (plus seq) made at
+   * acknowledgement, so do not change `obs` before then.
+   */
   append(obs: Observation, opts?: AppendOptions): Promise<Recorded>;
+  /**
+   * Appends a group in order with consecutive seqs: the same as `append` of each record in turn,
+   * with one promise for the group, resolved (in order, like `append`) once all are fsynced. The
+   * group is all or nothing: when any record is refused (older recv_ts, unencodable), none of it
+   * is written, seq does not move, and the promise rejects with StorageError naming the record.
+   */
+  appendMany(obs: readonly Observation[], opts?: AppendManyOptions): Promise<Recorded[]>;
   /** True while more than the high-water mark is waiting: the caller should await `drained()`. */
   readonly backpressure: boolean;
   drained(): Promise<void>;

@@ -7,8 +7,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { compactDay } from '../../src/storage/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/retention.js';
 import { listDays } from '../../src/storage/paths.js';
-import { keysFor, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
-import { seedAllFast } from './datasets-seed.js';
+import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 
 const DAY = '2026-07-26';
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -60,7 +59,7 @@ async function allPages(get: Get, path: string): Promise<unknown[]> {
 
 t.test('routes answer identically before and after compaction', async (t) => {
   const dir = tmpDataDir(t);
-  await seedAllFast(dir);
+  await seedAll(dir);
   const { paid } = await keysFor(dir);
   const config = testConfig(dir);
   const snapshot = async (): Promise<Map<string, unknown[]>> => {

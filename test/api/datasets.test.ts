@@ -7,8 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compactDay } from '../../src/storage/compaction.js';
-import { keysFor, testApp, testConfig, tmpDataDir } from './helpers.js';
-import { seedAllFast as seedAll } from './datasets-seed.js';
+import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const DAY = '2026-07-26';
 

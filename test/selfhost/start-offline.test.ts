@@ -28,8 +28,7 @@ t.test('start without network prints one first key, logs upstream failures brief
   const config = join(dir, 'offline.json');
   writeFileSync(config, JSON.stringify({
     upstreams: {
-      // A generous request budget so the retries of the first catalogue poll (which `start` awaits
-      // before listening) are spent quickly; the default budgets make the same failures slower.
+      // A generous request budget so the recorders fail (and log) many times within the test.
       clob: { ws: `ws://${dead}/ws/market`, rest: `http://${dead}`, rate_per_s: 200 },
       catalog: { rest: `http://${dead}`, rate_per_s: 200 },
       yesno: { rest: `http://${dead}/trade-api/v2`, rate_per_s: 200 },
@@ -38,7 +37,7 @@ t.test('start without network prints one first key, logs upstream failures brief
     recorders: { backoff_min_ms: 50, backoff_max_ms: 500, catalog_poll_ms: 200 },
   }));
   const env = { PMTAPE_PORT: '0', PMTAPE_LOG_LEVEL: 'info' };
-  // Offline, `start` listens only after the recorders' first (failing) upstream polls: allow for it.
+  // `start` listens before the recorders reach any upstream, so `ready` never waits for one.
   const first = runCli(t, ['start', '--config', config, '--data-dir', dataDir], { env, readyTimeoutMs: 90_000 });
   const url = await first.ready;
   const key = keyFrom(first.stdout);
