@@ -33,6 +33,9 @@ export interface Config {
   };
   /** Coins whose up/down markets are recorded (clob/catalog and wallet kinds). */
   readonly coins: readonly string[];
+  /** Config `"coins": "all"` (or a `"*"` entry): the catalog recorder also records every other coin
+   *  whose up/down series the catalogue lists, adding new ones as they appear. */
+  readonly discoverCoins?: boolean;
   /** Window lengths recorded, e.g. `5m`, `15m`. */
   readonly windows: readonly string[];
   /** Yes/no series tickers recorded. */
@@ -160,6 +163,24 @@ function stringList(v: unknown, field: string): string[] {
   return v as string[];
 }
 
+export const DEFAULT_COINS: readonly string[] = ['btc', 'eth', 'bnb'];
+
+/** `coins`: a list of coin names, `"all"` (the defaults plus discovery) or a list holding `"*"`. */
+function coinsOf(v: unknown): { coins: string[]; discover: boolean } {
+  if (v === undefined) return { coins: [...DEFAULT_COINS], discover: false };
+  if (v === 'all') return { coins: [...DEFAULT_COINS], discover: true };
+  const why = 'must be "all" or an array of coin names like ["btc","eth"] (a "*" entry adds every coin the catalogue lists)';
+  if (!Array.isArray(v)) throw new ConfigError('coins', `${why}; got ${JSON.stringify(v)?.slice(0, 40)}`);
+  const out: string[] = [];
+  let discover = false;
+  for (const [i, c] of v.entries()) {
+    if (c === '*' || c === 'all') discover = true;
+    else if (typeof c === 'string' && /^[a-z0-9]{1,20}$/i.test(c)) out.push(c.toLowerCase());
+    else throw new ConfigError(`coins[${i}]`, `${why}; got ${JSON.stringify(c)?.slice(0, 40)}`);
+  }
+  return { coins: out, discover };
+}
+
 function num(v: unknown, field: string, min: number): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw new ConfigError(field, `must be a number ≥ ${min}`);
   return v;
@@ -222,6 +243,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (!m || Number(m[2]) < 1 || Number(m[1]) >= Number(m[2])) throw new ConfigError('shard', 'must look like "k/n" with 0 ≤ k < n');
     shard = { k: Number(m[1]), n: Number(m[2]) };
   }
+  const coins = coinsOf(file.coins);
   const portText = flags.port ?? env.PMTAPE_PORT ?? 8080;
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('port', `must be 0..65535, got ${portText}`);
@@ -237,7 +259,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       yesno: upstream(ups.yesno, 'upstreams.yesno', DEFAULT_UPSTREAMS.yesno),
       wallet: upstream(ups.wallet, 'upstreams.wallet', DEFAULT_UPSTREAMS.wallet),
     },
-    coins: file.coins === undefined ? ['btc', 'eth', 'bnb'] : stringList(file.coins, 'coins').map((c) => c.toLowerCase()),
+    coins: coins.coins,
+    discoverCoins: coins.discover,
     windows: file.windows === undefined ? ['5m', '15m'] : stringList(file.windows, 'windows'),
     series: file.series === undefined ? ['KXBTC15M', 'KXETH15M'] : stringList(file.series, 'series'),
     shard,

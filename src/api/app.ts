@@ -1,6 +1,6 @@
 // The API as a Fastify plugin plus `buildApp`, which makes an instance with the options the plugin
 // relies on (strict query validation, request ids, logger). Plugins, in order: services, errors,
-// OpenAPI docs, request metrics, auth, rate limits, then one route plugin per URL prefix, the
+// request metrics, OpenAPI docs, auth with rate limits, then one route plugin per URL prefix, the
 // datasets (Parquet) and stream plugins, and the static page at `/`.
 
 import { randomUUID } from 'node:crypto';
@@ -14,9 +14,9 @@ import { CursorCodec, loadCursorSecret } from './cursor.js';
 import { MarketsIndex } from './markets-index.js';
 import { StatusBoard } from './status.js';
 import { LatestBooks } from './latest.js';
+import { LatestBodies } from './latest-body.js';
 import errorHandler, { envelope } from './error-handler.js';
 import auth from './auth.js';
-import rateLimits from './rate-limit.js';
 import requestMetrics from './request-metrics.js';
 import healthRoutes from './routes/health.js';
 import walletRoutes from './routes/wallet-prediction.js';
@@ -35,6 +35,8 @@ export interface Services {
   readonly markets: MarketsIndex;
   readonly status: StatusBoard;
   readonly latest: LatestBooks;
+  /** Serialized latest-book bodies, reused until the newest record or `stale` changes. */
+  readonly latestBodies: LatestBodies;
 }
 
 declare module 'fastify' {
@@ -63,13 +65,16 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     markets: new MarketsIndex(config.dataDir),
     status: new StatusBoard(config.dataDir),
     latest: new LatestBooks(opts.latestCacheBytes),
+    latestBodies: new LatestBodies(),
   };
   fastify.decorate('pmtape', services);
-  fastify.addHook('onRequest', async (req, reply) => {
+  fastify.addHook('onRequest', (req, reply, done) => {
     void reply.header('x-request-id', req.id);
+    done();
   });
 
   await fastify.register(errorHandler);
+  await fastify.register(requestMetrics); // before any route (docs too): it hooks each route as it is added
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -79,9 +84,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     },
   });
   await fastify.register(swaggerUi, { routePrefix: '/docs' });
-  await fastify.register(requestMetrics);
-  await fastify.register(auth, { keys });
-  await fastify.register(rateLimits, { limits: config.rateLimits });
+  await fastify.register(auth, { keys, limits: config.rateLimits });
 
   await fastify.register(healthRoutes);
   await fastify.register(walletRoutes, { prefix: '/v3/wallet-prediction' });

@@ -2,10 +2,12 @@
 // without it (health, metrics, docs) are open. `checkKey` is exported for the WebSocket stream,
 // which authenticates its upgrade the same way (header or `?api_key=`).
 
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PmtapeError } from '../errors.js';
+import type { Config } from '../config.js';
 import type { KeyRecord, KeyStore, Plan } from './keys.js';
+import { RateLimiter } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,10 +25,12 @@ export function planAllows(keyPlan: Plan, routePlan: Plan): boolean {
   return keyPlan === 'paid' || routePlan === 'free';
 }
 
+const BEARER_RE = /^Bearer[ ]+(\S+)\s*$/i;
+
 /** The bearer token of an `Authorization` header, or null when absent or not a bearer header. */
 export function bearerOf(header: string | undefined): string | null {
   if (!header) return null;
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  const m = BEARER_RE.exec(header);
   return m ? m[1] : null;
 }
 
@@ -46,12 +50,31 @@ export function checkKey(keys: KeyStore, presented: string | null, need: Plan): 
   return rec;
 }
 
-async function authPlugin(app: FastifyInstance, opts: { keys: KeyStore }): Promise<void> {
+/**
+ * Adds the key check (and the rate limit, when on) as an `onRequest` hook of each route that declares
+ * a plan, at registration: open routes carry no hook at all, and a request never builds
+ * `routeOptions` to find its plan. Callback style, so a request costs no promise here.
+ */
+async function authPlugin(app: FastifyInstance, opts: { keys: KeyStore; limits?: Config['rateLimits'] }): Promise<void> {
   app.decorateRequest('apiKey', null);
-  app.addHook('onRequest', async (req: FastifyRequest) => {
-    const need = req.routeOptions.config?.plan;
+  const limiter = opts.limits ? new RateLimiter(opts.limits) : null;
+  app.addHook('onRoute', (route) => {
+    const need = route.config?.plan;
     if (!need) return;
-    req.apiKey = checkKey(opts.keys, bearerOf(req.headers.authorization), need);
+    const hook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+      try {
+        const rec = checkKey(opts.keys, bearerOf(req.headers.authorization), need);
+        req.apiKey = rec;
+        limiter?.hit(rec, reply);
+      } catch (e) {
+        done(e as Error);
+        return;
+      }
+      done();
+    };
+    // First among the route's own hooks: anything added later (by other plugins) sees `apiKey`.
+    const own = route.onRequest;
+    route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
   });
 }
 

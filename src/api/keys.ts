@@ -24,6 +24,9 @@ interface KeyFile {
   readonly keys: KeyRecord[];
 }
 
+/** Compared against when the presented id is unknown (no sha256 is all zeros in practice). */
+const NO_HASH = Buffer.alloc(32);
+
 const KEY_RE = /^pmt_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
 
 export function keysPath(dataDir: string): string {
@@ -121,7 +124,7 @@ export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
  * changes (a stat every `pollMs`), so keys created or revoked by the CLI apply within a moment.
  */
 export class KeyStore {
-  private byId = new Map<string, KeyRecord>();
+  private byId = new Map<string, { readonly rec: KeyRecord; readonly hash: Buffer }>();
   private stamp = '';
   private timer: NodeJS.Timeout | null = null;
 
@@ -144,19 +147,20 @@ export class KeyStore {
     const stamp = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : 'none';
     if (stamp === this.stamp) return;
     const file = await readKeyFile(this.dataDir);
-    this.byId = new Map(file.keys.map((k) => [k.id, k]));
+    // Stored hashes are decoded once per reload, not once per request.
+    this.byId = new Map(file.keys.map((k) => [k.id, { rec: k, hash: Buffer.from(k.hash, 'hex') }]));
     this.stamp = stamp;
   }
 
   /** The live (not revoked) record for a presented key, or null. */
   verify(key: string): KeyRecord | null {
     const m = KEY_RE.exec(key);
-    const rec = m ? this.byId.get(m[1]) : undefined;
+    const hit = m ? this.byId.get(m[1]) : undefined;
     // Hash even when the id is unknown so timing does not reveal which ids exist.
-    const presented = Buffer.from(sha256(key), 'hex');
-    const stored = Buffer.from(rec ? rec.hash : '0'.repeat(64), 'hex');
+    const presented = createHash('sha256').update(key).digest();
+    const stored = hit ? hit.hash : NO_HASH;
     const same = stored.length === presented.length && timingSafeEqual(stored, presented);
-    return rec && same && rec.revoked_ts === null ? rec : null;
+    return hit && same && hit.rec.revoked_ts === null ? hit.rec : null;
   }
 }
 

@@ -10,6 +10,7 @@ import { register as serve } from './serve.js';
 import { register as keys } from './keys.js';
 import { register as start } from './start.js';
 import { register as compact } from './compact.js';
+import { register as backfill } from './backfill.js';
 
 const commands: Array<(program: Command) => void> = [
   verify,
@@ -21,6 +22,7 @@ const commands: Array<(program: Command) => void> = [
   keys,
   start,
   compact,
+  backfill,
 ];
 
 export function registerCommands(program: Command): void {

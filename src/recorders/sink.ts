@@ -1,6 +1,7 @@
 // The recorders' door to storage: one LogWriter per (family, stream, market), opened lazily, with
 // appends kept in call order and failures reported instead of thrown. Live recorders ask for a
 // monotonic receive clock (a record never goes behind its log's tail, even if the wall clock steps).
+// Between `beginFrame()` and `endFrame()` hot-path writes to one log are grouped into one appendMany.
 
 import { openWriter } from '../storage/index.js';
 import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/types.js';
@@ -22,6 +23,10 @@ interface Slot {
   /** Writes queued while the writer was still opening. */
   pending: number;
   onError: (e: unknown) => void;
+  /** Records held by the current frame (already clamped), with their checkpoint flags. */
+  group: Observation[] | null;
+  groupCps: boolean[];
+  groupKey: LogKey | null;
 }
 
 export function keyId(key: LogKey): string {
@@ -38,6 +43,8 @@ export class LogSink {
   appended = 0;
   private unreportedRecords = 0;
   private unreported: Record<string, number> = {};
+  private framing = false;
+  private readonly framed: Slot[] = [];
 
   constructor(readonly dataDir: string, private readonly opts: SinkOptions = {}) {}
 
@@ -49,7 +56,7 @@ export class LogSink {
     let s = this.slots.get(id);
     if (s) this.byKeyObject.set(key, { id, slot: s });
     if (!s) {
-      const slot: Slot = { writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.opts.onError?.(e as Error, key) };
+      const slot: Slot = { writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.opts.onError?.(e as Error, key), group: null, groupCps: [], groupKey: null };
       slot.opening = (async () => {
         try {
           const w = await openWriter(this.dataDir, key, this.opts.writer ?? {});
@@ -87,6 +94,7 @@ export class LogSink {
   append(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
     if (this.closed) return Promise.resolve(null);
     const s = this.slot(key);
+    if (s.group) this.flushGroup(s); // records held by the frame go first
     if (s.writer) return this.appendTo(s, key, obs, opts, true)!;
     return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true)! : null));
   }
@@ -99,7 +107,8 @@ export class LogSink {
     if (this.closed) return;
     const s = this.slot(key);
     if (s.writer) {
-      this.appendTo(s, key, obs, opts, false);
+      if (this.framing) this.hold(s, key, obs, opts);
+      else this.appendTo(s, key, obs, opts, false);
       return;
     }
     s.pending++;
@@ -109,6 +118,65 @@ export class LogSink {
     });
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
+  }
+
+  /**
+   * Starts a frame: `write`s to open logs are held until `endFrame()`, then each log's records go
+   * to storage in one appendMany (one promise and one batch entry instead of one per record).
+   * Order per log is kept: an `append` or `closeKey` of a log first issues what the frame holds.
+   */
+  beginFrame(): void {
+    this.framing = true;
+  }
+
+  /** Issues every record held since `beginFrame()`. */
+  endFrame(): void {
+    this.framing = false;
+    for (let i = 0; i < this.framed.length; i++) if (this.framed[i].group) this.flushGroup(this.framed[i]);
+    this.framed.length = 0;
+  }
+
+  private hold(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined): void {
+    let o = obs;
+    if (this.opts.monotonic && o.recv_ts < s.lastRecvTs) o = { ...o, recv_ts: s.lastRecvTs };
+    if (o.recv_ts > s.lastRecvTs) s.lastRecvTs = o.recv_ts;
+    if (!s.group) {
+      s.group = [];
+      s.groupCps.length = 0;
+      s.groupKey = key;
+      this.framed.push(s);
+    }
+    s.group.push(o);
+    s.groupCps.push(opts?.checkpoint === true);
+  }
+
+  /** Issues a slot's held records (already clamped): one append, or one appendMany for several. */
+  private flushGroup(s: Slot): void {
+    const list = s.group!;
+    const key = s.groupKey!;
+    s.group = null;
+    s.groupKey = null;
+    const w = s.writer;
+    if (!w || list.length === 0) return;
+    let p: Promise<unknown>;
+    try {
+      if (list.length === 1) p = w.append(list[0], s.groupCps[0] ? { checkpoint: true } : undefined);
+      else p = w.appendMany(list, s.groupCps.includes(true) ? { checkpoint: s.groupCps.slice() } : undefined);
+    } catch (e) {
+      this.opts.onError?.(e as Error, key);
+      return;
+    }
+    this.counted(key, list.length, list[list.length - 1].recv_ts);
+    p.catch(s.onError);
+  }
+
+  private counted(key: LogKey, n: number, recvTs: number): void {
+    this.appended += n;
+    this.unreported[key.stream] = (this.unreported[key.stream] ?? 0) + n;
+    this.unreportedRecords += n;
+    // The time of the newest append issued (acknowledged within the fsync interval).
+    this.lastWriteTs = recvTs;
+    if (this.unreportedRecords >= 256) this.reportMetrics();
   }
 
   private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: boolean): Promise<Recorded | null> | undefined {
@@ -123,12 +191,7 @@ export class LogSink {
       this.opts.onError?.(e as Error, key);
       return wantResult ? Promise.resolve(null) : undefined;
     }
-    this.appended++;
-    this.unreported[key.stream] = (this.unreported[key.stream] ?? 0) + 1;
-    this.unreportedRecords++;
-    // The time of the newest append issued (acknowledged within the fsync interval).
-    this.lastWriteTs = o.recv_ts;
-    if (this.unreportedRecords >= 256) this.reportMetrics();
+    this.counted(key, 1, o.recv_ts);
     if (!wantResult) {
       p.catch(s.onError);
       return undefined;
@@ -163,6 +226,7 @@ export class LogSink {
 
   /** Waits for every append issued so far to be acknowledged (fsynced). */
   async settle(): Promise<void> {
+    this.endFrame();
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
     this.reportMetrics();
     await Promise.all([...this.slots.values()].map(async (s) => {
@@ -176,6 +240,7 @@ export class LogSink {
     const id = keyId(key);
     const s = this.slots.get(id);
     if (!s) return;
+    if (s.group) this.flushGroup(s);
     this.slots.delete(id);
     while (s.pending > 0) await Promise.all([...this.inflight]);
     const w = await s.opening;

@@ -125,27 +125,78 @@ function putBooks(buf: Buffer, at: number, end: number, books: unknown): number 
   return at;
 }
 
-/** Exact size of a ladder in the binary layout (only asked after a NO_ROOM). */
-function ladderSize(l: unknown): number {
+/** Size of a ladder in the binary layout, or -1 when it is not a list of string pairs. */
+function ladderBytes(l: unknown): number {
+  if (!Array.isArray(l)) return -1;
   let n = 4;
-  for (const lv of l as (readonly [string, string])[]) n += 2 + lv[0].length + lv[1].length;
-  return n;
-}
-
-function binarySize(o: Record<string, unknown>, fields: readonly string[] | undefined): number {
-  let n = 0;
-  if (fields) for (const f of fields) n += ladderSize(o[f]);
-  else {
-    n = 4;
-    for (const b of o.books as { token_id: string; bids: unknown; asks: unknown }[]) n += 2 + b.token_id.length + ladderSize(b.bids) + ladderSize(b.asks);
+  for (const lv of l as unknown[]) {
+    if (!Array.isArray(lv) || lv.length !== 2 || typeof lv[0] !== 'string' || typeof lv[1] !== 'string') return -1;
+    n += 2 + lv[0].length + lv[1].length;
   }
   return n;
 }
 
-/** Writes `json` at `at` (room checked for the worst case, 3 bytes a char); bytes written or NO_ROOM. */
-function putJson(buf: Buffer, at: number, end: number, json: string): number {
+/** Writes `json` at `at` (room checked for the worst case, 3 bytes a char); position after, or NO_ROOM. */
+function putUtf8(buf: Buffer, at: number, end: number, json: string): number {
   if (end - at < json.length * 3) return NO_ROOM;
-  return buf.write(json, at, 'utf8');
+  return at + buf.write(json, at, 'utf8');
+}
+
+/** A JSON string literal of `s`: plain printable ASCII is copied, anything else goes through JSON.stringify. */
+function putJsonString(buf: Buffer, at: number, end: number, s: string): number {
+  const n = s.length;
+  if (end - at < n + 2) return NO_ROOM;
+  buf[at] = 0x22;
+  for (let k = 0; k < n; k++) {
+    const c = s.charCodeAt(k);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7f) return putUtf8(buf, at, end, JSON.stringify(s));
+    buf[at + 1 + k] = c;
+  }
+  buf[at + 1 + n] = 0x22;
+  return at + n + 2;
+}
+
+function putAsciiText(buf: Buffer, at: number, end: number, s: string): number {
+  if (end - at < s.length) return NO_ROOM;
+  for (let k = 0; k < s.length; k++) buf[at + k] = s.charCodeAt(k);
+  return at + s.length;
+}
+
+/**
+ * Writes exactly the bytes of `JSON.stringify` of `o` without the keys in `skip`, with no
+ * intermediate object or string for the common flat record (string, number, boolean, null values):
+ * building and stringifying that object cost as much as the binary ladders. Other values go
+ * through JSON.stringify one by one (undefined/function values are left out, as it does).
+ */
+function putJsonObject(buf: Buffer, at: number, end: number, o: Record<string, unknown>, skip: Set<string>): number {
+  if (end - at < 2) return NO_ROOM;
+  buf[at++] = 0x7b; // {
+  let first = true;
+  for (const k in o) {
+    if (skip.has(k)) continue;
+    const v = o[k];
+    let lit: string | undefined; // the value's JSON text when it is not a string
+    const t = typeof v;
+    if (t === 'string') lit = undefined;
+    else if (t === 'number') lit = Number.isFinite(v) ? String(v) : 'null';
+    else if (t === 'boolean') lit = v ? 'true' : 'false';
+    else if (v === null) lit = 'null';
+    else if ((lit = JSON.stringify(v) as string | undefined) === undefined) continue;
+    if (!first) {
+      if (at >= end) return NO_ROOM;
+      buf[at++] = 0x2c; // ,
+    }
+    first = false;
+    if ((at = putJsonString(buf, at, end, k)) < 0) return at;
+    if (at >= end) return NO_ROOM;
+    buf[at++] = 0x3a; // :
+    if (lit === undefined) at = putJsonString(buf, at, end, v as string);
+    else at = t === 'object' ? putUtf8(buf, at, end, lit) : putAsciiText(buf, at, end, lit);
+    if (at < 0) return at;
+  }
+  if (at >= end) return NO_ROOM;
+  buf[at++] = 0x7d; // }
+  return at;
 }
 
 /**
@@ -156,36 +207,54 @@ function putJson(buf: Buffer, at: number, end: number, json: string): number {
 export function encodePayloadInto(obs: Observation, headroom: number, arena: Arena): number {
   const o = obs as unknown as Record<string, unknown>;
   const notJson = NOT_JSON[obs.type];
-  if (notJson) {
-    const fields = LADDER_FIELDS[obs.type];
-    // Built key by key (not destructured + deleted): `delete` makes objects slow to stringify.
-    const jsonPart: Record<string, unknown> = {};
-    for (const k in o) if (!notJson.has(k)) jsonPart[k] = o[k];
-    const json = JSON.stringify(jsonPart);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const buf = arena.buf;
-      const base = arena.used;
-      const end = buf.length;
-      let at = base + headroom + 4;
-      const jsonBytes = at <= end ? putJson(buf, at, end, json) : NO_ROOM;
-      if (jsonBytes >= 0) {
-        buf.writeUInt32LE(jsonBytes, at - 4);
-        at += jsonBytes;
-        if (fields) {
-          for (let i = 0; i < fields.length && at >= 0; i++) at = putLadder(buf, at, end, o[fields[i]]);
-        } else at = putBooks(buf, at, end, o.books);
-      } else at = NO_ROOM;
-      if (at >= 0) return at - base;
-      if (at === NOT_BINARY) break;
-      // Out of room (rare: the arena's tail): size it exactly and write again.
-      arena.ensure(headroom + 4 + json.length * 3 + binarySize(o, fields));
+  const fields = LADDER_FIELDS[obs.type];
+  // Attempt 0 writes into whatever room the arena has left; when that runs out (rare: the
+  // arena's tail), it is grown to an upper bound and the record is written again.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const buf = arena.buf;
+    const base = arena.used;
+    const end = buf.length;
+    let at = notJson ? putBinary(buf, base + headroom, end, o, notJson, fields) : NOT_BINARY;
+    if (at >= 0) return at - base;
+    if (at === NOT_BINARY) {
+      at = base + headroom <= end ? putJsonObject(buf, base + headroom, end, o, HEADER_ONLY) : NO_ROOM;
+      if (at >= 0) return -(at - base);
+    }
+    if (attempt === 0) arena.ensure(headroom + upperBound(o, fields));
+  }
+  throw new RangeError('encoder ran out of room twice'); // upperBound is wrong: a bug
+}
+
+/** The ladder layout: u32 jsonLen | JSON of the rest | ladders. NOT_BINARY when it does not fit them. */
+function putBinary(buf: Buffer, at: number, end: number, o: Record<string, unknown>, notJson: Set<string>, fields: readonly string[] | undefined): number {
+  if (end - at < 4) return NO_ROOM;
+  const jsonAt = at + 4;
+  at = putJsonObject(buf, jsonAt, end, o, notJson);
+  if (at < 0) return at;
+  buf.writeUInt32LE(at - jsonAt, jsonAt - 4);
+  if (fields) {
+    for (let i = 0; i < fields.length && at >= 0; i++) at = putLadder(buf, at, end, o[fields[i]]);
+    return at;
+  }
+  return putBooks(buf, at, end, o.books);
+}
+
+/**
+ * Room that guarantees the second attempt cannot run out, whichever layout it ends up in: the
+ * room checks ask at most 3 bytes per char of a value's JSON text.
+ */
+function upperBound(o: Record<string, unknown>, fields: readonly string[] | undefined): number {
+  let json = 8;
+  for (const k of Object.keys(o)) json += 3 * (JSON.stringify(k).length + 2 + (JSON.stringify(o[k])?.length ?? 0));
+  let ladders = 4;
+  if (fields) for (const f of fields) ladders += Math.max(0, ladderBytes(o[f]));
+  else if (Array.isArray(o.books)) {
+    for (const b of o.books as unknown[]) {
+      const x = (b ?? {}) as Record<string, unknown>;
+      ladders += 2 + String(x.token_id).length + Math.max(0, ladderBytes(x.bids)) + Math.max(0, ladderBytes(x.asks));
     }
   }
-  const rest: Record<string, unknown> = {};
-  for (const k in o) if (!HEADER_ONLY.has(k)) rest[k] = o[k];
-  const json = JSON.stringify(rest);
-  if (arena.buf.length - arena.used < headroom + json.length * 3) arena.ensure(headroom + json.length * 3);
-  return -(headroom + arena.buf.write(json, arena.used + headroom, 'utf8'));
+  return json + ladders;
 }
 
 /** Decodes a payload written by encodePayloadInto (`binary` = the frame's ladder flag). */

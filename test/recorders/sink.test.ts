@@ -6,6 +6,7 @@ import t from 'tap';
 import { LogSink } from '../../src/recorders/sink.js';
 import type { Trade } from '../../src/schema/observation.js';
 import type { LogKey } from '../../src/storage/types.js';
+import { openReader } from '../../src/storage/index.js';
 import { readLog, tempDir } from './helpers.js';
 
 const key: LogKey = { family: 'coin', stream: 'books', market: 'sink-test' };
@@ -51,4 +52,52 @@ t.test('closeKey releases one log so another writer can take it', async (t) => {
   t.equal((await b.lastRecord(key))?.recv_ts, 1_800_000_000_001);
   await b.close();
   await a.close();
+});
+
+t.test('a frame groups each log\'s writes, keeps order with appends in between, clamps and marks checkpoints', async (t) => {
+  const dir = tempDir();
+  const other: LogKey = { ...key, market: 'sink-test-2' };
+  const sink = new LogSink(dir, { monotonic: true });
+  await sink.writer(key);
+  await sink.writer(other);
+  const T = 1_800_000_000_000;
+  sink.beginFrame();
+  sink.write(key, trade(T + 10, '0.10'));
+  sink.write(other, trade(T + 10, '0.90'));
+  sink.write(key, trade(T + 5, '0.11')); // a clock step back inside the frame: clamped to T+10
+  const mid = sink.append(key, trade(T + 11, '0.12')); // issues the held records first
+  sink.write(key, trade(T + 12, '0.13'));
+  sink.write(key, trade(T + 13, '0.14'), { checkpoint: true });
+  sink.write(other, trade(T + 14, '0.91'));
+  sink.endFrame();
+  t.equal((await mid)?.recv_ts, T + 11);
+  await sink.settle();
+  await sink.close();
+  const recs = (await readLog(dir, 'coin', 'books', 'sink-test')) as (Trade & { seq: number })[];
+  t.same(recs.map((r) => r.price), ['0.10', '0.11', '0.12', '0.13', '0.14'], 'call order is log order');
+  t.same(recs.map((r) => r.recv_ts), [T + 10, T + 10, T + 11, T + 12, T + 13]);
+  t.same(recs.map((r) => r.seq), recs.map((_, i) => recs[0].seq + i));
+  t.same(((await readLog(dir, 'coin', 'books', 'sink-test-2')) as Trade[]).map((r) => r.price), ['0.90', '0.91']);
+  const cp = await openReader(dir, key).checkpointAtOrBefore(T + 100);
+  t.equal((cp?.rec as Trade | undefined)?.price, '0.14', 'the checkpoint flag of a grouped record reaches the index');
+});
+
+t.test('writes of a frame are issued at endFrame, settle and closeKey', async (t) => {
+  const dir = tempDir();
+  const sink = new LogSink(dir, { monotonic: true });
+  await sink.writer(key);
+  sink.beginFrame();
+  sink.write(key, trade(1_800_000_000_000));
+  sink.write(key, trade(1_800_000_000_001));
+  t.equal(sink.appended, 0, 'held while the frame is open');
+  await sink.closeKey(key);
+  t.equal(sink.appended, 2, 'closeKey issued the held records before closing');
+  t.equal((await readLog(dir, 'coin', 'books', 'sink-test')).length, 2);
+  const b = new LogSink(dir, { monotonic: true });
+  await b.writer(key);
+  b.beginFrame();
+  b.write(key, trade(1_800_000_000_002));
+  await b.settle();
+  await b.close();
+  t.equal((await readLog(dir, 'coin', 'books', 'sink-test')).length, 3, 'settle ended the frame');
 });

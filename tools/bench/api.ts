@@ -1,18 +1,21 @@
 // `npm run bench -- api`: read-side figures from one run, against baselines of the same run.
-// - latest_rps vs hello_rps: autocannon, 64 connections, on `.../orderbook/latest` of a `pmtape serve`
-//   child vs a bare Fastify route in another child (ratio target ≥ 0.5; p99 target < 5 ms).
+// - latest_rps vs hello_rps: autocannon (its own process), 64 connections, on `.../orderbook/latest`
+//   of a `pmtape serve` child vs a bare Fastify route in another child, alternating rounds, medians
+//   (ratio target ≥ 0.5; p99 target < 5 ms).
 // - first snapshots page at random times for a market with SMALL vs BIG records (p50/p99; O(log n)).
 // - server RSS after the same workload over the small vs the big history (flat).
 // Sizes: PMTAPE_BENCH_API_SMALL (default 1e5), PMTAPE_BENCH_API_BIG (default 2e6; the issue's 1e7
-// takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration, default 5).
+// takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration per round,
+// default 5), PMTAPE_BENCH_API_ROUNDS (default 3).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createKey } from '../../src/api/keys.js';
 import type { CoinMarket } from '../../src/schema/market.js';
@@ -117,12 +120,51 @@ interface CannonResult {
   non2xx: number;
 }
 
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon');
+
+/**
+ * One autocannon run in its own process (64 connections), so the load generator's heap and GC are
+ * not the bench's (which just wrote millions of records) and both routes are driven identically.
+ */
 async function load(url: string, headers: Record<string, string>, seconds: number): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
-  // autocannon ships no types; a computed specifier keeps tsc from asking for them.
-  const name = 'autocannon';
-  const autocannon = (await import(name)).default as (o: object) => Promise<CannonResult>;
-  const r = await autocannon({ url, connections: 64, duration: seconds, headers });
+  const args = [AUTOCANNON, '-c', '64', '-d', String(seconds), '-j'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
+  args.push(url);
+  const out = await new Promise<string>((resolve, reject) => {
+    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let text = '';
+    p.stdout!.on('data', (b: Buffer) => (text += b.toString()));
+    p.once('error', reject);
+    p.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`autocannon exited with ${code}`))));
+  });
+  const r = JSON.parse(out) as CannonResult;
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * hello and latest in alternating rounds (both servers up, each warmed first), the median of each
+ * figure over rounds: load from other processes on a shared machine hits both routes alike
+ * instead of whichever happened to run during a burst.
+ */
+async function compare(hello: string, latest: string, auth: Record<string, string>, seconds: number, rounds: number) {
+  await load(hello, {}, 1);
+  await load(latest, auth, 1);
+  const h: Awaited<ReturnType<typeof load>>[] = [];
+  const l: typeof h = [];
+  for (let i = 0; i < rounds; i++) {
+    h.push(await load(hello, {}, seconds));
+    l.push(await load(latest, auth, seconds));
+    log(`round ${i + 1}/${rounds}: hello ${h[i].rps}/s p99 ${h[i].p99} ms, latest ${l[i].rps}/s p99 ${l[i].p99} ms`);
+  }
+  const pick = (xs: typeof h) => ({
+    rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)),
+    errors: xs.reduce((a, x) => a + x.errors, 0), rounds: xs.map((x) => x.rps),
+  });
+  // Paired: each round's latest against the hello measured just before it, under the same load.
+  const ratio = median(l.map((x, i) => x.rps / h[i].rps));
+  return { hello: pick(h), latest: pick(l), ratio };
 }
 
 /** Sequential first pages at random start times: per-request latency in ms. */
@@ -149,6 +191,7 @@ export async function run(): Promise<Record<string, unknown>> {
   const SMALL = envNum('PMTAPE_BENCH_API_SMALL', 100_000);
   const BIG = envNum('PMTAPE_BENCH_API_BIG', 2_000_000);
   const SECONDS = envNum('PMTAPE_BENCH_API_SECONDS', 5);
+  const ROUNDS = Math.round(envNum('PMTAPE_BENCH_API_ROUNDS', 3));
   const root = mkdtempSync(join(tmpdir(), 'pmtape-bench-api-'));
   const small = join(root, 'small');
   const big = join(root, 'big');
@@ -161,17 +204,18 @@ export async function run(): Promise<Record<string, unknown>> {
     const keyBig = (await createKey(big, 'paid', 'bench')).key;
 
     // 1. hello vs latest, same connections and duration, servers in their own processes.
+    const loadBefore = loadavg()[0];
     const hello = await spawnReady(['--input-type=module', '-e', HELLO], {});
     procs.push(hello.proc);
-    const helloRes = await load(`${hello.url}/hello`, {}, SECONDS);
-    await stop(hello.proc);
     const s = await serve(small);
     procs.push(s.proc);
     const auth = { authorization: `Bearer ${keySmall}` };
     const latestUrl = `${s.url}/v3/btc/markets/small/orderbook/latest`;
     if ((await fetch(latestUrl, { headers: auth })).status !== 200) throw new Error('latest route not answering 200');
-    const latestRes = await load(latestUrl, auth, SECONDS);
-    log(`hello ${helloRes.rps}/s, latest ${latestRes.rps}/s`);
+    const { hello: helloRes, latest: latestRes, ratio } = await compare(`${hello.url}/hello`, latestUrl, auth, SECONDS, ROUNDS);
+    await stop(hello.proc);
+    const loadAfter = loadavg()[0];
+    log(`hello ${helloRes.rps}/s, latest ${latestRes.rps}/s (medians of ${ROUNDS} rounds)`);
 
     // 2 + 3. first pages and RSS on the small history, then the same on the big one.
     const pagesSmall = await firstPages(s.url, 'small', SMALL, keySmall, 200);
@@ -187,12 +231,16 @@ export async function run(): Promise<Record<string, unknown>> {
     return {
       hello_rps: helloRes.rps,
       latest_rps: latestRes.rps,
-      latest_vs_hello: Math.round((latestRes.rps / helloRes.rps) * 100) / 100,
+      // The median over rounds of latest/hello (each pair measured back to back).
+      latest_vs_hello: Math.round(ratio * 100) / 100,
       latest_p50_ms: latestRes.p50,
       latest_p99_ms: latestRes.p99,
+      hello_p50_ms: helloRes.p50,
       hello_p99_ms: helloRes.p99,
       latest_errors: latestRes.errors,
       connections: 64,
+      rounds: { seconds: SECONDS, hello_rps: helloRes.rounds, latest_rps: latestRes.rounds },
+      load_avg_1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadAfter * 100) / 100 },
       first_page: {
         small_records: SMALL, big_records: BIG,
         small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,

@@ -2,7 +2,8 @@
 // appendMany()) against raw fs.write of the same bytes with the writer's own fsync cadence, seek
 // latency at 1e5/1e6/1e7 records in one day file, index size, and recovery time of a ~1 GB log.
 // PMTAPE_BENCH_SCALE (default 1) shrinks every size; PMTAPE_BENCH_DIR picks the scratch folder;
-// PMTAPE_BENCH_ONLY=append,seek,recovery picks parts; PMTAPE_BENCH_GROUP sets appendMany's size (64).
+// PMTAPE_BENCH_ONLY=append,seek,recovery picks parts; PMTAPE_BENCH_GROUP sets appendMany's size (64);
+// PMTAPE_BENCH_REPEAT the append runs per figure (3, best kept for append and raw alike).
 
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeSync, appendFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -50,8 +51,8 @@ interface AppendRun {
  * backpressure: one `append` per record when `group` is 0, else `appendMany` of `group` records.
  * The observations are built before the clock starts: what is timed is the writer alone.
  */
-async function appendRun(dir: string, levels: number, count: number, group: number): Promise<AppendRun> {
-  const key: LogKey = { family: 'coin', stream: 'books', market: `append-${levels}-${group}` };
+async function appendRun(dir: string, levels: number, count: number, group: number, rep: number): Promise<AppendRun> {
+  const key: LogKey = { family: 'coin', stream: 'books', market: `append-${levels}-${group}-${rep}` };
   const templates = Array.from({ length: 64 }, (_, i) => book(DAY0, i, levels));
   const obs: BookSnapshot[] = [];
   for (let n = 0; n < count; n++) obs.push({ ...templates[n & 63], recv_ts: DAY0 + n, source_ts: DAY0 + n - 12 });
@@ -94,8 +95,8 @@ function encodeUs(levels: number): number {
   const k = 20_000;
   const t0 = process.hrtime.bigint();
   for (let n = 0; n < k; n++) {
-    const o = templates[n & 63];
-    arena.used += encodeFrameAt(arena, o, n + 1, false);
+    const size = encodeFrameAt(arena, templates[n & 63], n + 1, false); // may reset arena.used
+    arena.used += size;
   }
   return Number(process.hrtime.bigint() - t0) / 1e3 / k;
 }
@@ -122,12 +123,30 @@ async function rawRun(dir: string, source: string, commits: readonly number[]): 
   return seconds;
 }
 
-/** One append run and its raw replay, back to back (so both see the same machine load). */
-async function appendVsRaw(dir: string, levels: number, count: number, group: number): Promise<{ figures: Record<string, number>; path: string }> {
-  const a = await appendRun(dir, levels, count, group);
-  const rawSeconds = await rawRun(dir, a.path, a.commits);
+/**
+ * Append runs, each followed by a raw replay of its bytes and cadence (so both see the same machine
+ * load); the best of `reps` for each side, so a busy moment slows neither the figure nor the baseline.
+ */
+async function appendVsRaw(dir: string, levels: number, count: number, group: number, reps: number): Promise<{ figures: Record<string, number>; frame: Buffer; bytes: number; indexBytes: number }> {
+  let best = null as AppendRun | null;
+  let rawSeconds = Infinity;
+  let frame = Buffer.alloc(0);
+  let indexBytes = 0;
+  for (let rep = 0; rep < reps; rep++) {
+    const a = await appendRun(dir, levels, count, group, rep);
+    rawSeconds = Math.min(rawSeconds, await rawRun(dir, a.path, a.commits));
+    const cpuUs = Math.min(a.cpuUs, best ? best.cpuUs : Infinity);
+    if (!best || a.seconds < best.seconds) best = a;
+    best.cpuUs = cpuUs;
+    frame = Buffer.from(readFileSync(a.path).subarray(0, 65536));
+    indexBytes = statSync(a.path.replace(/\.log$/, '.idx')).size;
+    rmSync(dirname(a.path), { recursive: true, force: true });
+  }
+  const a = best!;
   return {
-    path: a.path,
+    frame,
+    bytes: a.bytes,
+    indexBytes,
     figures: {
       ...(group > 0 ? { group } : {}),
       append_mb_per_s: round(a.bytes / 1e6 / a.seconds),
@@ -231,17 +250,14 @@ export async function run(): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = { scale: SCALE };
     const only = (process.env.PMTAPE_BENCH_ONLY ?? 'append,seek,recovery').split(',');
     const group = Number(process.env.PMTAPE_BENCH_GROUP ?? 64);
+    const reps = Math.max(1, Number(process.env.PMTAPE_BENCH_REPEAT ?? 3));
     for (const levels of only.includes('append') ? [20, 100] : []) {
       const count = Math.max(1000, Math.round((levels === 20 ? 200_000 : 50_000) * SCALE));
-      log(`append ${count} books of ${levels} levels, one append() each`);
-      const one = await appendVsRaw(dir, levels, count, 0);
-      const frame = readFileSync(one.path).subarray(0, 65536);
-      const bytes = statSync(one.path).size;
-      const indexBytes = statSync(one.path.replace(/\.log$/, '.idx')).size;
-      rmSync(dirname(one.path), { recursive: true, force: true });
-      log(`append ${count} books of ${levels} levels, appendMany() of ${group}`);
-      const many = await appendVsRaw(dir, levels, count, group);
-      rmSync(dirname(many.path), { recursive: true, force: true });
+      log(`append ${count} books of ${levels} levels, one append() each (best of ${reps})`);
+      const one = await appendVsRaw(dir, levels, count, 0, reps);
+      log(`append ${count} books of ${levels} levels, appendMany() of ${group} (best of ${reps})`);
+      const many = await appendVsRaw(dir, levels, count, group, reps);
+      const { frame, bytes, indexBytes } = one;
       const head = parseFrame(frame, 0, 0);
       const decodeUs = (() => {
         if (head.status !== 'ok') return null;

@@ -60,6 +60,9 @@ function matches(model: MarketModel, m: SimMarket, q: URLSearchParams, now: numb
   if (slug && slug !== m.slug) return false;
   const ser = q.get('series_slug');
   if (ser && ser !== `${m.coin}-up-or-down-${m.window}`) return false;
+  const active = q.get('active');
+  if (active === 'true' && model.cancelled(m, now)) return false;
+  if (active === 'false' && !model.cancelled(m, now)) return false;
   const closed = q.get('closed');
   if (closed === 'true' && now < m.closeMs) return false;
   if (closed === 'false' && now >= m.closeMs) return false;

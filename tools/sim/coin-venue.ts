@@ -1,5 +1,6 @@
 // The `clob` + `catalog` mounts of the sim sharing one market model (or one replayed capture), so
-// the catalogue lists exactly the markets whose books the WebSocket streams.
+// the catalogue lists exactly the markets whose books the WebSocket streams. The model also runs
+// the unlisted coins (default `sol`), which the written config omits: only discovery finds them.
 
 import { MarketModel } from './market-model.js';
 import { catalogMount } from './catalog.js';
@@ -20,7 +21,9 @@ export function coinVenueMounts(ctx: SimContext): SimMount[] {
       cat,
     ];
   }
-  const model = new MarketModel(coins, windows, ctx.windowScale, ctx.random('model'), ctx.seed);
+  // Unlisted coins go last so the configured coins keep their market ids.
+  const unlisted = (ctx.opts.unlistedCoins ?? ['sol']).filter((c) => !coins.includes(c));
+  const model = new MarketModel([...coins, ...unlisted], windows, ctx.windowScale, ctx.random('model'), ctx.seed);
   const clob = clobMount(ctx, modelSource(model, ctx.opts.rate ?? 100, ctx.random('clob-rate')));
   return [{ ...clob, config: (b) => ({ ...clob.config!(b), ...extra }) }, catalogMount(model)];
 }

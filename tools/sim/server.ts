@@ -26,6 +26,9 @@ export interface SimOptions {
   /** Generated book changes per second over all markets (clob). */
   readonly rate?: number;
   readonly coins?: readonly string[];
+  /** Coins the catalogue lists (and the clob streams) that the written recorder config leaves
+   *  out, so only coin discovery (`"coins": "all"`) records them. Default `["sol"]`. */
+  readonly unlistedCoins?: readonly string[];
   readonly windows?: readonly string[];
 }
 

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { notFound, PmtapeError } from '../../errors.js';
 import type { CoinMarket } from '../../schema/market.js';
 import { toIso } from '../../schema/time.js';
+import { JSON_TYPE } from '../latest-body.js';
 import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
 import { INTERVAL_MS, intervalPage } from '../intervals.js';
 import { asOfParam, listParams, type Query } from '../params.js';
@@ -114,7 +115,7 @@ export default async function coinRoutes(app: FastifyInstance): Promise<void> {
       querystring: query({ depth: q.depth, as_of: q.as_of, clock: q.clock, include_orderbook: { ...q.include_orderbook, default: true } }),
       response: { 200: single(coinSnapshotSchema) },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const qs = req.query as Query;
     const asOf = asOfParam(qs);
     const { coin, market_id: pathId } = req.params as { coin: string; market_id: string };
@@ -126,8 +127,11 @@ export default async function coinRoutes(app: FastifyInstance): Promise<void> {
       : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
     if (!point) throw notFound(asOf === undefined ? `No book recorded yet for market '${market.market_id}'.` : `No book recorded for market '${market.market_id}' at or before ${toIso(asOf)}.`);
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, market.market_id) : true;
-    // The same state and options always shape alike: the newest book is shaped once, then reused.
-    const snap = point.books.shaped(`${qs.depth}|${qs.include_orderbook}`, () => model.shape(point.rec, point.books))!;
-    return { data: { ...snap, stale: point.gapOpen || !live } };
+    const stale = point.gapOpen || !live;
+    if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
+    // The newest book is shaped and serialized (by this route's response schema) once per change.
+    const text = app.pmtape.latestBodies.body(`${FAMILY}|${market.market_id}|${qs.depth}|${qs.include_orderbook}`, point.rec, market, stale,
+      () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
+    return reply.type(JSON_TYPE).send(text);
   });
 }

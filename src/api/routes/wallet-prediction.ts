@@ -7,6 +7,7 @@ import { invalidParameter, notFound } from '../../errors.js';
 import type { WalletMarket } from '../../schema/market.js';
 import type { MetricSample, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
+import { JSON_TYPE } from '../latest-body.js';
 import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
 import { asOfParam, listParams, type Query } from '../params.js';
 import { listOf, params, q, query, sampleSchema, single, walletMarketSchema, walletSnapshotSchema } from '../schemas.js';
@@ -63,7 +64,7 @@ export default async function walletRoutes(app: FastifyInstance): Promise<void> 
       querystring: query({ outcome: q.outcome, depth: q.depth, as_of: q.as_of, clock: q.clock }),
       response: { 200: single(walletSnapshotSchema) },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const qs = req.query as Query;
     const { market_id: pathId } = req.params as { market_id: string };
     const asOf = asOfParam(qs);
@@ -78,10 +79,13 @@ export default async function walletRoutes(app: FastifyInstance): Promise<void> 
     if (!point) {
       throw notFound(asOf === undefined ? `No book recorded yet for market '${market.market_id}'.` : `No book recorded for market '${market.market_id}' at or before ${toIso(asOf)}.`);
     }
-    // The same state and options always shape alike: the newest book is shaped once, then reused.
-    const snap = point.books.shaped(`${qs.depth}|${outcome}`, () => model.shape(point.rec, point.books))!;
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, market.market_id) : true;
-    return { data: { ...snap, stale: point.gapOpen || !live } };
+    const stale = point.gapOpen || !live;
+    if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
+    // The newest book is shaped and serialized (by this route's response schema) once per change.
+    const text = app.pmtape.latestBodies.body(`${FAMILY}|${market.market_id}|${qs.depth}|${outcome === undefined ? '' : `=${outcome}`}`, point.rec, market, stale,
+      () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
+    return reply.type(JSON_TYPE).send(text);
   });
 
   app.get('/:market_id/snapshots', {

@@ -7,6 +7,7 @@ import { notFound } from '../../errors.js';
 import type { YesNoMarket } from '../../schema/market.js';
 import type { Recorded, YesNoBook } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
+import { JSON_TYPE } from '../latest-body.js';
 import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
 import { asOfParam, listParams, type Query } from '../params.js';
 import { listOf, params, q, query, single, yesnoMarketSchema, yesnoSnapshotSchema } from '../schemas.js';
@@ -88,7 +89,7 @@ export default async function yesnoRoutes(app: FastifyInstance): Promise<void> {
       querystring: query({ depth, as_of: q.as_of, clock: q.clock, include_orderbook: { ...q.include_orderbook, default: true } }),
       response: { 200: single(yesnoSnapshotSchema) },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const qs = req.query as Query;
     const asOf = asOfParam(qs);
     const ticker = await tickerOr404(app, (req.params as { market_ticker: string }).market_ticker);
@@ -99,8 +100,11 @@ export default async function yesnoRoutes(app: FastifyInstance): Promise<void> {
       : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
     if (!point) throw notFound(asOf === undefined ? `No book recorded yet for ticker '${ticker}'.` : `No book recorded for ticker '${ticker}' at or before ${toIso(asOf)}.`);
     const live = asOf === undefined ? await app.pmtape.status.isConnected(FAMILY, ticker) : true;
-    // The same state and options always shape alike: the newest book is shaped once, then reused.
-    const snap = point.books.shaped(`${qs.depth}|${qs.include_orderbook}`, () => model.shape(point.rec, point.books))!;
-    return { data: { ...snap, stale: point.gapOpen || !live } };
+    const stale = point.gapOpen || !live;
+    if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
+    // The newest book is shaped and serialized (by this route's response schema) once per change.
+    const text = app.pmtape.latestBodies.body(`${FAMILY}|${ticker}|${qs.depth}|${qs.include_orderbook}`, point.rec, null, stale,
+      () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
+    return reply.type(JSON_TYPE).send(text);
   });
 }

@@ -2,6 +2,8 @@
 // configured coin × window series within [now − resolve horizon, now + lookahead], writes one
 // catalogue event per change of a market (unchanged polls write nothing), and fills the coin
 // directory the clob recorder follows. Rate budget, 429 and 5xx handling come from RestClient.
+// With coin discovery on (config `"coins": "all"`), active events are listed now and then and
+// every coin with an up/down series in a configured window joins the polled coins.
 
 import type { CoinMarket } from '../../schema/market.js';
 import type { LogKey } from '../../storage/types.js';
@@ -9,12 +11,16 @@ import { Recorder, type RecorderDeps, RecorderError } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import { sleep } from '../backoff.js';
 import { coinDirectory, type CoinDirectory } from './directory.js';
-import { catalogEvent, marketsIn, normalizeCatalogMarket } from './normalize.js';
+import { catalogEvent, marketsIn, normalizeCatalogMarket, upDownOf } from './normalize.js';
 import type { RecorderKind } from '../index.js';
 
 export const catalogKey = (marketId: string): LogKey => ({ family: 'coin', stream: 'catalog', market: marketId });
 
 const WINDOW_MS: Record<string, number> = { '5m': 300_000, '15m': 900_000, '1h': 3_600_000, '4h': 14_400_000 };
+/** Discovery lists active events every this many polls (the first poll included)... */
+const DISCOVER_EVERY_POLLS = 12;
+/** ...reading at most this many pages of 100: a busy catalogue must not eat the rate budget. */
+const DISCOVER_MAX_PAGES = 20;
 
 export class CatalogRecorder extends Recorder {
   readonly kind = 'catalog';
@@ -26,6 +32,8 @@ export class CatalogRecorder extends Recorder {
   private loop: Promise<void> | null = null;
   private lastOkTs = 0;
   polls = 0;
+  /** Coins found by discovery beyond config `coins` (in order of discovery). */
+  readonly discovered = new Set<string>();
 
   constructor(deps: RecorderDeps) {
     super(deps);
@@ -79,7 +87,8 @@ export class CatalogRecorder extends Recorder {
     const cfg = this.deps.config;
     const now = Date.now();
     let ok = true;
-    for (const coin of cfg.coins) {
+    if (cfg.discoverCoins && this.polls % DISCOVER_EVERY_POLLS === 0) ok = await this.discover(now);
+    for (const coin of [...cfg.coins, ...this.discovered]) {
       for (const w of cfg.windows) {
         if (this.stopping) return;
         const span = WINDOW_MS[w] ?? 900_000;
@@ -114,6 +123,40 @@ export class CatalogRecorder extends Recorder {
     }
   }
 
+  /** Lists active events ending soon; coins with an up/down series in a configured window join the
+   *  polled coins. Returns false when the listing failed (the next discovery tries again). */
+  private async discover(now: number): Promise<boolean> {
+    const cfg = this.deps.config;
+    const span = Math.max(...cfg.windows.map((w) => WINDOW_MS[w] ?? 900_000));
+    try {
+      for (let page = 0; page < DISCOVER_MAX_PAGES && !this.stopping; page++) {
+        const body = await this.rest.getJson('/events', {
+          active: true,
+          closed: false,
+          end_date_min: new Date(now).toISOString(),
+          end_date_max: new Date(now + cfg.recorders.lookaheadMs + span).toISOString(),
+          limit: 100,
+          offset: page * 100,
+        });
+        if (!Array.isArray(body)) {
+          this.reportError('malformed', 'events response is not an array');
+          return false;
+        }
+        for (const raw of marketsIn(body)) {
+          const ud = raw && typeof raw === 'object' ? upDownOf(raw as Parameters<typeof upDownOf>[0]) : null;
+          if (!ud || !cfg.windows.includes(ud.window) || cfg.coins.includes(ud.coin) || this.discovered.has(ud.coin)) continue;
+          this.discovered.add(ud.coin);
+          this.deps.logger.info({ kind: this.kind, coin: ud.coin }, 'discovered a coin with up/down markets');
+        }
+        if (body.length < 100) break;
+      }
+      return true;
+    } catch (e) {
+      if (!(e instanceof RecorderError)) this.reportError('internal', (e as Error).message);
+      return false;
+    }
+  }
+
   /** Normalizes a response body and records what changed. */
   private async ingest(body: unknown, recvTs: number): Promise<void> {
     const raws = marketsIn(body);
@@ -125,7 +168,7 @@ export class CatalogRecorder extends Recorder {
         continue;
       }
       this.countMessage('ok', recvTs);
-      if (!this.deps.config.coins.includes(m.coin) || !this.deps.inShard(m.market_id)) continue;
+      if (!(this.deps.config.coins.includes(m.coin) || this.discovered.has(m.coin)) || !this.deps.inShard(m.market_id)) continue;
       await this.record(m, recvTs);
     }
   }

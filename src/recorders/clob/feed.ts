@@ -33,6 +33,7 @@ export class ClobRecorder extends Recorder {
   private readonly directory: CoinDirectory;
   private readonly recent: string[] = [];
   private recentAt = 0;
+  private readonly stats = newStats();
   private timer: NodeJS.Timeout | null = null;
   private syncing: Promise<void> = Promise.resolve();
   dropped = 0;
@@ -209,7 +210,9 @@ export class ClobRecorder extends Recorder {
       this.countMessage('duplicate', recvTs);
       return;
     }
-    const stats = newStats();
+    // One tally object per recorder, reset per frame (a fresh one per message is garbage).
+    const stats = this.stats;
+    stats.ok = stats.ignored = stats.unknown = stats.malformed = 0;
     let obs: Observation[] | null;
     try {
       obs = normalizeClobText(text, recvTs, stats);
@@ -221,7 +224,15 @@ export class ClobRecorder extends Recorder {
     this.countMessage(stats.malformed ? 'malformed' : stats.unknown ? 'unknown_type' : stats.ok ? 'ok' : 'ignored', recvTs);
     if (stats.unknown) this.reportError('unknown_type', 'unknown event type ignored', text.slice(0, 120));
     if (stats.malformed) this.reportError('malformed', 'malformed event skipped', text.slice(0, 120));
-    for (const o of obs) this.route(o, recvTs);
+    if (obs.length === 0) return;
+    // One frame's records of a market go to storage as one group (see LogSink.beginFrame).
+    const sink = this.deps.sink;
+    sink.beginFrame();
+    try {
+      for (const o of obs) this.route(o, recvTs);
+    } finally {
+      sink.endFrame();
+    }
   }
 
   /** An unparseable frame may have carried changes: the markets it names (or all) resnapshot. */

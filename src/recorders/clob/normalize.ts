@@ -71,29 +71,33 @@ function mapBook(m: RawBook, recvTs: number, s: ClobStats): BookSnapshot[] {
   }];
 }
 
+interface PriceGroup { token: string; changes: BookDelta['changes'][number][]; best_bid: string | undefined; best_ask: string | undefined }
+
 function side(v: unknown): 'bid' | 'ask' | null {
   return v === 'BUY' ? 'bid' : v === 'SELL' ? 'ask' : null;
 }
 
-function mapPriceChange(m: RawPriceChange, recvTs: number, s: ClobStats): BookDelta[] {
+function mapPriceChange(m: RawPriceChange, recvTs: number, s: ClobStats, out: Observation[]): void {
   const sourceTs = ms(m.timestamp);
   const list = Array.isArray(m.price_changes) ? m.price_changes : Array.isArray(m.changes) ? m.changes : null;
   if (!list) {
     s.malformed++;
-    return [];
+    return;
   }
   // Group by token, keeping order; the legacy form names the token once at the top. Messages hold
-  // one or two tokens, so a short array beats a Map on this hot path.
-  const groups: Array<{ token: string; changes: BookDelta['changes'][number][]; best_bid?: string; best_ask?: string }> = [];
-  for (const c of list as RawChange[]) {
+  // one or two tokens, so a linear scan of a short array beats a Map (and a closure) on this hot path.
+  const groups: PriceGroup[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i] as RawChange;
     const token = c?.asset_id ?? m.asset_id;
     const sd = side(c?.side);
     if (!c || !isId(token) || !sd || !isPrice(c.price) || !isSize(c.size)) {
       s.malformed++;
-      return [];
+      return;
     }
-    let g = groups.find((x) => x.token === token);
-    if (!g) groups.push((g = { token, changes: [] }));
+    let g: PriceGroup | undefined;
+    for (let k = 0; k < groups.length; k++) if (groups[k].token === token) g = groups[k];
+    if (!g) groups.push((g = { token, changes: [], best_bid: undefined, best_ask: undefined }));
     g.changes.push({ side: sd, price: c.price, size: c.size });
     // best_bid/best_ask are optional; "" or absent means "not given".
     if (c.best_bid !== undefined) g.best_bid = isPrice(c.best_bid) ? c.best_bid : undefined;
@@ -101,17 +105,15 @@ function mapPriceChange(m: RawPriceChange, recvTs: number, s: ClobStats): BookDe
   }
   if (groups.length === 0) {
     s.ignored++;
-    return [];
+    return;
   }
   s.ok++;
-  const out: BookDelta[] = [];
   for (const g of groups) {
     const d: { -readonly [K in keyof BookDelta]: BookDelta[K] } = { type: 'book_delta', recv_ts: recvTs, source_ts: sourceTs, origin: 'ws', token_id: g.token, changes: g.changes };
     if (g.best_bid !== undefined) d.best_bid = g.best_bid;
     if (g.best_ask !== undefined) d.best_ask = g.best_ask;
     out.push(d);
   }
-  return out;
 }
 
 function mapTrade(m: RawTrade, recvTs: number, s: ClobStats): Trade[] {
@@ -147,7 +149,7 @@ function mapEvent(ev: unknown, recvTs: number, s: ClobStats, out: Observation[])
   const type = (ev as { event_type?: unknown }).event_type;
   switch (type) {
     case 'book': out.push(...mapBook(ev as RawBook, recvTs, s)); return;
-    case 'price_change': out.push(...mapPriceChange(ev as RawPriceChange, recvTs, s)); return;
+    case 'price_change': mapPriceChange(ev as RawPriceChange, recvTs, s, out); return;
     case 'last_trade_price': out.push(...mapTrade(ev as RawTrade, recvTs, s)); return;
     case 'tick_size_change': out.push(...mapTick(ev as RawTick, recvTs, s)); return;
     default:

@@ -1,0 +1,42 @@
+// Serialized bodies of the latest-book routes, one per (route family, market, query options), so a
+// hot market is shaped and serialized once per change instead of once per request. A body is reused
+// only while it was built from the very same newest record, catalogue entry and `stale` flag; the
+// record lookup itself still runs per request (shared by LatestBooks), so an append shows at once.
+
+import { LRUCache } from 'lru-cache';
+
+/** The content type Fastify gives JSON bodies; set explicitly when a pre-serialized string is sent. */
+export const JSON_TYPE = 'application/json; charset=utf-8';
+
+interface Body {
+  /** The newest served record the body shows (identity: a rebuilt tracker makes a new object). */
+  readonly rec: object;
+  /** The catalogue entry the body was shaped from (null when the shape does not use one). */
+  readonly source: object | null;
+  readonly stale: boolean;
+  readonly text: string;
+}
+
+export class LatestBodies {
+  private readonly cache: LRUCache<string, Body>;
+
+  constructor(maxBytes = 16 * 1024 * 1024) {
+    this.cache = new LRUCache<string, Body>({ maxSize: maxBytes, sizeCalculation: (b) => 256 + b.text.length * 2 });
+  }
+
+  /**
+   * The body for `key` built from (`rec`, `source`, `stale`): the kept one when it was built from the
+   * same state, else `build()` (called once per change), which is then kept.
+   */
+  body(key: string, rec: object, source: object | null, stale: boolean, build: () => string): string {
+    const hit = this.cache.get(key);
+    if (hit !== undefined && hit.rec === rec && hit.source === source && hit.stale === stale) return hit.text;
+    const text = build();
+    this.cache.set(key, { rec, source, stale, text });
+    return text;
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+}
