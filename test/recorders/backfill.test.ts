@@ -65,7 +65,11 @@ const lastMarket = (recs: Recorded[]): Market => (recs.at(-1) as Extract<Recorde
  * A settled market: its catalogue entry does not change any more. (Not `cancelled`: the venue may
  * still move a cancelled market's volume until its window ends, and that is a change to record.)
  */
-const isFinal = (m: Market): boolean => (m.family === 'yesno-exchange' ? m.status === 'finalized' : m.status === 'resolved');
+// Settled and complete. A wallet market's status and its topic's end price come from two requests:
+// one that resolves between them is first recorded resolved without its end price, and the next run
+// rightly records the end price. Such a market is not settled data yet.
+const isFinal = (m: Market): boolean => (m.family === 'yesno-exchange' ? m.status === 'finalized'
+  : m.status === 'resolved' && (m.family !== 'wallet-prediction' || m.end_price !== null));
 
 // The three groups share nothing (own temp dirs, own processes): let them overlap.
 t.jobs = 3;
