@@ -3,7 +3,10 @@
 // request metrics, OpenAPI docs, auth with rate limits, then one route plugin per URL prefix, the
 // datasets (Parquet) and stream plugins, and the static page at `/`.
 
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+
+const BOOT_ID = randomBytes(4).toString('hex');
+let requestCount = 0;
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -104,7 +107,8 @@ export function serverOptions(config: Config, logger?: FastifyServerOptions['log
   return {
     // Logs go to stderr: stdout carries only what commands print (`ready <url>`, keys).
     logger: logger ?? { level: config.logLevel, stream: process.stderr },
-    genReqId: () => randomUUID(),
+    // Unique per process start and cheap (a UUID per request showed in profiles): boot id + counter.
+    genReqId: () => `${BOOT_ID}-${(++requestCount).toString(36)}`,
     requestIdHeader: false,
     routerOptions: { maxParamLength: 1024 },
     // Malformed URL encoding and over-long path segments are caught by the router before any

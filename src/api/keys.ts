@@ -123,9 +123,13 @@ export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
  * The server's view of the key file: checked on every request from memory, reloaded when the file
  * changes (a stat every `pollMs`), so keys created or revoked by the CLI apply within a moment.
  */
+const MAX_VERIFIED = 10_000;
+
 export class KeyStore {
   private byId = new Map<string, { readonly rec: KeyRecord; readonly hash: Buffer }>();
   private stamp = '';
+  /** Presented key → its record, for keys verified since the last reload. */
+  private verified = new Map<string, KeyRecord>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly dataDir: string, private readonly pollMs = 250) {}
@@ -149,11 +153,26 @@ export class KeyStore {
     const file = await readKeyFile(this.dataDir);
     // Stored hashes are decoded once per reload, not once per request.
     this.byId = new Map(file.keys.map((k) => [k.id, { rec: k, hash: Buffer.from(k.hash, 'hex') }]));
+    this.verified = new Map();
     this.stamp = stamp;
   }
 
   /** The live (not revoked) record for a presented key, or null. */
   verify(key: string): KeyRecord | null {
+    // Keys verified since the last reload skip the hash (a client sends the same key on every
+    // request). Only successes are kept, and the whole map goes on reload, so a revocation applies
+    // as soon as the file is re-read; it is bounded, so clients cannot grow it.
+    const known = this.verified.get(key);
+    if (known !== undefined) return known;
+    const rec = this.check(key);
+    if (rec) {
+      if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
+      this.verified.set(key, rec);
+    }
+    return rec;
+  }
+
+  private check(key: string): KeyRecord | null {
     const m = KEY_RE.exec(key);
     const hit = m ? this.byId.get(m[1]) : undefined;
     // Hash even when the id is unknown so timing does not reveal which ids exist.

@@ -24,9 +24,10 @@ export class LatestBooks {
 
   /** Brings the tracker up to the log's newest record. */
   private async catchUp(e: Entry, reader: LogReader, model: BookModel): Promise<void> {
-    const last = await reader.latest();
+    // Usually nothing is new: the position (one stat of today's file) says so without a read.
+    const last = await reader.latestPosition();
     const t = e.tracker;
-    if (!last || t.lastSeq >= last.rec.seq) return;
+    if (!last || t.lastSeq >= last.seq) return;
     let from;
     if (t.lastSeq < 0) {
       // Cold: from the checkpoint before the newest snapshot record, so that record names the book.

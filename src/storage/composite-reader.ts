@@ -8,6 +8,7 @@ import { msToUs } from './frame.js';
 import { listDays } from './paths.js';
 import { parquetStore, type MarketDay, type ParquetStore } from './parquet-reader.js';
 import type { Dataset } from './parquet-schema.js';
+import type { FileLogReader } from './reader.js';
 import type { LogKey, LogReader, Position, ReadItem, ReadOptions } from './types.js';
 
 type Plan = { day: string; pq: MarketDay | null }[];
@@ -17,7 +18,10 @@ export class CompositeReader implements LogReader {
   private readonly store: ParquetStore;
   private readonly dataset: Dataset;
 
-  constructor(readonly dataDir: string, readonly key: LogKey, private readonly log: LogReader, store?: ParquetStore) {
+  /** The log day the last `latest()` found its record in (a hint for the next call). */
+  private latestDay: string | null = null;
+
+  constructor(readonly dataDir: string, readonly key: LogKey, private readonly log: FileLogReader, store?: ParquetStore) {
     this.store = store ?? parquetStore(dataDir);
     this.dataset = key.stream;
   }
@@ -180,8 +184,43 @@ export class CompositeReader implements LogReader {
     }
   }
 
+  /**
+   * Fast path for the hot "latest book" reads: when the newest day holding records is today's log
+   * day, nothing newer can be in another file (records are filed by receive time, and writers on
+   * this machine never stamp one ahead of this clock), so that file alone answers, without listing
+   * days or partitions. Null: take the full path.
+   */
+  private today(): string | null {
+    const hint = this.latestDay;
+    return hint !== null && hint === utcDay(Date.now()) ? hint : null;
+  }
+
+  async latestPosition(): Promise<Position | null> {
+    const today = this.today();
+    if (today !== null) {
+      const pos = await this.log.latestPositionIn(today);
+      if (pos) return pos;
+    }
+    return (await this.latest())?.pos ?? null;
+  }
+
   async latest(): Promise<ReadItem | null> {
-    for await (const item of this.readBackward('end', { limit: 1 })) return item;
+    const today = this.today();
+    if (today !== null) {
+      const item = await this.log.latestIn(today);
+      if (item) return item;
+    }
+    for (const { day, pq } of (await this.plan()).reverse()) {
+      if (pq) {
+        for await (const { item } of this.rowsBack(pq)) return item;
+        continue;
+      }
+      const item = await this.log.latestIn(day);
+      if (item) {
+        this.latestDay = day;
+        return item;
+      }
+    }
     return null;
   }
 
@@ -226,6 +265,6 @@ export class CompositeReader implements LogReader {
 }
 
 /** Wraps a log reader so compacted days are served from Parquet. */
-export function compositeReader(dataDir: string, key: LogKey, log: LogReader): LogReader {
+export function compositeReader(dataDir: string, key: LogKey, log: FileLogReader): LogReader {
   return new CompositeReader(dataDir, key, log);
 }

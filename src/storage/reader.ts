@@ -154,12 +154,35 @@ export class FileLogReader implements LogReader {
 
   async latest(): Promise<ReadItem | null> {
     for (const day of (await this.days()).reverse()) {
-      const seg = await this.segment(day);
-      if (!seg || seg.validEnd === 0) continue;
-      const item = await this.itemAt(day, seg, seg.lastOffset >= 0 ? seg.lastOffset : -1);
+      const item = await this.latestIn(day);
       if (item) return item;
-      for await (const it of this.readBackward({ day, offset: seg.validEnd, seq: Infinity }, { limit: 1 })) return it;
     }
+    return null;
+  }
+
+  async latestPosition(): Promise<Position | null> {
+    for (const day of (await this.days()).reverse()) {
+      const pos = await this.latestPositionIn(day);
+      if (pos) return pos;
+    }
+    return null;
+  }
+
+  /** Where the newest record of one day file starts (one stat when the file is known), or null. */
+  async latestPositionIn(day: string): Promise<Position | null> {
+    const seg = await this.segment(day);
+    if (!seg || seg.validEnd === 0) return null;
+    if (seg.lastOffset >= 0) return { day, offset: seg.lastOffset, seq: seg.lastSeq };
+    return (await this.latestIn(day))?.pos ?? null;
+  }
+
+  /** The newest record of one day file (one stat and one frame read when the file is known), or null. */
+  async latestIn(day: string): Promise<ReadItem | null> {
+    const seg = await this.segment(day);
+    if (!seg || seg.validEnd === 0) return null;
+    const item = await this.itemAt(day, seg, seg.lastOffset >= 0 ? seg.lastOffset : -1);
+    if (item) return item;
+    for await (const it of this.readBackward({ day, offset: seg.validEnd, seq: Infinity }, { limit: 1 })) return it;
     return null;
   }
 
@@ -197,6 +220,6 @@ async function scanWith(fh: FileHandle, start: number, end: number, onFrame: (h:
   await scanFrames(fh, start, end, (h) => onFrame(h), null, SEEK_CHUNK);
 }
 
-export function openLogReader(dataDir: string, key: LogKey): LogReader {
+export function openLogReader(dataDir: string, key: LogKey): FileLogReader {
   return new FileLogReader(dataDir, key);
 }

@@ -115,6 +115,8 @@ export interface LogReader {
   readBackward(before: Position | 'end', opts?: { readonly startTime?: number; readonly limit?: number }): AsyncIterable<ReadItem>;
   /** The newest record, or null. */
   latest(): Promise<ReadItem | null>;
+  /** Where the newest record starts, without reading it (cheap "anything new?" checks), or null. */
+  latestPosition(): Promise<Position | null>;
   /** The oldest record, or null. */
   first(): Promise<ReadItem | null>;
   /** The newest checkpoint-marked record with recv_ts ≤ t, or null. */

@@ -52,3 +52,17 @@ t.test('a damaged key file is an error that names the file, and the running stor
   t.ok(store.verify(k.key), 'the previous view stays in force');
   await t.rejects(new KeyStore(dir).start(), /damaged/, 'a server does not start on a damaged key file');
 });
+
+t.test('a key verified once is remembered only until the key file changes', async (t) => {
+  const dir = tmpDataDir(t);
+  const a = await createKey(dir, 'free', 'a');
+  const store = new KeyStore(dir, 60_000); // no polling: reloads happen when this test asks
+  await store.start();
+  t.teardown(() => store.stop());
+  t.equal(store.verify(a.key)?.id, a.record.id);
+  t.equal(store.verify(a.key)?.id, a.record.id, 'again (remembered)');
+  t.equal(store.verify(a.key.slice(0, -1) + (a.key.endsWith('A') ? 'B' : 'A')), null, 'a near miss is still refused');
+  await revokeKey(dir, a.record.id);
+  await store.reload();
+  t.equal(store.verify(a.key), null, 'after the reload the revoked key is refused');
+});

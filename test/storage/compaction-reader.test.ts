@@ -38,6 +38,7 @@ async function observe(r: LogReader): Promise<Record<string, unknown>> {
     all: view(everything),
     backward: view(await all(r.readBackward('end'))),
     latest: view([await r.latest()]),
+    latest_position: pview(await r.latestPosition()),
     first: view([await r.first()]),
   };
   const times = [dayStartMs(days[0])! - 5, dayStartMs(days[1])!, dayStartMs(days[1])! + 3_600_000 + 17, dayStartMs(days[2])! + 12 * 3_600_000, NOW + DAY_MS];

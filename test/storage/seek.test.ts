@@ -87,6 +87,7 @@ t.test('seekTime, seekSeq, checkpointAtOrBefore and both read directions agree w
       void wantFwd;
       const latest = await reader.latest();
       if (latest?.rec.seq !== items.length) throw new Error('latest');
+      if (JSON.stringify(await reader.latestPosition()) !== JSON.stringify(latest.pos)) throw new Error('latestPosition');
       if ((await reader.first())?.rec.seq !== 1) throw new Error('first');
       rmSync(dir, { recursive: true, force: true });
     }),
@@ -139,5 +140,33 @@ t.test('a reader that cached a day file sees records appended after, through the
     t.equal((await r.seekSeq(n - 150))?.seq, n - 150, 'and by seq');
     t.equal((await r.latest())?.rec.seq, n, 'latest is the newest');
     t.equal((await r.checkpointAtOrBefore(MIDNIGHT + n))?.rec.seq, Math.floor(n / 97) * 97, 'the newest checkpoint');
+  }
+});
+
+t.test('latest and latestPosition follow a live log of today, then a newer day, through one reader', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmtape-latest-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = openReader(dir, key);
+  t.equal(await r.latestPosition(), null, 'nothing yet');
+  // Two past days (the reader lists days each time), then today (the reader checks today's file alone).
+  const past = Date.now() - 3 * 86_400_000;
+  const w = await openWriter(dir, key, { fsyncIntervalMs: 0 });
+  t.teardown(() => w.close());
+  let n = 0;
+  const put = async (ts: number, count: number): Promise<void> => {
+    for (let i = 0; i < count; i++) { n++; await w.append(i % 2 ? trade(ts + i, n) : book(ts + i, n, 5)); }
+  };
+  await put(past, 5);
+  t.equal((await r.latest())?.rec.seq, n, 'the newest record of a past day');
+  await put(past + 86_400_000, 5);
+  t.equal((await r.latestPosition())?.seq, n, 'a newer past day is found');
+  const today = Date.now();
+  for (let round = 0; round < 4; round++) {
+    await put(Math.max(today, Date.now()), 3);
+    const pos = await r.latestPosition();
+    const item = await r.latest();
+    t.equal(pos?.seq, n, `round ${round}: latestPosition is the newest`);
+    t.same(pos, item?.pos, 'and the position of latest()');
+    t.equal(item?.rec.seq, n, 'latest() reads that record');
   }
 });

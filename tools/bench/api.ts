@@ -3,10 +3,13 @@
 //   of a `pmtape serve` child vs a bare Fastify route in another child, alternating rounds, medians
 //   (ratio target ≥ 0.5; p99 target < 5 ms).
 // - first snapshots page at random times for a market with SMALL vs BIG records (p50/p99; O(log n)).
+// - the small history ends now (a live market: latest reads today's file); the big one lies on past
+//   days, and `latest_past_day_rps` measures latest there (the reader lists days per request).
 // - server RSS after the same workload over the small vs the big history (flat).
 // Sizes: PMTAPE_BENCH_API_SMALL (default 1e5), PMTAPE_BENCH_API_BIG (default 2e6; the issue's 1e7
 // takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration per round,
-// default 5), PMTAPE_BENCH_API_ROUNDS (default 3).
+// default 5), PMTAPE_BENCH_API_ROUNDS (default 3), PMTAPE_BENCH_NODE_ARGS (node flags for the servers),
+// PMTAPE_BENCH_API_LATEST_ONLY=1 (part 1 only).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -29,7 +32,8 @@ const envNum = (name: string, dflt: number): number => {
   return Number.isFinite(v) && v > 0 ? v : dflt;
 };
 
-const T0 = Date.parse('2026-07-01T00:00:00.000Z');
+/** The big history lies on past days; the small one ends now (a market being recorded live). */
+const T0_PAST = Date.parse('2026-07-01T00:00:00.000Z');
 const STEP_MS = 10;
 
 const market = (id: string): CoinMarket => ({
@@ -42,7 +46,7 @@ const market = (id: string): CoinMarket => ({
 const ladder = (p0: number, step: number): [string, string][] => Array.from({ length: 10 }, (_, i) => [(p0 + step * i).toFixed(2), String(100 + i)]);
 
 /** Writes `n` book records (deltas, a checkpoint every 500) for one market through the storage writer. */
-async function generate(dataDir: string, id: string, n: number): Promise<void> {
+async function generate(dataDir: string, id: string, n: number, T0: number): Promise<void> {
   const m = market(id);
   const cat = await openWriter(dataDir, { family: 'coin', stream: 'catalog', market: id });
   await cat.append({ type: 'catalog', event: 'listed', changed: [], market: m, recv_ts: T0 - 1000, source_ts: null });
@@ -75,7 +79,9 @@ async function generate(dataDir: string, id: string, n: number): Promise<void> {
 }
 
 function spawnReady(args: string[], env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // PMTAPE_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the measured servers only.
+  const nodeArgs = (process.env.PMTAPE_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     createInterface({ input: proc.stdout! }).on('line', (l) => {
       const m = /^ready (\S+)/.exec(l);
@@ -168,7 +174,7 @@ async function compare(hello: string, latest: string, auth: Record<string, strin
 }
 
 /** Sequential first pages at random start times: per-request latency in ms. */
-async function firstPages(base: string, id: string, n: number, key: string, count: number): Promise<{ p50_ms: number; p99_ms: number }> {
+async function firstPages(base: string, id: string, n: number, T0: number, key: string, count: number): Promise<{ p50_ms: number; p99_ms: number }> {
   const lat: number[] = [];
   let seed = 12345;
   const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
@@ -198,8 +204,9 @@ export async function run(): Promise<Record<string, unknown>> {
   const procs: ChildProcess[] = [];
   try {
     log(`generating ${SMALL} and ${BIG} records`);
-    await generate(small, 'small', SMALL);
-    await generate(big, 'big', BIG);
+    const t0Small = Date.now() - SMALL * STEP_MS;
+    await generate(small, 'small', SMALL, t0Small);
+    await generate(big, 'big', BIG, T0_PAST);
     const keySmall = (await createKey(small, 'paid', 'bench')).key;
     const keyBig = (await createKey(big, 'paid', 'bench')).key;
 
@@ -217,14 +224,24 @@ export async function run(): Promise<Record<string, unknown>> {
     const loadAfter = loadavg()[0];
     log(`hello ${helloRes.rps}/s, latest ${latestRes.rps}/s (medians of ${ROUNDS} rounds)`);
 
+    // PMTAPE_BENCH_API_LATEST_ONLY=1 stops here (profiling the latest route).
+    if (process.env.PMTAPE_BENCH_API_LATEST_ONLY === '1') {
+      await stop(s.proc);
+      return { hello_rps: helloRes.rps, latest_rps: latestRes.rps, latest_vs_hello: Math.round(ratio * 100) / 100, latest_p50_ms: latestRes.p50, latest_p99_ms: latestRes.p99, hello_p99_ms: helloRes.p99 };
+    }
+
     // 2 + 3. first pages and RSS on the small history, then the same on the big one.
-    const pagesSmall = await firstPages(s.url, 'small', SMALL, keySmall, 200);
+    const pagesSmall = await firstPages(s.url, 'small', SMALL, t0Small, keySmall, 200);
     const rssSmall = rssMb(s.proc.pid!);
     await stop(s.proc);
     const b = await serve(big);
     procs.push(b.proc);
-    await fetch(`${b.url}/v3/btc/markets/big/orderbook/latest`, { headers: { authorization: `Bearer ${keyBig}` } });
-    const pagesBig = await firstPages(b.url, 'big', BIG, keyBig, 200);
+    const pagesBig = await firstPages(b.url, 'big', BIG, T0_PAST, keyBig, 200);
+    // Latest of a market whose newest record is on a past day (no longer recorded): the reader
+    // lists the market's days per request instead of checking today's file alone.
+    const pastUrl = `${b.url}/v3/btc/markets/big/orderbook/latest`;
+    await load(pastUrl, { authorization: `Bearer ${keyBig}` }, 1);
+    const past = await load(pastUrl, { authorization: `Bearer ${keyBig}` }, SECONDS);
     const rssBig = rssMb(b.proc.pid!);
     await stop(b.proc);
 
@@ -238,6 +255,8 @@ export async function run(): Promise<Record<string, unknown>> {
       hello_p50_ms: helloRes.p50,
       hello_p99_ms: helloRes.p99,
       latest_errors: latestRes.errors,
+      latest_past_day_rps: past.rps,
+      latest_past_day_p99_ms: past.p99,
       connections: 64,
       rounds: { seconds: SECONDS, hello_rps: helloRes.rounds, latest_rps: latestRes.rounds },
       load_avg_1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadAfter * 100) / 100 },
