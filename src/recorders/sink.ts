@@ -160,8 +160,8 @@ export class LogSink {
     if (!w || list.length === 0) return;
     let p: Promise<unknown>;
     try {
-      if (list.length === 1) p = w.append(list[0], s.groupCps[0] ? { checkpoint: true } : undefined);
-      else p = w.appendMany(list, s.groupCps.includes(true) ? { checkpoint: s.groupCps.slice() } : undefined);
+      if (list.length === 1) p = w.write(list[0], s.groupCps[0] ? { checkpoint: true } : undefined);
+      else p = w.writeMany(list, s.groupCps.includes(true) ? { checkpoint: s.groupCps.slice() } : undefined);
     } catch (e) {
       this.opts.onError?.(e as Error, key);
       return;
@@ -184,18 +184,24 @@ export class LogSink {
     let o = obs;
     if (this.opts.monotonic && o.recv_ts < s.lastRecvTs) o = { ...o, recv_ts: s.lastRecvTs };
     if (o.recv_ts > s.lastRecvTs) s.lastRecvTs = o.recv_ts;
+    if (!wantResult) {
+      try {
+        w.write(o, opts).catch(s.onError); // no Recorded kept for a result nobody reads
+      } catch (e) {
+        this.opts.onError?.(e as Error, key);
+        return undefined;
+      }
+      this.counted(key, 1, o.recv_ts);
+      return undefined;
+    }
     let p: Promise<Recorded>;
     try {
       p = w.append(o, opts);
     } catch (e) {
       this.opts.onError?.(e as Error, key);
-      return wantResult ? Promise.resolve(null) : undefined;
+      return Promise.resolve(null);
     }
     this.counted(key, 1, o.recv_ts);
-    if (!wantResult) {
-      p.catch(s.onError);
-      return undefined;
-    }
     return p.catch((e: unknown) => {
       s.onError(e);
       return null;

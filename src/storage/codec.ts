@@ -181,6 +181,7 @@ function putJsonObject(buf: Buffer, at: number, end: number, o: Record<string, u
     else if (t === 'number') lit = Number.isFinite(v) ? String(v) : 'null';
     else if (t === 'boolean') lit = v ? 'true' : 'false';
     else if (v === null) lit = 'null';
+    else if (isPlainArray(v)) lit = ARRAY_INLINE;
     else if ((lit = JSON.stringify(v) as string | undefined) === undefined) continue;
     if (!first) {
       if (at >= end) return NO_ROOM;
@@ -191,6 +192,7 @@ function putJsonObject(buf: Buffer, at: number, end: number, o: Record<string, u
     if (at >= end) return NO_ROOM;
     buf[at++] = 0x3a; // :
     if (lit === undefined) at = putJsonString(buf, at, end, v as string);
+    else if (lit === ARRAY_INLINE) at = putJsonArray(buf, at, end, v as unknown[]);
     else at = t === 'object' ? putUtf8(buf, at, end, lit) : putAsciiText(buf, at, end, lit);
     if (at < 0) return at;
   }
@@ -198,6 +200,39 @@ function putJsonObject(buf: Buffer, at: number, end: number, o: Record<string, u
   buf[at++] = 0x7d; // }
   return at;
 }
+
+/** Marks a value written by putJsonArray (never a JSON text itself). */
+const ARRAY_INLINE = '\u0000array';
+
+const isPlainArray = (v: unknown): v is unknown[] => Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype;
+const isFlatObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
+
+/**
+ * An array as JSON.stringify writes it, without building its text: elements that are strings,
+ * finite numbers, booleans, null or plain flat objects (a delta's `changes`) are written in place;
+ * anything else goes through JSON.stringify one element at a time (undefined/functions → null).
+ */
+function putJsonArray(buf: Buffer, at: number, end: number, a: unknown[]): number {
+  if (end - at < 2) return NO_ROOM;
+  buf[at++] = 0x5b; // [
+  for (let i = 0; i < a.length; i++) {
+    if (i > 0) {
+      if (at >= end) return NO_ROOM;
+      buf[at++] = 0x2c; // ,
+    }
+    const v = a[i];
+    if (typeof v === 'string') at = putJsonString(buf, at, end, v);
+    else if (isFlatObject(v)) at = putJsonObject(buf, at, end, v, NO_KEYS);
+    else at = putUtf8(buf, at, end, (JSON.stringify(v) as string | undefined) ?? 'null');
+    if (at < 0) return at;
+  }
+  if (at >= end) return NO_ROOM;
+  buf[at++] = 0x5d; // ]
+  return at;
+}
+
+const NO_KEYS = new Set<string>();
 
 /**
  * Encodes the payload of `obs` at `arena.buf[arena.used + headroom ..)`, leaving `headroom` bytes

@@ -79,6 +79,13 @@ export interface LogWriter {
    * is written, seq does not move, and the promise rejects with StorageError naming the record.
    */
   appendMany(obs: readonly Observation[], opts?: AppendManyOptions): Promise<Recorded[]>;
+  /**
+   * `append` / `appendMany` for callers that do not need the Recorded back: the same durability
+   * (resolves once fsynced, rejects the same way), but the writer keeps no reference to the
+   * records after encoding them, which spares the garbage collector on hot recorder paths.
+   */
+  write(obs: Observation, opts?: AppendOptions): Promise<void>;
+  writeMany(obs: readonly Observation[], opts?: AppendManyOptions): Promise<void>;
   /** True while more than the high-water mark is waiting: the caller should await `drained()`. */
   readonly backpressure: boolean;
   drained(): Promise<void>;

@@ -175,3 +175,23 @@ t.test('every acknowledged group survives kill -9 exactly once, across midnight'
   const present = new Set(seen.map((r) => r.seq));
   t.same([...acked].filter((s) => !present.has(s)), [], 'no acknowledged record is lost');
 });
+
+t.test('write and writeMany: the same log, seqs and acknowledgement, with nothing handed back', async (t) => {
+  const dir = tmp(t);
+  const w = await openWriter(dir, key, { fsyncIntervalMs: 3_600_000, fsyncMaxRecords: 6 });
+  t.teardown(() => w.close());
+  let done = false;
+  const p1 = w.write(trade(MIDNIGHT + 1, 1)).then((v) => ((done = true), v));
+  const p2 = w.writeMany([trade(MIDNIGHT + 2, 2), book(MIDNIGHT + 3, 3, 4)], { checkpoint: [false, true] });
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(done, false, 'below the record limit: not acknowledged yet');
+  const p3 = w.append(trade(MIDNIGHT + 4, 4));
+  const p4 = w.writeMany([trade(MIDNIGHT + 5, 5), trade(MIDNIGHT + 6, 6)]);
+  t.same(await Promise.all([p1, p2, p4]), [undefined, undefined, undefined], 'resolved with nothing once fsynced');
+  t.equal((await p3).seq, 4, 'an append between them gets the next seq');
+  t.same((await readAll(dir)).map(({ rec }) => rec.seq), [1, 2, 3, 4, 5, 6], 'all on disk, in order');
+  t.equal((await openReader(dir, key).checkpointAtOrBefore(MIDNIGHT + 10))?.rec.seq, 3, 'checkpoint flags apply');
+  await t.rejects(w.write(trade(MIDNIGHT, 7)), StorageError, 'write refuses a record older than the log');
+  await t.rejects(w.writeMany([trade(MIDNIGHT + 7, 7), trade(MIDNIGHT + 6, 8)]), { name: 'StorageError', message: /record 1 of 2/ }, 'writeMany is all or nothing');
+  t.same(await w.writeMany([]), undefined, 'an empty group resolves at once');
+});

@@ -35,6 +35,12 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
   fc.constant(new Date(1_780_000_000_000)),
   fc.constant(() => 1),
+  // Arrays are written in place (a delta's `changes`): odd elements and flat objects with odd values.
+  fc.array(fc.oneof(
+    text, fc.double(), fc.constantFrom(undefined, null, -0, Number.NaN, true, () => 1, Symbol('s')), fc.constant(new Date(1_780_000_000_000)),
+    fc.array(text, { maxLength: 2 }),
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('a"k', '1')), fc.oneof(text, fc.double(), fc.constantFrom(undefined, null, Infinity, () => 1), fc.array(fc.oneof(text, fc.constant(undefined)), { maxLength: 2 })), { maxKeys: 4 }),
+  ), { maxLength: 5 }),
 );
 const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('1', '20', 'a"k', 'ü', 'seq', 'type')), value, { maxKeys: 6 });
 const price = fc.oneof({ arbitrary: fc.stringMatching(/^[0-9.]{1,8}$/), weight: 8 }, { arbitrary: text, weight: 1 });
