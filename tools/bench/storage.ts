@@ -48,7 +48,7 @@ interface AppendRun {
 
 /**
  * Appends `count` books through the real writer (default group commit), pipelined with
- * backpressure: one `append` per record when `group` is 0, else `appendMany` of `group` records.
+ * backpressure: one `write` per record when `group` is 0, else `writeMany` of `group` records.
  * The observations are built before the clock starts: what is timed is the writer alone.
  */
 async function appendRun(dir: string, levels: number, count: number, group: number, rep: number): Promise<AppendRun> {
@@ -65,12 +65,12 @@ async function appendRun(dir: string, levels: number, count: number, group: numb
   let last: Promise<unknown> = Promise.resolve();
   if (group === 0) {
     for (let n = 0; n < count; n++) {
-      last = w.append(obs[n]);
+      last = w.write(obs[n]);
       if (w.backpressure) await w.drained();
     }
   } else {
     for (const g of groups) {
-      last = w.appendMany(g);
+      last = w.writeMany(g);
       if (w.backpressure) await w.drained();
     }
   }
@@ -253,9 +253,9 @@ export async function run(): Promise<Record<string, unknown>> {
     const reps = Math.max(1, Number(process.env.PMTAPE_BENCH_REPEAT ?? 3));
     for (const levels of only.includes('append') ? [20, 100] : []) {
       const count = Math.max(1000, Math.round((levels === 20 ? 200_000 : 50_000) * SCALE));
-      log(`append ${count} books of ${levels} levels, one append() each (best of ${reps})`);
+      log(`append ${count} books of ${levels} levels, one write() each (best of ${reps})`);
       const one = await appendVsRaw(dir, levels, count, 0, reps);
-      log(`append ${count} books of ${levels} levels, appendMany() of ${group} (best of ${reps})`);
+      log(`append ${count} books of ${levels} levels, writeMany() of ${group} (best of ${reps})`);
       const many = await appendVsRaw(dir, levels, count, group, reps);
       const { frame, bytes, indexBytes } = one;
       const head = parseFrame(frame, 0, 0);
@@ -268,7 +268,7 @@ export async function run(): Promise<Record<string, unknown>> {
       out[`book${levels}`] = {
         records: count,
         bytes_per_record: Math.round(bytes / count),
-        // Per-record append() (the headline) and appendMany() of `group` records per call.
+        // Per-record write() (the headline) and writeMany() of `group` records per call (append/appendMany without the Recorded handed back: what the recorders call).
         ...one.figures,
         append_many: many.figures,
         encode_us_per_record: round(encodeUs(levels), 2),
@@ -283,10 +283,10 @@ export async function run(): Promise<Record<string, unknown>> {
       out.append_mb_per_s = b20.append_mb_per_s;
       out.append_records_per_s = b20.append_records_per_s;
       out.raw_write_mb_per_s = b20.raw_write_mb_per_s;
-      // Headline: the worse of 20 and 100 levels for one append() per record (what recorders call).
+      // Headline: the worse of 20 and 100 levels for one write() per record (what recorders call).
       out.append_vs_raw = Math.min(b20.append_vs_raw, b100.append_vs_raw);
       out.append_many_vs_raw = Math.min(many(b20).append_vs_raw, many(b100).append_vs_raw);
-      out.headline = 'append_vs_raw: per-record append(), worst of 20/100 levels; raw replays the same bytes and fsync cadence';
+      out.headline = 'append_vs_raw: per-record write() (append without the Recorded handed back), worst of 20/100 levels; raw replays the same bytes and fsync cadence';
     }
     if (!only.includes('seek') && !only.includes('recovery')) return out;
 
