@@ -87,6 +87,7 @@ function renderMarkets() {
       b.className = 'market';
       b.dataset.family = family;
       b.dataset.id = x.id;
+      if (x.coin) b.dataset.coin = x.coin;
       if (state.selected && state.selected.family === family && state.selected.id === x.id) b.classList.add('selected');
       const name = document.createElement('span');
       name.className = 'id';

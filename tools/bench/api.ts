@@ -9,7 +9,7 @@
 // Sizes: PMTAPE_BENCH_API_SMALL (default 1e5), PMTAPE_BENCH_API_BIG (default 2e6; the issue's 1e7
 // takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration per round,
 // default 5), PMTAPE_BENCH_API_ROUNDS (default 3), PMTAPE_BENCH_NODE_ARGS (node flags for the servers),
-// PMTAPE_BENCH_API_LATEST_ONLY=1 (part 1 only).
+// PMTAPE_BENCH_API_LATEST_ONLY=1 (part 1 only), PMTAPE_BENCH_API_SNAPSHOT_LEVELS (full books, see below).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -43,9 +43,17 @@ const market = (id: string): CoinMarket => ({
   winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
 });
 
-const ladder = (p0: number, step: number): [string, string][] => Array.from({ length: 10 }, (_, i) => [(p0 + step * i).toFixed(2), String(100 + i)]);
+const ladder = (p0: number, step: number, levels = 10): [string, string][] =>
+  Array.from({ length: levels }, (_, i) => [(p0 + step * i).toFixed(levels > 10 ? 3 : 2), String(100 + i)]);
 
-/** Writes `n` book records (deltas, a checkpoint every 500) for one market through the storage writer. */
+/**
+ * PMTAPE_BENCH_API_SNAPSHOT_LEVELS=L (default 0): every record is a full book of L levels a side
+ * instead of a one-change delta (2.8 KB a record at 100 levels), to reach the issue's 1 GB and
+ * 10 GB histories in minutes instead of hours.
+ */
+const SNAPSHOT_LEVELS = Math.max(0, Math.min(100, Math.round(Number(process.env.PMTAPE_BENCH_API_SNAPSHOT_LEVELS ?? 0) || 0)));
+
+/** Writes `n` book records (deltas or full books, a checkpoint every 500) for one market through the storage writer. */
 async function generate(dataDir: string, id: string, n: number, T0: number): Promise<void> {
   const m = market(id);
   const cat = await openWriter(dataDir, { family: 'coin', stream: 'catalog', market: id });
@@ -62,11 +70,16 @@ async function generate(dataDir: string, id: string, n: number, T0: number): Pro
     if (i < 2) obs = { type: 'book', token_id: i ? down : up, units: 'decimal', bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01), recv_ts: t, source_ts: t - 3 };
     else if (i % 500 === 0) {
       checkpoint = true;
-      obs = { type: 'book_checkpoint', units: 'decimal', books: [up, down].map((token_id) => ({ token_id, bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01) })), recv_ts: t, source_ts: null };
+      obs = { type: 'book_checkpoint', units: 'decimal', books: [up, down].map((token_id) => SNAPSHOT_LEVELS > 0
+        ? { token_id, bids: ladder(0.4, -0.001, SNAPSHOT_LEVELS), asks: ladder(0.41, 0.001, SNAPSHOT_LEVELS) }
+        : { token_id, bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01) }), recv_ts: t, source_ts: null };
+    } else if (SNAPSHOT_LEVELS > 0) {
+      const d = (i % 7) * 0.001;
+      obs = { type: 'book', token_id: i % 2 ? up : down, units: 'decimal', bids: ladder(0.4 - d, -0.001, SNAPSHOT_LEVELS), asks: ladder(0.41 + d, 0.001, SNAPSHOT_LEVELS), recv_ts: t, source_ts: t - 3 };
     } else {
       obs = { type: 'book_delta', token_id: i % 2 ? up : down, changes: [{ side: i % 3 ? 'bid' : 'ask', price: (i % 3 ? 0.4 - 0.01 * (i % 10) : 0.41 + 0.01 * (i % 10)).toFixed(2), size: String(100 + (i % 97)) }], recv_ts: t, source_ts: t - 3 };
     }
-    pending.push(w.append(obs, checkpoint ? { checkpoint: true } : undefined));
+    pending.push(w.write(obs, checkpoint ? { checkpoint: true } : undefined));
     if (w.backpressure || pending.length >= 20_000) {
       await Promise.all(pending);
       pending = [];
@@ -261,7 +274,7 @@ export async function run(): Promise<Record<string, unknown>> {
       rounds: { seconds: SECONDS, hello_rps: helloRes.rounds, latest_rps: latestRes.rounds },
       load_avg_1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadAfter * 100) / 100 },
       first_page: {
-        small_records: SMALL, big_records: BIG,
+        small_records: SMALL, big_records: BIG, snapshot_levels: SNAPSHOT_LEVELS,
         small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,
         big_p50_ms: pagesBig.p50_ms, big_p99_ms: pagesBig.p99_ms,
         big_vs_small_p50: Math.round((pagesBig.p50_ms / pagesSmall.p50_ms) * 100) / 100,
