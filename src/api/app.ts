@@ -105,8 +105,9 @@ export const apiPlugin = fp(app, { name: 'pmtape-api', fastify: '5.x' });
 /** Fastify options the API depends on: strict validation (no silently dropped parameters), request ids. */
 export function serverOptions(config: Config, logger?: FastifyServerOptions['logger']): FastifyServerOptions {
   return {
-    // Logs go to stderr: stdout carries only what commands print (`ready <url>`, keys).
-    logger: logger ?? { level: config.logLevel, stream: process.stderr },
+    // pino JSON lines on stdout, beside the commands' own lines (`ready <url>`, first key): one
+    // stream for journald or a container runtime to collect and rotate; progress bars use stderr.
+    logger: logger ?? { level: config.logLevel, stream: process.stdout },
     // Unique per process start and cheap (a UUID per request showed in profiles): boot id + counter.
     genReqId: () => `${BOOT_ID}-${(++requestCount).toString(36)}`,
     requestIdHeader: false,

@@ -14,7 +14,7 @@ export function register(program: Command): void {
       const config = configFrom(opts);
       const { default: pino } = await import('pino');
       const { startRecorders } = await import('../recorders/index.js');
-      const logger = pino({ level: config.logLevel }, pino.destination(2));
+      const logger = pino({ level: config.logLevel }, pino.destination(1));
       const kinds = opts.kinds ? opts.kinds.split(',').map((k) => k.trim()).filter(Boolean) : undefined;
       const host = await startRecorders(config, { logger, kinds });
       onShutdown(() => host.stop());

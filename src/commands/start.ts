@@ -20,8 +20,8 @@ export async function startService(config: Config): Promise<Service> {
   const { default: pino } = await import('pino');
   const { startRecorders } = await import('../recorders/index.js');
   const { startApi } = await import('../api/server.js');
-  // Logs on stderr: stdout carries only the first-key lines and `ready <url>`.
-  const logger = pino({ level: config.logLevel }, pino.destination(2));
+  // pino JSON lines on stdout, beside the first-key lines and `ready <url>` (see serverOptions).
+  const logger = pino({ level: config.logLevel }, pino.destination(1));
   const api = await startApi(config);
   const recorders = startRecorders(config, { logger: logger.child({ part: 'recorders' }) }).catch((e: unknown) => {
     // A recorder that cannot start (e.g. its markets are locked by another process) is logged;
