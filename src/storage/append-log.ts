@@ -2,23 +2,29 @@
 // framed and indexed synchronously (so seq order is call order), then written and fsynced in
 // groups: one writev + one fdatasync per batch, and every promise of the batch resolves after it.
 
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StorageError } from '../errors.js';
 import type { Observation, Recorded } from '../schema/observation.js';
 import { DAY_MS, utcDay } from '../schema/time.js';
 import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, syncDir, writeAll, type Batch } from './batch.js';
 import { encodeFrameAt, msToUs, MAX_RECV_MS } from './frame.js';
-import { acquireLock } from './lock.js';
-import { indexPathOf, listDays, lockFilePath, logFilePath, marketDir } from './paths.js';
-import { recoverLogFile } from './recovery.js';
+import { indexPathOf, logFilePath } from './paths.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from './types.js';
 
-export { syncDir } from './batch.js';
-
 const asStorageError = (e: unknown, prefix = ''): StorageError =>
   e instanceof StorageError && prefix === '' ? e : new StorageError(prefix + (e as Error).message);
+
+/** Where a writer continues: the newest day file holding records, as recovery left it. */
+export interface WriterTail {
+  readonly day: string | null;
+  readonly size: number;
+  readonly indexOffset: number;
+  readonly last: Recorded | null;
+  readonly lastSeq: number;
+  readonly lastRecvUs: number;
+}
 
 export class AppendLog implements LogWriter {
   private readonly intervalMs: number;
@@ -71,7 +77,7 @@ export class AppendLog implements LogWriter {
     readonly dataDir: string,
     readonly key: LogKey,
     opts: WriterOptions,
-    tail: { day: string | null; size: number; indexOffset: number; last: Recorded | null; lastSeq: number; lastRecvUs: number },
+    tail: WriterTail,
     private readonly releaseLock: () => Promise<void>,
   ) {
     this.intervalMs = opts.fsyncIntervalMs ?? 50;
@@ -402,43 +408,5 @@ export class AppendLog implements LogWriter {
     this.fileDay = null;
     if (log) await log.close();
     if (idx) await idx.close();
-  }
-}
-
-/**
- * Opens the writer of `key`: takes the lock, recovers the newest day file that holds records
- * (newer empty ones are checked too), and continues seq after its last valid record.
- */
-export async function openWriter(dataDir: string, key: LogKey, opts: WriterOptions = {}): Promise<LogWriter> {
-  let dir: string;
-  try {
-    dir = marketDir(dataDir, key);
-  } catch (e) {
-    throw new StorageError(`market id ${JSON.stringify(key.market)} cannot be stored: ${(e as Error).message}`);
-  }
-  const made = await mkdir(dir, { recursive: true });
-  if (made) {
-    // New folders: their names must survive a power loss too (fsync each new one's parent).
-    for (let d = dir; ; d = dirname(d)) {
-      await syncDir(dirname(d));
-      if (d === made || dirname(d) === d) break;
-    }
-  }
-  const release = await acquireLock(lockFilePath(dataDir, key));
-  try {
-    const every = opts.indexEveryBytes ?? DEFAULT_INDEX_EVERY_BYTES;
-    const days = (await listDays(dataDir, key)).reverse();
-    let tail = { day: null as string | null, size: 0, indexOffset: -1, last: null as Recorded | null, lastSeq: 0, lastRecvUs: -Infinity };
-    for (const day of days) {
-      const r = await recoverLogFile(logFilePath(dataDir, key, day), every);
-      if (r.last && r.lastRecord) {
-        tail = { day, size: r.validEnd, indexOffset: r.lastIndexOffset, last: r.lastRecord, lastSeq: r.last.seq, lastRecvUs: r.last.recvUs };
-        break;
-      }
-    }
-    return new AppendLog(dataDir, key, opts, tail, release);
-  } catch (e) {
-    await release();
-    throw e;
   }
 }

@@ -10,7 +10,7 @@ import { readFrames } from './scan.js';
 import type { LogKey, LogReader, ReadItem } from './types.js';
 
 export * from './types.js';
-export { openWriter } from './append-log.js';
+export { openWriter } from './open-writer.js';
 export { openLogReader } from './reader.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,

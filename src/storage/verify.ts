@@ -4,7 +4,7 @@
 
 import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { syncDir } from './append-log.js';
+import { syncDir } from './batch.js';
 import { isLockedByLiveProcess } from './lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
 import { readIndexFile } from './recovery.js';
