@@ -4,9 +4,6 @@
 // datasets (Parquet) and stream plugins, and the static page at `/`.
 
 import { randomBytes } from 'node:crypto';
-
-const BOOT_ID = randomBytes(4).toString('hex');
-let requestCount = 0;
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -29,6 +26,10 @@ import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
 import streamPlugin from './stream.js';
 import pagePlugin from './page.js';
+
+/** Request ids: unique per process start (boot id) and cheap (a counter). */
+const BOOT_ID = randomBytes(4).toString('hex');
+let requestCount = 0;
 
 /** Shared services of the read side, reachable from every plugin as `app.pmtape`. */
 export interface Services {

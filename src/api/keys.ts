@@ -119,12 +119,13 @@ export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
   });
 }
 
+/** Presented keys remembered as verified, at most (then the memory starts over). */
+const MAX_VERIFIED = 10_000;
+
 /**
  * The server's view of the key file: checked on every request from memory, reloaded when the file
  * changes (a stat every `pollMs`), so keys created or revoked by the CLI apply within a moment.
  */
-const MAX_VERIFIED = 10_000;
-
 export class KeyStore {
   private byId = new Map<string, { readonly rec: KeyRecord; readonly hash: Buffer }>();
   private stamp = '';
