@@ -127,8 +127,10 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
       // The recorder has not stored a book for any market of this family (a recorder matter, seen
       // once under full-suite load and not reproduced): nothing for the page to draw. Say what the
       // API and the demo said, and check the page on the families that have books.
-      const kind = family === 'wallet-prediction' ? 'wallet' : family === 'yesno-exchange' ? 'yesno' : 'clob';
-      const warnings = demo.stdout.split('\n').filter((l) => l.includes(`"${kind}"`)).slice(-8);
+      // The recorder kind's own lines ("kind":"wallet") and storage errors naming the family.
+      const mark = family === 'wallet-prediction' ? '"wallet' : family === 'yesno-exchange' ? '"yesno' : '"c';
+      const lines = demo.stdout.split('\n').filter((l) => l.startsWith('{') && l.includes(mark));
+      const warnings = [...lines.filter((l) => !l.includes('connection lost')).slice(-6), ...lines.filter((l) => l.includes('connection lost')).slice(-2)];
       const statusDir = join(dataDir, 'status');
       const status = existsSync(statusDir) ? readdirSync(statusDir).map((f) => readFileSync(join(statusDir, f), 'utf8')).join(' ').slice(0, 1500) : '(no status file)';
       t.comment(`no ${family} market had a book in the API within 60 s (${order.length} markets; statuses ${JSON.stringify([...codes])}); demo log: ${warnings.join(' | ').slice(0, 1500)}; recorder status: ${status}`);
