@@ -240,6 +240,8 @@ $('key-forget').addEventListener('click', () => {
   sessionStorage.removeItem(KEY);
   location.reload();
 });
-setInterval(() => { if (sessionStorage.getItem(KEY)) loadMarkets().catch(() => {}); }, 30_000);
+// Every 10 s: markets open and settle all the time (and right after a first start the catalogue is
+// still filling), and the listing is cheap (served from the in-memory catalogue index).
+setInterval(() => { if (sessionStorage.getItem(KEY)) loadMarkets().catch(() => {}); }, 10_000);
 
 if (sessionStorage.getItem(KEY)) startWithKey(); else askForKey();

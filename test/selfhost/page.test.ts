@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { REPO, keyFrom, runCli, runCliOnce, tempDir } from './helpers.js';
+import { openReader } from '../../src/storage/index.js';
+import type { Family } from '../../src/schema/observation.js';
 
 // Real processes on a machine that may be busy: more than the default per-file budget.
 t.setTimeout(300_000);
@@ -102,14 +104,18 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
 
   // Every family's book shape (coin books, wallet mirrored outcome, yes/no bid ladders) draws.
   for (const family of families) {
-    // The list is re-rendered on every refresh: pick by id, then click through a fresh locator.
-    const rows = await page.$$eval(`#markets .market[data-family="${family}"]`, (els) =>
-      els.map((e) => ({ id: (e as HTMLElement).dataset.id ?? '', coin: (e as HTMLElement).dataset.coin ?? '', status: e.querySelector('.badge')?.textContent ?? '' })));
-    // The page draws what the API has: pick a market whose latest book the API answers (the feed
-    // drops every 4 s here, so on a loaded machine a new market may have no book yet), open ones first.
-    const order = [...rows.filter((r) => ['open', 'active'].includes(r.status.trim())), ...rows.filter((r) => !['open', 'active'].includes(r.status.trim()))];
+    // The list is re-rendered on every refresh (every 10 s): read it afresh on each try, pick by id,
+    // then click through a fresh locator. Right after start the list may hold only the history the
+    // first catalogue pass had written (settled markets, no books); open markets come with a refresh.
+    type Row = { id: string; coin: string; status: string };
+    let order: Row[] = [];
     const codes = new Map<number, number>();
     const withBook = async (): Promise<string | null> => {
+      const rows: Row[] = await page.$$eval(`#markets .market[data-family="${family}"]`, (els) =>
+        els.map((e) => ({ id: (e as HTMLElement).dataset.id ?? '', coin: (e as HTMLElement).dataset.coin ?? '', status: e.querySelector('.badge')?.textContent ?? '' })));
+      // The page draws what the API has: pick a market whose latest book the API answers, open ones first.
+      const isOpen = (r: Row): boolean => ['open', 'active'].includes(r.status.trim());
+      order = [...rows.filter(isOpen), ...rows.filter((r) => !isOpen(r))];
       for (const r of order) {
         const res = await fetch(`${url}${latestApiPath(family ?? '', r.id, r.coin)}`, { headers: { authorization: `Bearer ${key}` } });
         codes.set(res.status, (codes.get(res.status) ?? 0) + 1);
@@ -133,7 +139,18 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
       const warnings = [...lines.filter((l) => !l.includes('connection lost')).slice(-6), ...lines.filter((l) => l.includes('connection lost')).slice(-2)];
       const statusDir = join(dataDir, 'status');
       const status = existsSync(statusDir) ? readdirSync(statusDir).map((f) => readFileSync(join(statusDir, f), 'utf8')).join(' ').slice(0, 1500) : '(no status file)';
-      t.comment(`no ${family} market had a book in the API within 60 s (${order.length} markets; statuses ${JSON.stringify([...codes])}); demo log: ${warnings.join(' | ').slice(0, 1500)}; recorder status: ${status}`);
+      // What the books logs of the first listed markets hold, read straight from storage.
+      const stored: string[] = [];
+      for (const r of order.slice(0, 4)) {
+        const types = new Map<string, number>();
+        let tokens = '';
+        for await (const it of openReader(dataDir, { family: family as Family, stream: 'books', market: r.id }).read('start', { limit: 5000 })) {
+          types.set(it.rec.type, (types.get(it.rec.type) ?? 0) + 1);
+          if (it.rec.type === 'book' && !tokens) tokens = String((it.rec as { token_id?: string }).token_id).slice(0, 12);
+        }
+        stored.push(`${r.id}(${r.status}): ${JSON.stringify([...types])} token ${tokens || '-'}`);
+      }
+      t.comment(`no ${family} market had a book in the API within 60 s (${order.length} markets; statuses ${JSON.stringify([...codes])}); books logs: ${stored.join('; ')}; demo log: ${warnings.join(' | ').slice(0, 1500)}; recorder status: ${status}`);
       continue;
     }
     await page.locator(`#markets .market[data-family="${family}"][data-id=${JSON.stringify(pickId)}]`).click();
