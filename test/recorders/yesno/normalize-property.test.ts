@@ -5,8 +5,11 @@ import { normalizeFrame, normalizeMetrics, normalizeWalletMarket, normalizeRestB
 
 const outcomesOf = () => [{ label: 'Up', token_id: '1' }, { label: 'Down', token_id: '2' }];
 
+// fc.assert throws with the shrunk counter-example when a property fails; t.doesNotThrow turns that
+// into a tap assertion carrying it.
 t.test('no input makes either normalizer throw', async (t) => {
-  fc.assert(
+  let runs = 0;
+  t.doesNotThrow(() => fc.assert(
     fc.property(fc.anything(), (raw) => {
       normalizeOrderbook(raw, 1);
       normalizeOrderbook({ orderbook_fp: raw }, 1);
@@ -17,14 +20,16 @@ t.test('no input makes either normalizer throw', async (t) => {
       normalizeRestBook({ success: true, data: raw }, 1, outcomesOf);
       normalizeMetrics({ success: true, data: raw }, 1, outcomesOf);
       normalizeWalletMarket(raw, raw);
+      runs++;
     }),
     { numRuns: 500 },
-  );
+  ), 'yes/no and wallet normalizers return for any value');
+  t.ok(runs >= 500, `${runs} inputs tried`);
 });
 
 t.test('any valid cents ladder comes out best first, same levels, text unchanged, at most 100', async (t) => {
   const level = fc.tuple(fc.integer({ min: 1, max: 99 }), fc.integer({ min: 0, max: 1_000_000 }));
-  fc.assert(
+  t.doesNotThrow(() => fc.assert(
     fc.property(fc.array(level, { maxLength: 150 }), fc.array(level, { maxLength: 20 }), (yes, no) => {
       const [b] = normalizeOrderbook({ orderbook: { yes, no } }, 1);
       const expect = yes.map(([p, s]) => [String(p), String(s)]).sort((a, c) => Number(c[0]) - Number(a[0])).slice(0, MAX_LEVELS);
@@ -34,5 +39,9 @@ t.test('any valid cents ladder comes out best first, same levels, text unchanged
       return JSON.stringify(b.yes.map((l) => l[0])) === JSON.stringify(expect.map((l) => l[0])) && b.no.length === no.length;
     }),
     { numRuns: 300 },
-  );
+  ), 'every generated ladder keeps the property');
+  // One worked case, so the property's reading of the output is itself checked.
+  const [b] = normalizeOrderbook({ orderbook: { yes: [[40, 10], [55, 3]], no: [[20, 7]] } }, 1);
+  t.same(b.yes, [['55', '3'], ['40', '10']], 'best (highest) yes bid first, text as sent');
+  t.same(b.no, [['20', '7']]);
 });
