@@ -1,6 +1,6 @@
 // The API as a Fastify plugin plus `buildApp`, which makes an instance with the options the plugin
 // relies on (strict query validation, request ids, logger). Plugins, in order: services, errors,
-// request metrics, OpenAPI docs, auth with rate limits, then one route plugin per URL prefix, the
+// request metrics, OpenAPI docs, auth, rate limits, then one route plugin per URL prefix, the
 // datasets (Parquet) and stream plugins, and the static page at `/`.
 
 import { randomBytes } from 'node:crypto';
@@ -17,6 +17,7 @@ import { LatestBooks } from './latest.js';
 import { LatestBodies } from './latest-body.js';
 import errorHandler, { envelope } from './error-handler.js';
 import auth from './auth.js';
+import rateLimits from './rate-limit.js';
 import requestMetrics from './request-metrics.js';
 import healthRoutes from './routes/health.js';
 import walletRoutes from './routes/wallet-prediction.js';
@@ -88,7 +89,8 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     },
   });
   await fastify.register(swaggerUi, { routePrefix: '/docs' });
-  await fastify.register(auth, { keys, limits: config.rateLimits });
+  await fastify.register(auth, { keys });
+  await fastify.register(rateLimits, { limits: config.rateLimits });
 
   await fastify.register(healthRoutes);
   await fastify.register(walletRoutes, { prefix: '/v3/wallet-prediction' });

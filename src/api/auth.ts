@@ -5,9 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PmtapeError } from '../errors.js';
-import type { Config } from '../config.js';
 import type { KeyRecord, KeyStore, Plan } from './keys.js';
-import { RateLimiter } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -51,21 +49,19 @@ export function checkKey(keys: KeyStore, presented: string | null, need: Plan): 
 }
 
 /**
- * Adds the key check (and the rate limit, when on) as an `onRequest` hook of each route that declares
+ * Adds the key check as an `onRequest` hook of each route that declares
  * a plan, at registration: open routes carry no hook at all, and a request never builds
  * `routeOptions` to find its plan. Callback style, so a request costs no promise here.
  */
-async function authPlugin(app: FastifyInstance, opts: { keys: KeyStore; limits?: Config['rateLimits'] }): Promise<void> {
+async function authPlugin(app: FastifyInstance, opts: { keys: KeyStore }): Promise<void> {
   app.decorateRequest('apiKey', null);
-  const limiter = opts.limits ? new RateLimiter(opts.limits) : null;
   app.addHook('onRoute', (route) => {
     const need = route.config?.plan;
     if (!need) return;
-    const hook = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+    const hook = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => {
       try {
         const rec = checkKey(opts.keys, bearerOf(req.headers.authorization), need);
         req.apiKey = rec;
-        limiter?.hit(rec, reply);
       } catch (e) {
         done(e as Error);
         return;
