@@ -18,10 +18,11 @@ async function rateLimitPlugin(app: FastifyInstance, opts: { limits: Config['rat
     hook: 'preHandler',
     // Open routes (health, metrics, docs) and unauthenticated requests are not counted.
     allowList: (req: FastifyRequest) => !req.apiKey,
-    keyGenerator: (req: FastifyRequest) => req.apiKey!.id,
+    // The key is computed before the allow list is asked, so keyless requests reach these too.
+    keyGenerator: (req: FastifyRequest) => req.apiKey?.id ?? '',
     // Synchronous: an async max/timeWindow costs two promises on every request.
-    max: (req: FastifyRequest) => limits[req.apiKey!.plan].max,
-    timeWindow: (req: FastifyRequest) => limits[req.apiKey!.plan].windowMs,
+    max: (req: FastifyRequest) => limits[req.apiKey?.plan ?? 'free'].max,
+    timeWindow: (req: FastifyRequest) => limits[req.apiKey?.plan ?? 'free'].windowMs,
     cache: 100_000,
     errorResponseBuilder: (_req, ctx) =>
       Object.assign(new PmtapeError('rate_limited', `Rate limit of ${ctx.max} requests per window exceeded for this key; retry in ${ctx.after}.`), { statusCode: 429 }),
