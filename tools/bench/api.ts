@@ -223,6 +223,8 @@ async function atRate(hello: string, latest: string, auth: Record<string, string
   const pick = (xs: OpenLoopResult[]) => ({
     rps: median(xs.map((x) => x.completed_rps)), p50: median(xs.map((x) => x.p50_ms)), p99: median(xs.map((x) => x.p99_ms)),
     p999: median(xs.map((x) => x.p999_ms)), errors: xs.reduce((a, x) => a + x.errors + x.non2xx, 0),
+    // The generator's own lateness (timer ticks, its share of the CPU): the noise floor of the p99.
+    sendLagP99: median(xs.map((x) => x.send_lag_p99_ms)),
   });
   return { hello: pick(h), latest: pick(l) };
 }
@@ -321,6 +323,7 @@ export async function run(): Promise<Record<string, unknown>> {
         offered_rps: rate, connections: 64,
         latest_rps: fixed.latest.rps, latest_p50_ms: fixed.latest.p50, latest_p99_ms: fixed.latest.p99, latest_p999_ms: fixed.latest.p999,
         hello_rps: fixed.hello.rps, hello_p50_ms: fixed.hello.p50, hello_p99_ms: fixed.hello.p99, hello_p999_ms: fixed.hello.p999,
+        generator_send_lag_p99_ms: { latest: fixed.latest.sendLagP99, hello: fixed.hello.sendLagP99 },
       },
       latest_past_day_rps: past.rps,
       latest_past_day_p99_ms: past.p99,
