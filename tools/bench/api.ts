@@ -153,15 +153,20 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
   const args = [AUTOCANNON, '-c', '64', '-d', String(seconds), '-j'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
+  const r = await nodeJson<CannonResult>(args, 'autocannon');
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+}
+
+/** Runs a node script in its own process and parses the one JSON object it prints. */
+async function nodeJson<T>(args: string[], name: string): Promise<T> {
   const out = await new Promise<string>((resolve, reject) => {
     const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
     let text = '';
     p.stdout!.on('data', (b: Buffer) => (text += b.toString()));
     p.once('error', reject);
-    p.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`autocannon exited with ${code}`))));
+    p.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`${name} exited with ${code}`))));
   });
-  const r = JSON.parse(out) as CannonResult;
-  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.non2xx };
+  return JSON.parse(out) as T;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -195,14 +200,7 @@ const OPEN_LOOP = join(dirname(fileURLToPath(import.meta.url)), 'open-loop.js');
 /** One open-loop run (open-loop.ts) in its own process: 64 connections at a fixed offered load. */
 async function loadAtRate(url: string, headers: Record<string, string>, seconds: number, rate: number): Promise<OpenLoopResult> {
   const args = [OPEN_LOOP, url, String(rate), String(seconds), '64', ...Object.entries(headers).map(([k, v]) => `${k}=${v}`)];
-  const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let text = '';
-    p.stdout!.on('data', (b: Buffer) => (text += b.toString()));
-    p.once('error', reject);
-    p.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`open-loop exited with ${code}`))));
-  });
-  return JSON.parse(out) as OpenLoopResult;
+  return nodeJson<OpenLoopResult>(args, 'open-loop');
 }
 
 /**

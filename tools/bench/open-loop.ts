@@ -4,9 +4,9 @@
 // over `connections` keep-alive sockets; a request that finds every socket busy waits for one, and
 // its latency counts from when it was due (the server's backlog is not hidden: no coordinated
 // omission). A request sent as soon as it was due counts from its send: this process's timers tick
-// about once a millisecond, and that lateness (reported as send_lag) is not the server's. autocannon's `-R` cannot stand
-// in for this: it sends each second's quota back to back and then idles (bursts of 64 in flight),
-// and it pads its histogram as if a request were due every millisecond.
+// about once a millisecond, and that lateness (reported as send_lag) is not the server's.
+// autocannon's `-R` cannot stand in for this: it sends each second's quota back to back and then
+// idles (bursts of 64 in flight), and it pads its histogram as if a request were due every millisecond.
 
 import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -119,10 +119,9 @@ export async function openLoop(target: string, rate: number, seconds: number, co
   }
 
   const interval = 1000 / rate;
-  const run = (ms: number): Promise<number> => new Promise((resolve) => {
+  const run = (ms: number): Promise<void> => new Promise((resolve) => {
     const start = performance.now();
     let next = start;
-    let sent = 0;
     const tick = (): void => {
       const now = performance.now();
       const stopAt = start + ms;
@@ -131,10 +130,9 @@ export async function openLoop(target: string, rate: number, seconds: number, co
         if (c) send(c, next, false);
         else waiting.push(next);
         next += interval;
-        sent++;
       }
       if (next < stopAt) setTimeout(tick, Math.max(0, Math.min(1, next - performance.now())));
-      else resolve(sent);
+      else resolve();
     };
     tick();
   });

@@ -8,6 +8,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { openLoop } from '../../../tools/bench/open-loop.js';
 
+type Tap = { teardown(fn: () => void): void };
+
 async function serve(t: Tap, handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -17,7 +19,6 @@ async function serve(t: Tap, handler: (req: IncomingMessage, res: ServerResponse
   });
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/x?y=1`;
 }
-type Tap = { teardown(fn: () => void): void };
 
 const reply = (res: ServerResponse, status = 200): void => {
   const body = '{"ok":true}';
