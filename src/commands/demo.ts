@@ -6,8 +6,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config.js';
-import type { Sim } from '../../tools/sim/server.js';
-import { demoKey, keyLines, type FirstKey } from '../api/first-key.js';
+import type { Sim } from '../sim/server.js';
+import { demoKey, keyLines, type FirstKey } from '../api/plugins/first-key.js';
 import { commonOptions, onShutdown, printReady } from './common.js';
 import { startService, type Service } from './start.js';
 
@@ -36,7 +36,7 @@ export interface Demo {
 export async function runDemo(o: DemoOptions = {}): Promise<Demo> {
   const dataDir = resolve(o.dataDir ?? join('data', 'demo'));
   mkdirSync(dataDir, { recursive: true });
-  const { startSim } = await import('../../tools/sim/server.js');
+  const { startSim } = await import('../sim/server.js');
   const sim = await startSim({ port: 0, seed: o.seed ?? 1, windowScale: o.windowScale ?? 1, faults: o.faults });
   try {
     const configFile = join(dataDir, 'demo-config.json');

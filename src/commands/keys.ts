@@ -4,7 +4,7 @@
 
 import type { Command } from 'commander';
 import { commonOptions, configFrom } from './common.js';
-import { createKey, listKeys, revokeKey, type Plan } from '../api/keys.js';
+import { createKey, listKeys, revokeKey, type Plan } from '../api/plugins/keys.js';
 
 export function register(program: Command): void {
   const keys = program.command('keys').description('create, list and revoke API keys');

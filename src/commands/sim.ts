@@ -1,4 +1,4 @@
-// `pmtape sim`: the offline venue emulators for every kind on loopback (tools/sim/server.ts).
+// `pmtape sim`: the offline venue emulators for every kind on loopback (src/sim/server.ts).
 // `--config-out F` writes a recorder config pointing at them; prints `ready <url>`.
 
 import { writeFileSync } from 'node:fs';
@@ -27,7 +27,7 @@ export function register(program: Command): void {
     .option('--replay-speed <x>', 'replay pace: 1 = as recorded, 10 = ten times faster, 0 = at once', '1')
     .option('--data-dir <dir>', 'accepted for symmetry; the sim stores nothing')
     .action(async (o: Record<string, string | undefined>) => {
-      const { startSim } = await import('../../tools/sim/server.js');
+      const { startSim } = await import('../sim/server.js');
       const sim = await startSim({
         port: number('port', o.port, 0, 65535),
         host: o.host,

@@ -29,7 +29,7 @@ export async function startService(config: Config): Promise<Service> {
     logger.error({ err: (e as Error).message }, 'recorders did not start');
     return null;
   });
-  const { startAutoCompaction } = await import('../storage/auto-compaction.js');
+  const { startAutoCompaction } = await import('../storage/parquet/auto-compaction.js');
   const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
   return {
     url: api.url,
@@ -53,7 +53,7 @@ export function register(program: Command): void {
       .option('--host <h>', 'bind address (env PMTAPE_HOST, default 127.0.0.1)'),
   ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string }) => {
     const config = configFrom(opts);
-    const { announceFirstKey } = await import('../api/first-key.js');
+    const { announceFirstKey } = await import('../api/plugins/first-key.js');
     await announceFirstKey(config.dataDir);
     const service = await startService(config);
     onShutdown(() => service.close());

@@ -4,14 +4,14 @@
 
 import { open } from 'node:fs/promises';
 import { logFilePath } from './paths.js';
-import { openLogReader } from './reader.js';
-import { compositeReader } from './composite-reader.js';
-import { readFrames } from './scan.js';
+import { openLogReader } from './read/reader.js';
+import { compositeReader } from './read/composite-reader.js';
+import { readFrames } from './read/scan.js';
 import type { LogKey, LogReader, ReadItem } from './types.js';
 
 export * from './types.js';
-export { openWriter } from './open-writer.js';
-export { openLogReader } from './reader.js';
+export { openWriter } from './log/open-writer.js';
+export { openLogReader } from './read/reader.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,

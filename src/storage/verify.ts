@@ -4,13 +4,13 @@
 
 import { open, readdir, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { syncDir } from './batch.js';
-import { isLockedByLiveProcess } from './lock.js';
+import { syncDir } from './log/batch.js';
+import { isLockedByLiveProcess } from './log/lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
-import { readIndexFile } from './recovery.js';
-import { scanFrames } from './scan.js';
-import { forgetSegment } from './segment.js';
-import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, IndexEntries } from './time-index.js';
+import { readIndexFile } from './log/recovery.js';
+import { scanFrames } from './read/scan.js';
+import { forgetSegment } from './read/segment.js';
+import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, IndexEntries } from './log/time-index.js';
 import type { FileCheck } from './types.js';
 
 export interface VerifyOptions {

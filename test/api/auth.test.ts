@@ -6,7 +6,7 @@ import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createKey, keysPath } from '../../src/api/keys.js';
+import { createKey, keysPath } from '../../src/api/plugins/keys.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));

@@ -4,8 +4,8 @@
 
 import t from 'tap';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/retention.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listDays } from '../../src/storage/paths.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 

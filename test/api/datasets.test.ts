@@ -6,7 +6,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { compactDay } from '../../src/storage/compaction.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const DAY = '2026-07-26';

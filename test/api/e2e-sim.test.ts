@@ -6,7 +6,7 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createKey } from '../../src/api/keys.js';
+import { createKey } from '../../src/api/plugins/keys.js';
 import { testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));

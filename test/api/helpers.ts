@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { buildApp } from '../../src/api/app.js';
-import { createKey } from '../../src/api/keys.js';
+import { createKey } from '../../src/api/plugins/keys.js';
 import { openWriter } from '../../src/storage/index.js';
 import type { CoinMarket, WalletMarket, YesNoMarket } from '../../src/schema/market.js';
 import type { Family, Observation, StreamName } from '../../src/schema/observation.js';

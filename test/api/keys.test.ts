@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createKey, KeyStore, keysPath, listKeys, revokeKey } from '../../src/api/keys.js';
+import { createKey, KeyStore, keysPath, listKeys, revokeKey } from '../../src/api/plugins/keys.js';
 import { tmpDataDir } from './helpers.js';
 
 t.test('concurrent creates all land, and verification follows revocation', async (t) => {

@@ -3,12 +3,12 @@
 // answered with error messages on a connection that stays open.
 
 import t from 'tap';
-import { revokeKey } from '../../src/api/keys.js';
+import { revokeKey } from '../../src/api/plugins/keys.js';
 import { WebSocketServer } from 'ws';
-import { streamOfServer } from '../../src/api/stream.js';
-import { StreamClient } from '../../src/api/stream-client.js';
-import { StreamHub } from '../../src/api/stream-hub.js';
-import { streamModels } from '../../src/api/stream-market.js';
+import { streamOfServer } from '../../src/api/stream/index.js';
+import { StreamClient } from '../../src/api/stream/client.js';
+import { StreamHub } from '../../src/api/stream/hub.js';
+import { streamModels } from '../../src/api/stream/market.js';
 import { streamClients } from '../../src/metrics.js';
 import {
   bookObs, ChildWriter, coinMarket, makeKeys, startServer, tempDir, TestClient, walletMarket, writeCatalog,

@@ -4,7 +4,7 @@
 import t from 'tap';
 import type { Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { parseClientMessage, prepareMessage } from '../../src/api/stream-protocol.js';
+import { parseClientMessage, prepareMessage } from '../../src/api/stream/protocol.js';
 
 const base = { op: 'subscribe', id: 1, channel: 'book', family: 'coin', coin: 'BTC', market_id: 'm' };
 const parse = (o: unknown): ReturnType<typeof parseClientMessage> => parseClientMessage(JSON.stringify(o));

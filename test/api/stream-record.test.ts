@@ -7,7 +7,7 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createKey } from '../../src/api/keys.js';
+import { createKey } from '../../src/api/plugins/keys.js';
 import { listMarkets } from '../../src/storage/index.js';
 import { sleep, tempDir, TestClient } from './stream-helpers.js';
 

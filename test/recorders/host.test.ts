@@ -5,7 +5,7 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { statusPath, writeStatus } from '../../src/recorders/status.js';
-import { startSim } from '../../tools/sim/server.js';
+import { startSim } from '../../src/sim/server.js';
 import { inShard, shardHash, startRecorders } from '../../src/recorders/index.js';
 import { readAll, simConfig, sleep, tempDir, waitFor } from './helpers.js';
 

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startSim } from '../../tools/sim/server.js';
+import { startSim } from '../../src/sim/server.js';
 import type { Recorded } from '../../src/schema/observation.js';
 import { gapsOf, readAll, simConfig, sleep, tempDir, violations } from './helpers.js';
 

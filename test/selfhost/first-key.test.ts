@@ -4,8 +4,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { announceFirstKey, demoKey, ensureFirstKey } from '../../src/api/first-key.js';
-import { KeyStore, createKey, listKeys, revokeKey } from '../../src/api/keys.js';
+import { announceFirstKey, demoKey, ensureFirstKey } from '../../src/api/plugins/first-key.js';
+import { KeyStore, createKey, listKeys, revokeKey } from '../../src/api/plugins/keys.js';
 import { tempDir } from './helpers.js';
 
 t.test('an empty data dir gets one paid key, printed once with how to make more', async (t) => {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../../src/api/app.js';
-import { publicDir } from '../../src/api/page.js';
+import { publicDir } from '../../src/api/plugins/page.js';
 import { loadConfig } from '../../src/config.js';
 import { REPO, tempDir } from './helpers.js';
 

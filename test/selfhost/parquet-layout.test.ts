@@ -9,10 +9,10 @@ import { createHash } from 'node:crypto';
 import { join, relative, sep } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { writeFixture } from '../storage/compaction-fixture.js';
-import { compactDay } from '../../src/storage/compaction.js';
-import { stagingFileName } from '../../src/storage/manifest.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { stagingFileName } from '../../src/storage/parquet/manifest.js';
 import { FAMILIES } from '../../src/schema/observation.js';
-import { DATASETS } from '../../src/storage/parquet-schema.js';
+import { DATASETS } from '../../src/storage/parquet/schema.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { REPO, tempDir } from './helpers.js';
 

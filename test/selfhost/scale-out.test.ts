@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { shardHash } from '../../src/recorders/index.js';
 import { decodeMarket } from '../../src/storage/paths.js';
-import { lockHolder } from '../../src/storage/lock.js';
+import { lockHolder } from '../../src/storage/log/lock.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from './helpers.js';
 
 // Real processes on a machine that may be busy: more than the default per-file budget.

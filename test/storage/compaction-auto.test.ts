@@ -6,7 +6,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { startAutoCompaction } from '../../src/storage/auto-compaction.js';
+import { startAutoCompaction } from '../../src/storage/parquet/auto-compaction.js';
 import { listDays } from '../../src/storage/paths.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { writeFixture } from './compaction-fixture.js';

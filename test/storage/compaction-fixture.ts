@@ -2,7 +2,7 @@
 // wallet books (full books, deltas, checkpoints, trades, gaps), yes/no books in native text,
 // metric samples and catalogue events, spread over one or more closed UTC days.
 
-import { openWriter } from '../../src/storage/open-writer.js';
+import { openWriter } from '../../src/storage/log/open-writer.js';
 import type { Family, Observation, StreamName } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../src/schema/time.js';
 

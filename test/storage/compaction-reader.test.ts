@@ -7,12 +7,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openReader, openWriter, listKeys } from '../../src/storage/index.js';
-import { compactDay } from '../../src/storage/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/retention.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listDays } from '../../src/storage/paths.js';
-import { ParquetStore, parquetStore } from '../../src/storage/parquet-reader.js';
-import { CompositeReader } from '../../src/storage/composite-reader.js';
-import { openLogReader } from '../../src/storage/reader.js';
+import { ParquetStore, parquetStore } from '../../src/storage/parquet/reader.js';
+import { CompositeReader } from '../../src/storage/read/composite-reader.js';
+import { openLogReader } from '../../src/storage/read/reader.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { LogKey, LogReader, Position, ReadItem } from '../../src/storage/types.js';
 import { writeFixture } from './compaction-fixture.js';
@@ -80,7 +80,7 @@ t.test('reads are identical before and after compaction and log deletion', async
 
   // Small part files, so partitions span several files and markets several row groups.
   for (const d of days) await compactDay(dir, d, { fileRows: 700 });
-  const { readManifest, partitionDir } = await import('../../src/storage/manifest.js');
+  const { readManifest, partitionDir } = await import('../../src/storage/parquet/manifest.js');
   t.ok((await readManifest(partitionDir(dir, 'coin', 'books', days[1])))!.files.length >= 2, 'several part files in a partition');
   const ret = await deleteExpiredLogs(dir, Date.now(), 0);
   t.ok(ret.deleted.length > 10, `compacted logs deleted (${ret.deleted.length})`);

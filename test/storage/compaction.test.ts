@@ -7,9 +7,9 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay, readLogDay } from '../../src/storage/compaction.js';
+import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
 import { listMarkets } from '../../src/storage/paths.js';
-import { partitionDir, readManifest } from '../../src/storage/manifest.js';
+import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import type { Family } from '../../src/schema/observation.js';
 import { writeFixture } from './compaction-fixture.js';
@@ -146,7 +146,7 @@ t.test('compaction of a closed day', async (t) => {
   });
 
   t.test('refuses to run beside another compactor of the same data dir', async (t) => {
-    const { acquireLock } = await import('../../src/storage/lock.js');
+    const { acquireLock } = await import('../../src/storage/log/lock.js');
     const release = await acquireLock(join(dir, '_parquet-staging', '.lock'));
     await t.rejects(compactDay(dir, day2), /another compaction \(process \d+\) is running/);
     await release();

@@ -5,7 +5,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import type { Observation } from '../../src/schema/observation.js';
-import { encodeFrame, encodeFrameAt, FLAG_LADDERS, FRAME_OVERHEAD, parseFrame, type Arena } from '../../src/storage/frame.js';
+import { encodeFrame, encodeFrameAt, FLAG_LADDERS, FRAME_OVERHEAD, parseFrame, type Arena } from '../../src/storage/log/frame.js';
 
 const HEADER = new Set(['type', 'recv_ts', 'source_ts', 'seq']);
 const LADDER_KEYS: Record<string, string[]> = { book: ['bids', 'asks'], yesno_book: ['yes', 'no'], book_checkpoint: ['books'] };

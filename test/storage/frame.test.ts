@@ -5,7 +5,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import { isDeepStrictEqual } from 'node:util';
 import type { Observation } from '../../src/schema/observation.js';
-import { decodeRecord, encodeFrame, FLAG_LADDERS, parseFrame } from '../../src/storage/frame.js';
+import { decodeRecord, encodeFrame, FLAG_LADDERS, parseFrame } from '../../src/storage/log/frame.js';
 
 const text = fc.oneof(fc.stringMatching(/^[0-9.]{1,8}$/), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 300 }));
 const ladder = fc.array(fc.tuple(text, text), { maxLength: 30 });

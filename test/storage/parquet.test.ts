@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet.js';
+import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
 
 const specs: ColumnSpec[] = [
   { name: 'market_id', kind: 'utf8', nullable: false, doc: '' },

@@ -23,7 +23,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
-import { createKey } from '../../src/api/keys.js';
+import { createKey } from '../../src/api/plugins/keys.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { openWriter } from '../../src/storage/index.js';

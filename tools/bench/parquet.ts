@@ -9,10 +9,10 @@ import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { MarketBooks } from '../../src/book/book-state.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, readLogDay } from '../../src/storage/compaction.js';
+import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
 import { openReader } from '../../src/storage/index.js';
-import { parquetStore } from '../../src/storage/parquet-reader.js';
-import { deleteExpiredLogs } from '../../src/storage/retention.js';
+import { parquetStore } from '../../src/storage/parquet/reader.js';
+import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listMarkets, marketDir } from '../../src/storage/paths.js';
 import { writeFixture } from '../../test/storage/compaction-fixture.js';
 

@@ -11,8 +11,8 @@ import { LogSink } from '../../src/recorders/sink.js';
 import { silentLogger, type RecorderDeps } from '../../src/recorders/recorder.js';
 import { normalizeOrderbook } from '../../src/recorders/yesno/normalize.js';
 import { YesNoRecorder, yesnoBooksKey } from '../../src/recorders/yesno/feed.js';
-import { startSim } from '../sim/server.js';
-import { rng } from '../sim/faults.js';
+import { startSim } from '../../src/sim/server.js';
+import { rng } from '../../src/sim/faults.js';
 
 const N = Number(process.env.PMTAPE_BENCH_YESNO_BOOKS ?? 20_000);
 const RUN_MS = Number(process.env.PMTAPE_BENCH_YESNO_RUN_MS ?? 5000);

@@ -14,7 +14,7 @@ import { normalizeClobText } from '../../src/recorders/clob/normalize.js';
 import { silentLogger, type RecorderDeps } from '../../src/recorders/recorder.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Observation } from '../../src/schema/observation.js';
-import { rng } from '../sim/faults.js';
+import { rng } from '../../src/sim/faults.js';
 
 const N = Number(process.env.PMTAPE_BENCH_MESSAGES ?? 200_000);
 const UP = '76670567130917723816490572615540605537878462672464291990940067659127658071111';

@@ -13,8 +13,8 @@ import { crc32c } from '@node-rs/crc32';
 import type { BookSnapshot, Trade } from '../../src/schema/observation.js';
 import { utcDay } from '../../src/schema/time.js';
 import { checkLogFile, logFilePath, openLogReader, openWriter, type LogKey } from '../../src/storage/index.js';
-import { decodeRecord, encodeFrame, encodeFrameAt, parseFrame, PREFIX_BYTES, writeI64 } from '../../src/storage/frame.js';
-import { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, encodeEntry } from '../../src/storage/time-index.js';
+import { decodeRecord, encodeFrame, encodeFrameAt, parseFrame, PREFIX_BYTES, writeI64 } from '../../src/storage/log/frame.js';
+import { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, encodeEntry } from '../../src/storage/log/time-index.js';
 
 const SCALE = Number(process.env.PMTAPE_BENCH_SCALE ?? 1);
 const DAY0 = Date.UTC(2026, 5, 1);

@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
-import { createKey } from '../../src/api/keys.js';
+import { createKey } from '../../src/api/plugins/keys.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { openReader, openWriter, type LogWriter } from '../../src/storage/index.js';

@@ -6,13 +6,13 @@ import type { FastifyInstance } from 'fastify';
 import { notFound, PmtapeError } from '../../errors.js';
 import type { CoinMarket } from '../../schema/market.js';
 import { toIso } from '../../schema/time.js';
-import { JSON_TYPE } from '../latest-body.js';
-import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
-import { INTERVAL_MS, intervalPage } from '../intervals.js';
-import { asOfParam, listParams, type Query } from '../params.js';
+import { JSON_TYPE } from '../query/latest-body.js';
+import { bookAsOf, snapshotPage, type BookModel } from '../query/book-pages.js';
+import { INTERVAL_MS, intervalPage } from '../query/intervals.js';
+import { asOfParam, listParams, type Query } from '../query/params.js';
 import { coinMarketSchema, coinSnapshotSchema, gapSchema, params, q, query, single, listOf } from '../schemas.js';
-import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../shapes.js';
-import { listPage, marketOr404, nextCursor, overlaps, resumeOf } from '../route-helpers.js';
+import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../query/shapes.js';
+import { listPage, marketOr404, nextCursor, overlaps, resumeOf } from './helpers.js';
 
 const FAMILY = 'coin';
 

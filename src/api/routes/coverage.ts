@@ -5,11 +5,11 @@
 import type { FastifyInstance } from 'fastify';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { clipCoverage, CoverageCache } from '../coverage.js';
-import { listParams, type Query } from '../params.js';
+import { clipCoverage, CoverageCache } from '../query/coverage.js';
+import { listParams, type Query } from '../query/params.js';
 import { coverageSchema, listOf, q, query } from '../schemas.js';
-import type { IndexedMarket } from '../markets-index.js';
-import { overlaps } from '../route-helpers.js';
+import type { IndexedMarket } from '../query/markets-index.js';
+import { overlaps } from './helpers.js';
 
 export default async function coverageRoutes(app: FastifyInstance): Promise<void> {
   const cache = new CoverageCache();

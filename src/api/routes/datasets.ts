@@ -10,9 +10,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
-import { listPartitions, partitionDir, readManifest, partitionRel } from '../../storage/manifest.js';
-import { DATASETS, type Dataset } from '../../storage/parquet-schema.js';
-import { envelope } from '../error-handler.js';
+import { listPartitions, partitionDir, readManifest, partitionRel } from '../../storage/parquet/manifest.js';
+import { DATASETS, type Dataset } from '../../storage/parquet/schema.js';
+import { envelope } from '../plugins/error-handler.js';
 import { listOf, q, query } from '../schemas.js';
 
 const entrySchema = {

@@ -7,12 +7,12 @@ import { invalidParameter, notFound } from '../../errors.js';
 import type { WalletMarket } from '../../schema/market.js';
 import type { MetricSample, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { JSON_TYPE } from '../latest-body.js';
-import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
-import { asOfParam, listParams, type Query } from '../params.js';
+import { JSON_TYPE } from '../query/latest-body.js';
+import { bookAsOf, snapshotPage, type BookModel } from '../query/book-pages.js';
+import { asOfParam, listParams, type Query } from '../query/params.js';
 import { listOf, params, q, query, sampleSchema, single, walletMarketSchema, walletSnapshotSchema } from '../schemas.js';
-import { outcomeIndex, walletMarketRecord, walletSnapshot } from '../shapes.js';
-import { listPage, marketOr404, nextCursor, overlaps, resumeOf } from '../route-helpers.js';
+import { outcomeIndex, walletMarketRecord, walletSnapshot } from '../query/shapes.js';
+import { listPage, marketOr404, nextCursor, overlaps, resumeOf } from './helpers.js';
 
 const FAMILY = 'wallet-prediction';
 const LIST_URL = '/v3/wallet-prediction/markets';

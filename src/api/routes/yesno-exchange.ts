@@ -7,12 +7,12 @@ import { notFound } from '../../errors.js';
 import type { YesNoMarket } from '../../schema/market.js';
 import type { Recorded, YesNoBook } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { JSON_TYPE } from '../latest-body.js';
-import { bookAsOf, snapshotPage, type BookModel } from '../book-pages.js';
-import { asOfParam, listParams, type Query } from '../params.js';
+import { JSON_TYPE } from '../query/latest-body.js';
+import { bookAsOf, snapshotPage, type BookModel } from '../query/book-pages.js';
+import { asOfParam, listParams, type Query } from '../query/params.js';
 import { listOf, params, q, query, single, yesnoMarketSchema, yesnoSnapshotSchema } from '../schemas.js';
-import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot } from '../shapes.js';
-import { listPage, nextCursor, overlaps, resumeOf } from '../route-helpers.js';
+import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot } from '../query/shapes.js';
+import { listPage, nextCursor, overlaps, resumeOf } from './helpers.js';
 
 const FAMILY = 'yesno-exchange';
 const depth = { type: 'integer', minimum: 1, maximum: YESNO_MAX_DEPTH, description: 'levels per side, 1..100 (default all, at most 100)' };

@@ -6,11 +6,11 @@
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSim } from '../../../tools/sim/server.js';
+import { startSim } from '../../../src/sim/server.js';
 import { startRecorders } from '../../../src/recorders/index.js';
 import { loadConfig } from '../../../src/config.js';
 import { buildApp } from '../../../src/api/app.js';
-import { createKey } from '../../../src/api/keys.js';
+import { createKey } from '../../../src/api/plugins/keys.js';
 import type { CoinMarket } from '../../../src/schema/market.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 import { readAll, simConfig, tempDir, waitFor } from '../helpers.js';

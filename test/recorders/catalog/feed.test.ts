@@ -3,7 +3,7 @@
 // that changes nothing writes nothing; a restart continues from the recorded state.
 
 import t from 'tap';
-import { startSim } from '../../../tools/sim/server.js';
+import { startSim } from '../../../src/sim/server.js';
 import { startRecorders } from '../../../src/recorders/index.js';
 import type { CatalogEvent, Recorded } from '../../../src/schema/observation.js';
 import type { CoinMarket } from '../../../src/schema/market.js';

@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
-import { startSim } from '../../../tools/sim/server.js';
+import { startSim } from '../../../src/sim/server.js';
 import { startRecorders } from '../../../src/recorders/index.js';
 import { statusPath } from '../../../src/recorders/status.js';
 import type { Recorded } from '../../../src/schema/observation.js';

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { harness, until, type Harness } from '../yesno/harness.js';
 import { WalletRecorder, walletKey } from '../../../src/recorders/wallet/feed.js';
-import type { SimMount } from '../../../tools/sim/server.js';
-import type { WalletSim } from '../../../tools/sim/wallet.js';
+import type { SimMount } from '../../../src/sim/server.js';
+import type { WalletSim } from '../../../src/sim/wallet.js';
 import type { BookSnapshot, CatalogEvent, Gap, MetricSample, Recorded } from '../../../src/schema/observation.js';
 
 const walletOf = (mounts: readonly SimMount[]): WalletSim => (mounts.find((m) => m.prefix === '/wallet') as SimMount & { wallet: WalletSim }).wallet;

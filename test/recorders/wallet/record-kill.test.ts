@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSim, type SimMount } from '../../../tools/sim/server.js';
-import type { WalletSim } from '../../../tools/sim/wallet.js';
+import { startSim, type SimMount } from '../../../src/sim/server.js';
+import type { WalletSim } from '../../../src/sim/wallet.js';
 import { listMarkets, openReader } from '../../../src/storage/index.js';
 import type { LogKey } from '../../../src/storage/types.js';
 import type { Recorded } from '../../../src/schema/observation.js';

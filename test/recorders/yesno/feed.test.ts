@@ -2,8 +2,8 @@ import t from 'tap';
 import { harness, until } from './harness.js';
 import { YesNoRecorder, yesnoBooksKey, yesnoCatalogKey } from '../../../src/recorders/yesno/feed.js';
 import { PollCadence } from '../../../src/recorders/yesno/cadence.js';
-import type { SimMount } from '../../../tools/sim/server.js';
-import type { YesNoSim } from '../../../tools/sim/yesno.js';
+import type { SimMount } from '../../../src/sim/server.js';
+import type { YesNoSim } from '../../../src/sim/yesno.js';
 import type { Gap, Recorded, YesNoBook, CatalogEvent } from '../../../src/schema/observation.js';
 
 const SERIES8 = ['KXBTC15M', 'KXETH15M', 'KXSOL15M', 'KXXRP15M', 'KXDOGE15M', 'KXBNB15M', 'KXADA15M', 'KXAVAX15M'];

@@ -3,7 +3,7 @@
 // Prints `ready <lastSeq>` after opening, then `ack <firstSeq> <lastSeq>` for every acknowledged
 // group (1..40 records of `mixed(recv_ts, seq)`, 1 ms apart, every 50th seq a checkpoint), until killed.
 
-import { openWriter } from '../../../src/storage/open-writer.js';
+import { openWriter } from '../../../src/storage/log/open-writer.js';
 import type { Observation } from '../../../src/schema/observation.js';
 import { mixed } from './records.js';
 

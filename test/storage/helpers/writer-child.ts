@@ -5,7 +5,7 @@
 // is `mixed(recv_ts, seq)` so the parent can check each record's bytes.
 
 // Imported from its module, not index.js: a child that starts 20+ times should not load Parquet.
-import { openWriter } from '../../../src/storage/open-writer.js';
+import { openWriter } from '../../../src/storage/log/open-writer.js';
 import { mixed } from './records.js';
 
 const [dataDir, market, startArg, countArg, stepArg = '1', fsyncArg = '5', paceArg = '0'] = process.argv.slice(2);

@@ -1,0 +1,65 @@
+// The one place errors become responses: the contract's envelope with the request id, on every
+// status (validation, auth, rate limit, unknown routes and markets). 5xx messages are hidden from
+// the client and logged with the request id instead.
+
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ERROR_STATUS, PmtapeError, type ErrorCode } from '../../errors.js';
+
+export interface Envelope {
+  error: { status: number; code: ErrorCode; message: string; request_id: string };
+}
+
+export function envelope(code: ErrorCode, message: string, requestId: string): Envelope {
+  return { error: { status: ERROR_STATUS[code], code, message, request_id: requestId } };
+}
+
+interface AjvError {
+  instancePath?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+  message?: string;
+}
+
+/** A sentence naming the offending parameter of a schema validation failure. */
+export function validationMessage(errors: AjvError[], context: string | undefined): string {
+  const e = errors[0] ?? {};
+  const where = context === 'params' ? 'Path segment' : 'Parameter';
+  if (e.keyword === 'additionalProperties') {
+    return `${where} '${String(e.params?.additionalProperty)}' is not known for this route.`;
+  }
+  if (e.keyword === 'required') return `${where} '${String(e.params?.missingProperty)}' is required.`;
+  const name = (e.instancePath ?? '').replace(/^\//, '').split('/')[0] || 'query';
+  if (e.keyword === 'enum') {
+    const allowed = (e.params?.allowedValues as unknown[] | undefined)?.join(', ');
+    return `${where} '${name}' must be one of: ${allowed}.`;
+  }
+  return `${where} '${name}' ${e.message ?? 'is invalid'}.`;
+}
+
+function toEnvelope(err: FastifyError | PmtapeError, req: FastifyRequest): { code: ErrorCode; message: string } {
+  if (err instanceof PmtapeError) return { code: err.code, message: err.message };
+  const fe = err as FastifyError;
+  if (fe.validation) return { code: 'invalid_parameter', message: validationMessage(fe.validation as AjvError[], fe.validationContext) };
+  const status = fe.statusCode ?? 500;
+  if (status === 429) return { code: 'rate_limited', message: `Rate limit exceeded for this key; retry after the number of seconds in Retry-After.` };
+  if (status === 404) return { code: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.` };
+  if (status === 401) return { code: 'unauthorized', message: fe.message };
+  if (status >= 400 && status < 500) return { code: 'invalid_parameter', message: fe.message };
+  return { code: 'internal', message: `Internal error; quote request_id ${req.id} when reporting it.` };
+}
+
+async function errorPlugin(app: FastifyInstance): Promise<void> {
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const { code, message } = toEnvelope(err, req);
+    const status = ERROR_STATUS[code];
+    if (status >= 500) req.log.error({ err, request_id: req.id }, 'request failed');
+    // Other client errors of the framework (413, 415, bad URL encoding) are answered as 400.
+    void reply.code(status).type('application/json; charset=utf-8').send(envelope(code, message, String(req.id)));
+  });
+  app.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
+    void reply.code(404).send(envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)));
+  });
+}
+
+export default fp(errorPlugin, { name: 'pmtape-errors' });

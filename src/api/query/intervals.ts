@@ -1,0 +1,152 @@
+// Coin snapshots sampled on a fixed grid (`interval` 1s/1m/5m/1h). A bucket [start, end) holds the
+// last book at or before its end only when the books were valid through the whole bucket; any
+// bucket touched by a gap, before capture began, or after the recorder stopped is absent from data
+// and reported in `gaps` (consecutive buckets with one reason merged). Never forward-fills a gap.
+
+import { MarketBooks } from '../../book/book-state.js';
+import type { CoinMarket } from '../../schema/market.js';
+import type { GapReason, Recorded } from '../../schema/observation.js';
+import { toIso } from '../../schema/time.js';
+import type { LogReader, ReadItem } from '../../storage/types.js';
+import { coinSnapshot, type BookShapeOptions } from './shapes.js';
+import type { CursorPos } from './cursor.js';
+
+export const INTERVAL_MS: Record<string, number> = { '1s': 1000, '1m': 60_000, '5m': 300_000, '1h': 3_600_000 };
+
+export interface IntervalRequest {
+  readonly intervalMs: number;
+  readonly order: 'asc' | 'desc';
+  readonly limit: number;
+  readonly start?: number;
+  readonly end?: number;
+  /** Cursor: asc = next bucket start; desc = exclusive upper bucket bound. */
+  readonly resume?: number;
+  /** Wall clock now (buckets that have not ended are never served). */
+  readonly now: number;
+  /** A live recorder holds this market: data is known up to now, else only up to the last record. */
+  readonly connected: boolean;
+}
+
+export interface GapOut {
+  start: string;
+  end: string;
+  reason: GapReason;
+}
+
+export interface IntervalPage {
+  readonly items: Record<string, unknown>[];
+  readonly gaps: GapOut[];
+  readonly next: CursorPos | null;
+}
+
+const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
+const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
+
+/** Buckets [b0, bEnd) forward; stops after `maxData` served buckets (returns where it stopped). */
+async function sweep(
+  reader: LogReader, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
+  b0: number, bEnd: number, dataEnd: number, maxData: number,
+): Promise<{ items: Record<string, unknown>[]; gaps: GapOut[]; stoppedAt: number | null }> {
+  const I = req.intervalMs;
+  const books = new MarketBooks();
+  const tokens = market.outcomes.map((o) => o.token_id);
+  const valid = (): boolean => tokens.length > 0 && tokens.every((t) => books.isValid(t));
+  let validSince: number | null = null;
+  let reason: GapReason = 'not_recording';
+  let lastBook: Recorded | null = null;
+  let everValid = false;
+
+  const cp = await reader.checkpointAtOrBefore(b0 - 1);
+  const it = reader.read(cp ? cp.pos : 'start', { endTime: Math.min(bEnd, dataEnd) })[Symbol.asyncIterator]();
+  let nxt: IteratorResult<ReadItem> = await it.next();
+  let brokeInBucket = false;
+  const apply = (rec: Recorded): void => {
+    const was = valid();
+    if (rec.type === 'gap' && rec.end_ts === null) reason = rec.reason;
+    const changed = books.apply(rec);
+    // Checkpoints restate the book, so the snapshot names the observation that made it; only when a
+    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in.
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta')) lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || lastBook === null)) lastBook = rec;
+    const now = valid();
+    if (!was && now) {
+      validSince = rec.recv_ts;
+      everValid = true;
+    } else if (was && !now) {
+      validSince = null;
+      brokeInBucket = true;
+    }
+  };
+
+  const items: Record<string, unknown>[] = [];
+  const gaps: GapOut[] = [];
+  const addGap = (s: number, e: number, why: GapReason): void => {
+    const prev = gaps[gaps.length - 1];
+    if (prev && prev.reason === why && prev.end === toIso(s)) prev.end = toIso(e);
+    else gaps.push({ start: toIso(s), end: toIso(e), reason: why });
+  };
+
+  let bs = b0;
+  try {
+    while (bs < bEnd) {
+      const be = bs + I;
+      // Records at exactly bs count from bs on (a book received at the bucket start covers it).
+      while (!nxt.done && nxt.value.rec.recv_ts <= bs) {
+        apply(nxt.value.rec);
+        nxt = await it.next();
+      }
+      brokeInBucket = false;
+      const okAtStart = validSince !== null && validSince <= bs;
+      while (!nxt.done && nxt.value.rec.recv_ts < be) {
+        apply(nxt.value.rec);
+        nxt = await it.next();
+      }
+      if (be > dataEnd) {
+        // The recorder has not reported past dataEnd: nothing after it is known.
+        addGap(bs, bEnd, 'not_recording');
+        bs = bEnd;
+        break;
+      }
+      if (okAtStart && !brokeInBucket && valid() && lastBook) {
+        if (items.length === maxData) return { items, gaps, stoppedAt: bs };
+        const snap = coinSnapshot(market, lastBook, books, shape);
+        if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
+        else addGap(bs, be, reason);
+        bs = be;
+        continue;
+      }
+      const why: GapReason = everValid || cp ? reason : 'not_recording';
+      // Still invalid: every bucket up to the next record shares this fate; jump there at once.
+      let to = be;
+      if (!valid()) to = nxt.done ? bEnd : Math.max(be, Math.min(bEnd, alignDown(nxt.value.rec.recv_ts, I)));
+      addGap(bs, to, why);
+      bs = to;
+    }
+  } finally {
+    await it.return?.();
+  }
+  return { items, gaps, stoppedAt: null };
+}
+
+export async function intervalPage(reader: LogReader, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions): Promise<IntervalPage> {
+  const I = req.intervalMs;
+  const first = await reader.first();
+  const last = await reader.latest();
+  if (!first || !last) return { items: [], gaps: [], next: null };
+  // Nothing before the first capture is served or listed; buckets end before "now" (minus a second
+  // for appends still in flight) and before end_time.
+  const lo = alignUp(Math.max(req.start ?? 0, first.rec.recv_ts), I);
+  const hi = alignDown(Math.min(req.end ?? Infinity, req.now - 1000), I);
+  const dataEnd = req.connected ? req.now : last.rec.recv_ts + 1;
+  if (req.order === 'asc') {
+    const b0 = req.resume ?? lo;
+    if (b0 >= hi) return { items: [], gaps: [], next: null };
+    const r = await sweep(reader, market, req, shape, b0, hi, dataEnd, req.limit);
+    return { items: r.items, gaps: r.gaps, next: r.stoppedAt === null ? null : { bucket: r.stoppedAt } };
+  }
+  const upper = req.resume ?? hi;
+  const b0 = Math.max(lo, upper - req.limit * I);
+  if (b0 >= upper) return { items: [], gaps: [], next: null };
+  const r = await sweep(reader, market, req, shape, b0, upper, dataEnd, Infinity);
+  return { items: r.items.reverse(), gaps: r.gaps.reverse(), next: b0 > lo ? { bucket: b0 } : null };
+}

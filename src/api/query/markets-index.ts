@@ -1,0 +1,114 @@
+// The catalogue cache: the newest catalogue event of every market per family, refreshed from the
+// catalog logs at most once a second (only markets whose log grew are re-read). Resolves a path id
+// (market id, condition id, slug, topic id or ticker) to its market, and lists markets stably:
+// ordered by first capture, then id, so markets listed later always sort after a cursor.
+
+import { listMarkets, openReader } from '../../storage/index.js';
+import type { LogReader } from '../../storage/types.js';
+import type { Market } from '../../schema/market.js';
+import type { CatalogEvent, Family, Recorded } from '../../schema/observation.js';
+
+export interface IndexedMarket {
+  readonly market: Market;
+  /** Receive time of the market's first catalogue event: the listing order. */
+  readonly first_ts: number;
+  readonly last_seq: number;
+}
+
+interface FamilyIndex {
+  at: number;
+  byId: Map<string, IndexedMarket>;
+  alias: Map<string, string>;
+  sorted: IndexedMarket[];
+  /** Markets with a books log (yes/no tickers may have books before catalogue data). */
+  withBooks: Set<string>;
+}
+
+export class MarketsIndex {
+  private readonly families = new Map<Family, FamilyIndex>();
+  private readonly loading = new Map<Family, Promise<FamilyIndex>>();
+  private readonly readers = new Map<string, LogReader>();
+
+  constructor(private readonly dataDir: string, private readonly ttlMs = 1000) {}
+
+  /** One reader per log, kept (readers are cheap handles; they open files per read). */
+  async reader(family: Family, stream: 'books' | 'metrics' | 'catalog', market: string): Promise<LogReader> {
+    const id = `${family}\u0000${stream}\u0000${market}`;
+    const hit = this.readers.get(id);
+    if (hit) return hit;
+    // `await` keeps this working whether openReader is sync or async (Parquet spanning may make it so).
+    const r = await openReader(this.dataDir, { family, stream, market });
+    if (this.readers.size >= 5000) this.readers.delete(this.readers.keys().next().value as string);
+    this.readers.set(id, r);
+    return r;
+  }
+
+  private async refresh(family: Family, prev: FamilyIndex | undefined): Promise<FamilyIndex> {
+    const ids = await listMarkets(this.dataDir, family, 'catalog');
+    const byId = new Map<string, IndexedMarket>();
+    for (const id of ids) {
+      const old = prev?.byId.get(id);
+      const r = await this.reader(family, 'catalog', id);
+      const last = await r.latest();
+      if (!last || last.rec.type !== 'catalog') {
+        if (old) byId.set(id, old);
+        continue;
+      }
+      if (old && old.last_seq === last.rec.seq) {
+        byId.set(id, old);
+        continue;
+      }
+      const first = old ? old.first_ts : ((await r.first())?.rec.recv_ts ?? last.rec.recv_ts);
+      const ev = last.rec as Recorded<CatalogEvent>;
+      byId.set(id, { market: ev.market, first_ts: first, last_seq: ev.seq });
+    }
+    const alias = new Map<string, string>();
+    for (const [id, m] of byId) {
+      const mk = m.market;
+      const names = mk.family === 'yesno-exchange' ? [mk.ticker] : mk.family === 'wallet-prediction' ? [mk.condition_id, mk.slug, mk.topic_id] : [mk.condition_id, mk.slug];
+      for (const n of names) if (n && !byId.has(n)) alias.set(n, id);
+    }
+    const sorted = [...byId.values()].sort((a, b) => a.first_ts - b.first_ts || (a.market.market_id < b.market.market_id ? -1 : a.market.market_id > b.market.market_id ? 1 : 0));
+    const withBooks = new Set(await listMarkets(this.dataDir, family, 'books'));
+    return { at: Date.now(), byId, alias, sorted, withBooks };
+  }
+
+  async get(family: Family): Promise<FamilyIndex> {
+    const cur = this.families.get(family);
+    const age = cur ? Date.now() - cur.at : Infinity;
+    if (cur && age <= this.ttlMs) return cur;
+    let p = this.loading.get(family);
+    if (!p) {
+      p = this.refresh(family, cur)
+        .then((idx) => {
+          this.families.set(family, idx);
+          return idx;
+        })
+        .finally(() => this.loading.delete(family));
+      this.loading.set(family, p);
+    }
+    // A view a few seconds old is served while the refresh runs, so the once-a-second re-read of a
+    // large catalogue never stalls requests; an older (or no) view waits for the fresh one.
+    if (cur && age <= this.ttlMs * 5) {
+      p.catch(() => undefined);
+      return cur;
+    }
+    return p;
+  }
+
+  /** The market a path id names (market id, condition id, slug, topic id), or null. */
+  async resolve(family: Family, pathId: string): Promise<IndexedMarket | null> {
+    const idx = await this.get(family);
+    const id = idx.byId.has(pathId) ? pathId : idx.alias.get(pathId);
+    return id === undefined ? null : idx.byId.get(id) ?? null;
+  }
+
+  /** True when the family has a books log for this exact market id. */
+  async hasBooks(family: Family, marketId: string): Promise<boolean> {
+    return (await this.get(family)).withBooks.has(marketId);
+  }
+
+  async list(family: Family): Promise<readonly IndexedMarket[]> {
+    return (await this.get(family)).sorted;
+  }
+}

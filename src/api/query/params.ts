@@ -1,0 +1,45 @@
+// Shared parsing of list and time parameters after schema validation: times in ISO 8601 UTC or epoch
+// ms, start < end, and the ordering. Every failure is `invalid_parameter` naming the parameter.
+
+import { invalidParameter } from '../../errors.js';
+import { parseTimeParam } from '../../schema/time.js';
+
+export interface ListParams {
+  readonly limit: number;
+  readonly cursor: string | undefined;
+  /** Inclusive, epoch ms. */
+  readonly start: number | undefined;
+  /** Exclusive, epoch ms. */
+  readonly end: number | undefined;
+  readonly order: 'asc' | 'desc';
+}
+
+export type Query = Record<string, unknown>;
+
+export function timeParam(query: Query, name: string): number | undefined {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  const t = typeof v === 'string' ? parseTimeParam(v) : null;
+  if (t === null) throw invalidParameter(name, 'must be an ISO 8601 UTC time (2026-07-26T12:00:00.000Z) or integer epoch milliseconds');
+  return t;
+}
+
+export function listParams(query: Query): ListParams {
+  const start = timeParam(query, 'start_time');
+  const end = timeParam(query, 'end_time');
+  if (start !== undefined && end !== undefined && start >= end) throw invalidParameter('start_time', 'must be before end_time');
+  return {
+    limit: (query.limit as number | undefined) ?? 100,
+    cursor: query.cursor as string | undefined,
+    start,
+    end,
+    order: query.order === 'desc' ? 'desc' : 'asc',
+  };
+}
+
+/** `as_of`: a time not in the future (the book at a future time is not known yet). */
+export function asOfParam(query: Query, now = Date.now()): number | undefined {
+  const t = timeParam(query, 'as_of');
+  if (t !== undefined && t > now) throw invalidParameter('as_of', 'must not be in the future (leave it out for the newest book)');
+  return t;
+}

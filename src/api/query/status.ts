@@ -1,0 +1,73 @@
+// What the recorders say about themselves: every record process rewrites
+// `<dataDir>/status/record-<pid>.json` every ~2 s. The read side uses these files for `stale` on
+// latest books, live coverage and `/healthz`; a file older than 10 s belongs to a dead process.
+
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Family } from '../../schema/observation.js';
+
+export interface RecorderStatus {
+  readonly pid: number;
+  readonly updated_ts: number;
+  /** Per upstream kind, whatever the recorder reports (last write, lag, connected...). */
+  readonly kinds: Record<string, Record<string, unknown>>;
+  /** Market ids (tickers for yes/no) with a live upstream subscription, per family. */
+  readonly connected: Partial<Record<Family, string[]>>;
+  readonly alive: boolean;
+}
+
+export const STATUS_DEAD_AFTER_MS = 10_000;
+
+export class StatusBoard {
+  private cache: { at: number; list: RecorderStatus[]; live: Map<Family, Set<string>> } | null = null;
+  private loading: Promise<void> | null = null;
+
+  constructor(private readonly dataDir: string, private readonly ttlMs = 1000) {}
+
+  private async load(): Promise<void> {
+    const dir = join(this.dataDir, 'status');
+    const names = await readdir(dir).catch(() => [] as string[]);
+    const now = Date.now();
+    const list: RecorderStatus[] = [];
+    const live = new Map<Family, Set<string>>();
+    for (const name of names) {
+      if (!/^record-\d+\.json$/.test(name)) continue;
+      try {
+        const raw = JSON.parse(await readFile(join(dir, name), 'utf8')) as Partial<RecorderStatus>;
+        const updated = Number(raw.updated_ts);
+        if (!Number.isFinite(updated)) continue;
+        const alive = now - updated <= STATUS_DEAD_AFTER_MS;
+        const connected = (raw.connected && typeof raw.connected === 'object' ? raw.connected : {}) as RecorderStatus['connected'];
+        const kinds = (raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {}) as RecorderStatus['kinds'];
+        list.push({ pid: Number(raw.pid), updated_ts: updated, kinds, connected, alive });
+        if (!alive) continue;
+        for (const [family, ids] of Object.entries(connected)) {
+          if (!Array.isArray(ids)) continue;
+          let set = live.get(family as Family);
+          if (!set) live.set(family as Family, (set = new Set()));
+          for (const id of ids) if (typeof id === 'string') set.add(id);
+        }
+      } catch {
+        // A file being rewritten or damaged: skip it this round.
+      }
+    }
+    this.cache = { at: now, list, live };
+  }
+
+  private async fresh(): Promise<NonNullable<StatusBoard['cache']>> {
+    if (!this.cache || Date.now() - this.cache.at > this.ttlMs) {
+      this.loading ??= this.load().finally(() => (this.loading = null));
+      await this.loading;
+    }
+    return this.cache!;
+  }
+
+  /** True when a live record process holds an upstream subscription for the market. */
+  async isConnected(family: Family, market: string): Promise<boolean> {
+    return (await this.fresh()).live.get(family)?.has(market) ?? false;
+  }
+
+  async all(): Promise<RecorderStatus[]> {
+    return (await this.fresh()).list;
+  }
+}

@@ -1,0 +1,205 @@
+// Live stream (API.md §7): `GET /v3/stream` upgrades to a WebSocket (ws, noServer) after the same
+// key check as REST (Bearer header or `?api_key=`); a refused upgrade gets the HTTP status and the
+// JSON error envelope. Runs the ping sweep (dead peers dropped) and closes streams of revoked keys.
+
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { WebSocketServer } from 'ws';
+import { PmtapeError } from '../../errors.js';
+import { streamDisconnects } from '../../metrics.js';
+import { FAMILIES, type Family } from '../../schema/observation.js';
+import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
+import { loadCursorSecret } from '../query/cursor.js';
+import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
+import { StreamHub } from './hub.js';
+import { streamModels, type ModelFactory, type StreamTarget } from './market.js';
+import { cursorStartSeq, type StreamRequest } from './protocol.js';
+
+export interface StreamSettings extends StreamLimits {
+  /** Ping period; a peer that has not answered the previous ping is dropped (API.md: 15 s). */
+  readonly pingIntervalMs: number;
+  /** How often open streams' keys are re-checked, so a revoked key's streams close. */
+  readonly authRecheckMs: number;
+  /** Largest client frame accepted (bigger ones close the connection with 1009). */
+  readonly maxPayloadBytes: number;
+}
+
+export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
+  pingIntervalMs: 15_000,
+  authRecheckMs: 1_000,
+  maxPayloadBytes: 64 * 1024,
+  maxBufferedBytes: 8 * 1024 * 1024,
+  replayHighWaterBytes: 1024 * 1024,
+  maxSubscriptions: 1000,
+  closeGraceMs: 5_000,
+};
+
+const ENV: Record<keyof StreamSettings, string> = {
+  pingIntervalMs: 'PMTAPE_STREAM_PING_MS',
+  authRecheckMs: 'PMTAPE_STREAM_AUTH_RECHECK_MS',
+  maxPayloadBytes: 'PMTAPE_STREAM_MAX_PAYLOAD_BYTES',
+  maxBufferedBytes: 'PMTAPE_STREAM_MAX_BUFFERED_BYTES',
+  replayHighWaterBytes: 'PMTAPE_STREAM_REPLAY_HIGH_WATER_BYTES',
+  maxSubscriptions: 'PMTAPE_STREAM_MAX_SUBSCRIPTIONS',
+  closeGraceMs: 'PMTAPE_STREAM_CLOSE_GRACE_MS',
+};
+
+/** Settings: plugin options win over PMTAPE_STREAM_* environment variables, which win over defaults. */
+export function streamSettings(over: Partial<StreamSettings> = {}, env: NodeJS.ProcessEnv = process.env): StreamSettings {
+  const out: Record<string, number> = { ...DEFAULT_STREAM_SETTINGS };
+  for (const k of Object.keys(ENV) as (keyof StreamSettings)[]) {
+    const text = env[ENV[k]];
+    if (text !== undefined && text !== '') {
+      const n = Number(text);
+      if (!Number.isFinite(n) || n <= 0) throw new Error(`${ENV[k]} must be a positive number, got "${text}"`);
+      out[k] = n;
+    }
+    if (over[k] !== undefined) out[k] = over[k]!;
+  }
+  return out as unknown as StreamSettings;
+}
+
+/** The stream state behind each HTTP server (tests and the benchmark look into it). */
+export const streamOfServer = new WeakMap<object, { readonly hub: StreamHub; readonly clients: ReadonlySet<StreamClient> }>();
+
+export interface StreamPluginOptions {
+  readonly settings?: Partial<StreamSettings>;
+  /** Snapshot rules per family; defaults to the REST shapes (tests may wrap it). */
+  readonly modelFor?: ModelFactory;
+}
+
+/** Which plan a family needs: as on REST, wallet-prediction is paid, the others free. */
+const familyPlan = (family: Family): 'free' | 'paid' => (family === 'wallet-prediction' ? 'paid' : 'free');
+
+/** Answers a refused upgrade with a status line and the JSON envelope, then closes the socket. */
+function refuse(socket: Duplex, err: PmtapeError): void {
+  const body = JSON.stringify({ error: { status: err.status, code: err.code, message: err.message, request_id: randomUUID() } });
+  const extra = err.status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '';
+  socket.end(
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`,
+  );
+}
+
+export default async function streamPlugin(app: FastifyInstance, opts: StreamPluginOptions): Promise<void> {
+  const settings = streamSettings(opts.settings);
+  const { keys, markets, config } = app.pmtape;
+  const path = `${app.prefix}/stream`;
+  const secret = await loadCursorSecret(config.dataDir);
+  const log = app.log;
+  const hub = new StreamHub(opts.modelFor ?? streamModels, (t) => markets.reader(t.family, 'books', t.logMarket), log);
+
+  async function resolveTarget(req: StreamRequest): Promise<StreamTarget> {
+    const hit = await markets.resolve(req.family, req.market);
+    if (hit) {
+      const m = hit.market;
+      if (req.family === 'coin' && m.family === 'coin' && m.coin !== req.coin) {
+        throw new PmtapeError('not_found', `Market '${req.market}' is not a ${req.coin} market; list them at /v3/${req.coin}/markets.`);
+      }
+      if (req.outcome !== undefined && (m.family === 'coin' || m.family === 'wallet-prediction') && !m.outcomes.some((o) => o.label === req.outcome)) {
+        throw new PmtapeError('invalid_parameter', `Field 'outcome' must be one of ${m.outcomes.map((o) => o.label).join(', ')}.`);
+      }
+      const idField = m.family === 'yesno-exchange' ? 'ticker' : 'market_id';
+      return { family: req.family, logMarket: m.market_id, idField, id: m.market_id, market: m };
+    }
+    // A yes/no ticker may have books before its catalogue entry: its snapshots need only the ticker.
+    if (req.family === 'yesno-exchange' && (await markets.hasBooks(req.family, req.market))) {
+      return { family: req.family, logMarket: req.market, idField: 'ticker', id: req.market, market: null };
+    }
+    const list = req.family === 'coin' ? `/v3/${req.coin}/markets` : `/v3/${req.family}/markets`;
+    throw new PmtapeError('not_found', `Unknown ${req.family === 'yesno-exchange' ? 'ticker' : 'market'} '${req.market}'; list them at ${list}.`);
+  }
+
+  const svc: StreamServices = {
+    hub,
+    modelFor: opts.modelFor ?? streamModels,
+    limits: settings,
+    resolveTarget,
+    cursorStart: async (_t, _req, text) => cursorStartSeq(secret, text),
+    planCheck: (plan, family) => {
+      const need = familyPlan(family);
+      return planAllows(plan as 'free' | 'paid', need)
+        ? null
+        : new PmtapeError('plan_required', `The ${family} family needs the ${need} plan; this key is on the ${plan} plan.`);
+    },
+    log,
+  };
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: settings.maxPayloadBytes, perMessageDeflate: false });
+  const clients = new Set<StreamClient>();
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on('error', () => socket.destroy());
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== path) return refuse(socket, new PmtapeError('not_found', `No WebSocket at ${url.pathname}; the stream is ${path}.`));
+    for (const k of url.searchParams.keys()) {
+      if (k !== 'api_key' && k !== 'family') return refuse(socket, new PmtapeError('invalid_parameter', `Parameter '${k}' is not known here (api_key, family).`));
+    }
+    // `?family=` (optional, comma-separated) declares the families the client will subscribe to,
+    // so a plan that does not include one is refused on the upgrade with 403 as on REST.
+    const families = url.searchParams.getAll('family').flatMap((f) => f.split(','));
+    const unknown = families.find((f) => !FAMILIES.includes(f as Family));
+    if (unknown !== undefined) return refuse(socket, new PmtapeError('invalid_parameter', `Parameter 'family' must be one of ${FAMILIES.join(', ')}.`));
+    const presented = bearerOf(req.headers.authorization) ?? url.searchParams.get('api_key');
+    let plan: string;
+    try {
+      plan = checkKey(keys, presented, families.some((f) => familyPlan(f as Family) === 'paid') ? 'paid' : 'free').plan;
+    } catch (err) {
+      return refuse(socket, err instanceof PmtapeError ? err : new PmtapeError('internal', 'Internal error.'));
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const client = new StreamClient(ws, presented!, plan, svc);
+      clients.add(client);
+      ws.on('close', () => clients.delete(client));
+    });
+  };
+  app.server.on('upgrade', onUpgrade);
+  streamOfServer.set(app.server, { hub, clients });
+
+  // One sweep for all clients: ping, and drop the peers that did not answer the previous ping.
+  const ping = setInterval(() => {
+    for (const c of clients) {
+      if (c.closing) continue; // its own grace timer ends it
+      if (!c.alive) {
+        streamDisconnects.inc({ reason: 'dead_peer' });
+        c.ws.terminate();
+        continue;
+      }
+      c.alive = false;
+      c.ws.ping();
+    }
+  }, settings.pingIntervalMs);
+  ping.unref();
+
+  // The key store reloads the key file on change; a key that stopped verifying ends its streams.
+  const recheck = setInterval(() => {
+    for (const c of clients) {
+      if (c.closing || keys.verify(c.apiKey)) continue;
+      c.send(JSON.stringify({
+        type: 'error',
+        id: null,
+        error: { status: 401, code: 'unauthorized', message: 'The API key was revoked; this stream is closed.', request_id: randomUUID() },
+      }));
+      streamDisconnects.inc({ reason: 'key_revoked' });
+      c.kick(1008, 'api key revoked');
+    }
+  }, settings.authRecheckMs);
+  recheck.unref();
+
+  // A plain GET (no upgrade) gets a pointer instead of a bare 404.
+  app.get('/stream', { schema: { hide: true } }, async () => {
+    throw new PmtapeError('invalid_parameter', `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).`);
+  });
+
+  // preClose: open sockets would otherwise keep the HTTP server from closing.
+  app.addHook('preClose', async () => {
+    clearInterval(ping);
+    clearInterval(recheck);
+    app.server.off('upgrade', onUpgrade);
+    for (const c of clients) c.ws.terminate();
+    hub.stopAll();
+    wss.close();
+  });
+}

@@ -1,0 +1,71 @@
+// Compaction inside `start`: once a UTC day has closed and its grace period has passed, compact
+// it (and any earlier closed day not yet compacted), then apply retention. The work runs in a
+// worker thread (see compaction-worker.ts), one run at a time; a failure is logged and retried at
+// the next tick, never thrown into the service. Stopping mid-run is safe: publication is atomic.
+
+import { unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { lockHolder } from '../log/lock.js';
+import { stagingRoot } from './manifest.js';
+import type { Config } from '../../config.js';
+import type { WorkerInput, WorkerMessage } from './compaction-worker.js';
+
+interface Logger {
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** How often the service looks for a day to compact. */
+const TICK_MS = 60_000;
+
+export function startAutoCompaction(config: Config, logger: Logger, tickMs = TICK_MS): { stop(): Promise<void> } {
+  let worker: Worker | null = null;
+  let running: Promise<void> | null = null;
+  let stopped = false;
+  let settled: string[] = [];
+  const run = (): Promise<void> =>
+    new Promise((resolve) => {
+      const input: WorkerInput = { dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled };
+      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input });
+      worker = w;
+      w.on('message', (m: WorkerMessage) => {
+        if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows }, 'compacted');
+        else if (m.type === 'retention') {
+          if (m.deleted) logger.info({ files: m.deleted }, 'deleted logs past retention');
+          for (const k of m.kept) logger.error({ file: k.file, why: k.why }, 'log kept past retention');
+        } else settled = m.settled;
+      });
+      w.on('error', (e: Error) => {
+        if (!stopped) logger.error({ err: e.message }, 'compaction failed; retrying later');
+      });
+      w.on('exit', () => {
+        worker = null;
+        resolve();
+      });
+    });
+  const tick = (): void => {
+    if (running || stopped) return;
+    running = run().finally(() => {
+      running = null;
+    });
+  };
+  const timer = setInterval(tick, tickMs);
+  timer.unref();
+  setImmediate(tick);
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      // Terminating mid-run is safe: a partition appears whole or not at all; staging is cleaned next time.
+      const w = worker as Worker | null;
+      if (w) {
+        await w.terminate();
+        // The worker held the data dir's compaction lock under our pid: release it for the next run.
+        const lock = join(stagingRoot(config.dataDir), '.lock');
+        if ((await lockHolder(lock)) === process.pid) await unlink(lock).catch(() => undefined);
+      }
+      await running;
+    },
+  };
+}

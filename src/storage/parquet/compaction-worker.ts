@@ -1,0 +1,39 @@
+// The body of `start`'s background compaction, run in a worker thread so encoding Parquet (CPU
+// heavy, synchronous wasm) never stalls the recorders' and the API's event loop. Posts one message
+// per compacted day and per retention pass, then `done` with the days it settled.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { DAY_MS, dayStartMs } from '../../schema/time.js';
+import { closedLogDays, compactDay } from './compaction.js';
+import { deleteExpiredLogs } from './retention.js';
+
+export interface WorkerInput {
+  readonly dataDir: string;
+  readonly graceMs: number;
+  readonly retentionDays: number;
+  /** Days this process already compacted (a closed day never changes). */
+  readonly settled: readonly string[];
+}
+
+export type WorkerMessage =
+  | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number }
+  | { readonly type: 'retention'; readonly deleted: number; readonly kept: { file: string; why: string }[] }
+  | { readonly type: 'done'; readonly settled: string[] };
+
+async function main(input: WorkerInput): Promise<void> {
+  const post = (m: WorkerMessage): void => parentPort!.postMessage(m);
+  const now = Date.now();
+  const settled = new Set(input.settled);
+  const days = (await closedLogDays(input.dataDir, now)).filter((d) => dayStartMs(d)! + DAY_MS + input.graceMs <= now && !settled.has(d));
+  for (const day of days) {
+    const rs = await compactDay(input.dataDir, day);
+    settled.add(day);
+    const written = rs.filter((r) => r.status === 'written');
+    if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0) });
+  }
+  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays);
+  if (ret.deleted.length || ret.kept.length) post({ type: 'retention', deleted: ret.deleted.length, kept: ret.kept });
+  post({ type: 'done', settled: [...settled] });
+}
+
+if (parentPort && workerData) await main(workerData as WorkerInput);

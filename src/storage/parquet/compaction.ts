@@ -1,0 +1,212 @@
+// Compaction: the closed UTC day of every market's logs of one family becomes one Parquet partition
+// per dataset, built out of sight and published in one rename (see publish.ts). A rerun skips
+// partitions whose manifest covers the current logs and whose files still match their checksums.
+
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FAMILIES, type Family, type Recorded } from '../../schema/observation.js';
+import { DAY_MS, dayStartMs } from '../../schema/time.js';
+import { FLAG_CHECKPOINT } from '../log/frame.js';
+import { partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
+import { DATASETS, rowsOf, streamOfDataset, type Dataset, type SourceRecord } from './schema.js';
+import { PartitionBuilder, recoverPartition, stagingRoot } from './publish.js';
+import { acquireLock } from '../log/lock.js';
+import { LockedError, StorageError } from '../../errors.js';
+import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
+import { readFrames } from '../read/scan.js';
+import type { LogKey } from '../types.js';
+
+/** Every valid record of one day file with its checkpoint mark (stops at a torn tail). */
+export async function* readLogDay(dataDir: string, key: LogKey, day: string): AsyncGenerator<SourceRecord> {
+  let fh;
+  try {
+    fh = await open(logFilePath(dataDir, key, day), 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  try {
+    const { size } = await fh.stat();
+    for await (const f of readFrames(fh, 0, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Records of the previous day from its last checkpoint on: the book state a day starts with. */
+async function seedOf(dataDir: string, key: LogKey, day: string): Promise<Recorded[]> {
+  const prev = new Date(dayStartMs(day)! - DAY_MS).toISOString().slice(0, 10);
+  let seed: Recorded[] = [];
+  for await (const { rec, checkpoint } of readLogDay(dataDir, key, prev)) {
+    if (checkpoint || rec.type === 'book_checkpoint') seed = [];
+    seed.push(rec);
+  }
+  return seed;
+}
+
+export interface PartitionResult {
+  readonly family: Family;
+  readonly dataset: Dataset;
+  readonly date: string;
+  /** `blocked`: the logs changed but some were already deleted by retention; the partition is kept as is. */
+  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked';
+  readonly rows: number;
+  readonly bytes: number;
+}
+
+export interface CompactOptions {
+  readonly dryRun?: boolean;
+  /** Called once per (family, dataset) partition considered. */
+  readonly onPartition?: (r: PartitionResult) => void;
+  /** Test hook: called between publication steps (crash tests kill the process there). */
+  readonly onStep?: (step: string) => void;
+  /** Rows after which a part file is closed (default FILE_ROWS; tests use small values). */
+  readonly fileRows?: number;
+}
+
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+async function fileSize(path: string): Promise<number | null> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return null;
+  }
+}
+
+/** Markets of `family` with a log file for `day` in `stream`, and the files' sizes. */
+async function sourcesOf(dataDir: string, family: Family, stream: 'books' | 'metrics' | 'catalog', day: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const market of await listMarkets(dataDir, family, stream)) {
+    const size = await fileSize(logFilePath(dataDir, { family, stream, market }, day));
+    if (size !== null) out[market] = size;
+  }
+  return out;
+}
+
+/**
+ * What to do with a partition given the logs present now: 'done' when its manifest covers every
+ * present log at the same size and its files match their checksums; 'rebuild' otherwise; 'blocked'
+ * when it would have to be rebuilt but some market it holds has no log any more (retention already
+ * deleted it), so a rebuild would lose rows.
+ */
+async function stateOf(dir: string, sources: Record<string, number>): Promise<{ state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }> {
+  const m = await readManifest(dir);
+  if (!m) return { state: 'rebuild', m };
+  let same = true;
+  for (const k of Object.keys(sources)) if (m.sources[k]?.bytes !== sources[k]) same = false;
+  if (same) {
+    for (const f of m.files) {
+      const bytes = await readFile(join(dir, f.file)).catch(() => null);
+      if (!bytes || bytes.length !== f.bytes || sha256(bytes) !== f.sha256) same = false;
+    }
+  }
+  if (same) return { state: 'done', m };
+  const gone = Object.keys(m.sources).some((k) => sources[k] === undefined);
+  return { state: gone ? 'blocked' : 'rebuild', m };
+}
+
+/**
+ * Compacts one family's stream for one closed day into its partitions (the books stream feeds both
+ * `books` and `gaps`, read once). A dataset with no rows gets a manifest with no files, so a rerun
+ * knows it is done and engines see no empty file.
+ */
+export async function compactStream(dataDir: string, family: Family, stream: 'books' | 'metrics' | 'catalog', day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
+  const datasets = DATASETS.filter((d) => streamOfDataset(d) === stream);
+  const sources = await sourcesOf(dataDir, family, stream, day);
+  if (Object.keys(sources).length === 0) return [];
+  const out: PartitionResult[] = [];
+  const builders: PartitionBuilder[] = [];
+  for (const dataset of datasets) {
+    const dir = partitionDir(dataDir, family, dataset, day);
+    if (!opts.dryRun) {
+      await recoverPartition(dataDir, family, dataset, day);
+      await removeStaging(dir); // temp files of an interrupted manifest write
+    }
+    const { state, m } = await stateOf(dir, sources);
+    const rows = m?.files.reduce((a, f) => a + f.rows, 0) ?? 0;
+    const bytes = m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0;
+    if (state === 'done') out.push({ family, dataset, date: day, status: 'unchanged', rows, bytes });
+    else if (state === 'blocked') out.push({ family, dataset, date: day, status: 'blocked', rows, bytes });
+    else builders.push(new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows));
+  }
+  if (builders.length === 0) return out;
+  if (!opts.dryRun) for (const b of builders) await b.start();
+  const dryRows = builders.map(() => 0);
+  const sourceInfo: Record<string, { bytes: number; last_seq: number }> = {};
+  try {
+    for (const market of Object.keys(sources).sort()) {
+      const key: LogKey = { family, stream, market };
+      const recs: SourceRecord[] = [];
+      for await (const r of readLogDay(dataDir, key, day)) recs.push(r);
+      sourceInfo[market] = { bytes: sources[market], last_seq: recs.length ? recs[recs.length - 1].rec.seq : 0 };
+      for (const [i, b] of builders.entries()) {
+        const seed = b.dataset === 'books' && family !== 'yesno-exchange' ? await seedOf(dataDir, key, day) : [];
+        const rows = rowsOf(family, b.dataset, market, recs, seed);
+        if (opts.dryRun) dryRows[i] += rows.length;
+        else await b.add(rows);
+      }
+    }
+    for (const [i, b] of builders.entries()) {
+      if (opts.dryRun) {
+        out.push({ family, dataset: b.dataset, date: day, status: 'would-write', rows: dryRows[i], bytes: 0 });
+        continue;
+      }
+      await b.publish(sourceInfo);
+      out.push({ family, dataset: b.dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes });
+    }
+  } catch (e) {
+    for (const b of builders) await b.abandon().catch(() => undefined);
+    throw e;
+  }
+  return out;
+}
+
+/** Closed days (before today, UTC) that have at least one log file, ascending. */
+export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
+  const days = new Set<string>();
+  for (const family of FAMILIES) {
+    for (const stream of ['books', 'metrics', 'catalog'] as const) {
+      for (const market of await listMarkets(dataDir, family, stream)) {
+        for (const d of await listDays(dataDir, { family, stream, market })) if (isDayClosed(d, now)) days.add(d);
+      }
+    }
+  }
+  return [...days].sort();
+}
+
+/**
+ * Compacts every (family, dataset) partition of one closed day. One compactor per data dir at a
+ * time (`start`'s background compaction and a manual `pmtape compact` would otherwise race on the
+ * same staging folders): a second one is refused with a message naming the running one.
+ */
+export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
+  if (!isDayClosed(day, Date.now())) throw new Error(`day ${day} is not closed yet (only UTC days before today are compacted)`);
+  let release: () => Promise<void> = async () => undefined;
+  if (!opts.dryRun) {
+    try {
+      await mkdir(stagingRoot(dataDir), { recursive: true });
+      release = await acquireLock(join(stagingRoot(dataDir), '.lock'));
+    } catch (e) {
+      if (e instanceof LockedError) {
+        throw new StorageError(`another compaction (process ${e.holderPid}) is running on ${dataDir}; wait for it to finish or stop it`);
+      }
+      throw e;
+    }
+  }
+  try {
+    const out: PartitionResult[] = [];
+    for (const family of FAMILIES) {
+      for (const stream of ['books', 'metrics', 'catalog'] as const) {
+        for (const r of await compactStream(dataDir, family, stream, day, opts)) {
+          opts.onPartition?.(r);
+          out.push(r);
+        }
+      }
+    }
+    return out;
+  } finally {
+    await release();
+  }
+}

@@ -1,0 +1,141 @@
+// Where Parquet partitions live and what their manifests say. A partition is
+// `parquet/family=F/dataset=D/date=YYYY-MM-DD/` holding `<dataset>-<date>[-NNNN].parquet` part files
+// and a `_manifest.json` (leading `_`: query engines skip it); see publish.ts for how it appears.
+
+import { open, readFile, readdir, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FAMILIES, type Family } from '../../schema/observation.js';
+import { dayStartMs } from '../../schema/time.js';
+import { DATASETS, type Dataset } from './schema.js';
+
+export const parquetRoot = (dataDir: string): string => join(dataDir, 'parquet');
+/** Where partitions are built before they are renamed into `parquet/` (and the compactor's lock). */
+export const stagingRoot = (dataDir: string): string => join(dataDir, '_parquet-staging');
+
+export const partitionRel = (family: Family, dataset: Dataset, date: string): string =>
+  `family=${family}/dataset=${dataset}/date=${date}`;
+
+export const partitionDir = (dataDir: string, family: Family, dataset: Dataset, date: string): string =>
+  join(parquetRoot(dataDir), partitionRel(family, dataset, date));
+
+export const dataFileName = (dataset: Dataset, date: string): string => `${dataset}-${date}.parquet`;
+/**
+ * The name a staging file inside a partition folder would have (earlier layouts; a stray one is
+ * removed by the next run): the leading `_` makes Spark/pyarrow/polars skip it and the suffix keeps
+ * it out of `*.parquet` globs (DuckDB's glob does not skip `_` files). Builds now stage whole
+ * folders under `_parquet-staging/`, outside `parquet/`.
+ */
+export const stagingFileName = (dataset: Dataset, date: string): string => `_staging-${dataset}-${date}.parquet.partial`;
+export const MANIFEST = '_manifest.json';
+
+/** One market's slice of one row group: the sparse index the reader binary-searches. */
+export interface Segment {
+  readonly market: string;
+  readonly rg: number;
+  /** First row of the slice within its row group, and its length. */
+  readonly start: number;
+  readonly rows: number;
+  readonly minRecv: number;
+  readonly maxRecv: number;
+  readonly minSeq: number;
+  readonly maxSeq: number;
+}
+
+export interface ManifestFile {
+  readonly file: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly sha256: string;
+  /** receive_time range, epoch ms (null for an empty file). */
+  readonly min_time: number | null;
+  readonly max_time: number | null;
+  readonly schema_version: number;
+}
+
+export interface Manifest {
+  readonly family: Family;
+  readonly dataset: Dataset;
+  readonly date: string;
+  readonly files: readonly ManifestFile[];
+  /** What was compacted: per market, the log bytes and last seq of that day (idempotent reruns). */
+  readonly sources: Readonly<Record<string, { readonly bytes: number; readonly last_seq: number }>>;
+  readonly created: string;
+}
+
+export async function readManifest(dir: string): Promise<Manifest | null> {
+  try {
+    return JSON.parse(await readFile(join(dir, MANIFEST), 'utf8')) as Manifest;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if (e instanceof SyntaxError) return null; // never published half: treat as absent, a rerun rewrites it
+    throw e;
+  }
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Writes bytes to `dir/name` atomically: temp file, fsync, rename, fsync the directory. */
+export async function writeAtomic(dir: string, name: string, data: string | Uint8Array): Promise<void> {
+  const tmp = join(dir, `_tmp-${process.pid}-${name}`);
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, join(dir, name));
+  await fsyncDir(dir);
+}
+
+export async function writeManifest(dir: string, m: Manifest): Promise<void> {
+  await writeAtomic(dir, MANIFEST, JSON.stringify(m, null, 1) + '\n');
+}
+
+/** Removes leftovers of an interrupted run (staging and temp files); they were never visible. */
+export async function removeStaging(dir: string): Promise<void> {
+  for (const name of await readdirOrEmpty(dir)) {
+    if (name.startsWith('_staging-') || name.startsWith('_tmp-')) await unlink(join(dir, name)).catch(() => undefined);
+  }
+}
+
+export async function readdirOrEmpty(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    throw e;
+  }
+}
+
+export interface PartitionRef {
+  readonly family: Family;
+  readonly dataset: Dataset;
+  readonly date: string;
+  readonly dir: string;
+}
+
+/** Every partition folder under the Parquet root (with or without a manifest), sorted. */
+export async function listPartitions(dataDir: string, filter: { family?: Family; dataset?: Dataset } = {}): Promise<PartitionRef[]> {
+  const out: PartitionRef[] = [];
+  for (const family of FAMILIES) {
+    if (filter.family && filter.family !== family) continue;
+    for (const dataset of DATASETS) {
+      if (filter.dataset && filter.dataset !== dataset) continue;
+      const base = join(parquetRoot(dataDir), `family=${family}`, `dataset=${dataset}`);
+      for (const name of (await readdirOrEmpty(base)).sort()) {
+        const m = /^date=(\d{4}-\d{2}-\d{2})$/.exec(name);
+        if (m && dayStartMs(m[1]) !== null) out.push({ family, dataset, date: m[1], dir: join(base, name) });
+      }
+    }
+  }
+  return out;
+}

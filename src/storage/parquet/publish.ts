@@ -1,0 +1,189 @@
+// Building one partition out of sight and publishing it in one step. Part files and the manifest are
+// written under `<dataDir>/_parquet-staging/` (outside `parquet/`, so no glob ever meets a partial
+// file), each fsynced and re-read to verify; then the whole folder is renamed into place and the
+// parent fsynced. Files and manifest therefore appear together or not at all.
+
+import { createHash } from 'node:crypto';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Family } from '../../schema/observation.js';
+import { toIso } from '../../schema/time.js';
+import { fsyncDir, partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
+import { ParquetFileReader, encodeParquet } from './file.js';
+import { SCHEMA_VERSION, columnsOf, toColumns, type Dataset } from './schema.js';
+
+/** Rows per row group: small enough that one decoded group is cheap, large enough for ZSTD. */
+export const ROW_GROUP_ROWS = 2048;
+/** A part file is closed after the market that takes it past this many rows (bounds memory). */
+export const FILE_ROWS = 100_000;
+
+export { stagingRoot };
+const stagingDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
+const retiredDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
+
+export const partFileName = (dataset: Dataset, day: string, part: number): string =>
+  part === 0 ? `${dataset}-${day}.parquet` : `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
+
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+type Row = Record<string, unknown>;
+
+/** One market's contiguous rows per row group, with their time and seq ranges. */
+export function segmentsOf(rows: readonly Row[]): Segment[] {
+  const out: Segment[] = [];
+  let cur: { -readonly [K in keyof Segment]: Segment[K] } | null = null;
+  rows.forEach((r, i) => {
+    const rg = Math.floor(i / ROW_GROUP_ROWS);
+    const market = r.market_id as string;
+    const t = r.receive_time as number;
+    const s = r.seq as number;
+    if (!cur || cur.market !== market || cur.rg !== rg) {
+      if (cur) out.push(cur);
+      cur = { market, rg, start: i - rg * ROW_GROUP_ROWS, rows: 0, minRecv: t, maxRecv: t, minSeq: s, maxSeq: s };
+    }
+    cur.rows++;
+    cur.maxRecv = Math.max(cur.maxRecv, t);
+    cur.minRecv = Math.min(cur.minRecv, t);
+    cur.maxSeq = Math.max(cur.maxSeq, s);
+  });
+  if (cur) out.push(cur);
+  return out;
+}
+
+function minMax(xs: number[]): [number, number] {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const x of xs) {
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
+  return [lo, hi];
+}
+
+/**
+ * Re-reads a written file and checks it against what was meant to be written: checksum of the
+ * bytes on disk, the footer's row count, and the receive-time range decoded from the file itself.
+ */
+export async function verifyFile(path: string, want: ManifestFile): Promise<void> {
+  const fh = await open(path, 'r');
+  let onDisk: Buffer;
+  try {
+    onDisk = await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+  if (onDisk.length !== want.bytes) throw new Error(`${path}: ${onDisk.length} bytes on disk, expected ${want.bytes}`);
+  if (sha256(onDisk) !== want.sha256) throw new Error(`${path}: checksum does not match what was written`);
+  const reader = await ParquetFileReader.open(path);
+  try {
+    if (reader.footer.rows !== want.rows) throw new Error(`${path}: footer says ${reader.footer.rows} rows, expected ${want.rows}`);
+    const t = await reader.readAll(['receive_time']);
+    const col = t.getChild('receive_time')!;
+    const [lo, hi] = minMax(Array.from(col, (v) => Number(v)));
+    if (want.rows > 0 && (Math.abs(lo - want.min_time!) > 0.001 || Math.abs(hi - want.max_time!) > 0.001)) {
+      throw new Error(`${path}: receive_time range ${lo}..${hi} differs from ${want.min_time}..${want.max_time}`);
+    }
+  } finally {
+    reader.close();
+  }
+}
+
+/** Accumulates one partition's rows into verified part files in its staging folder. */
+export class PartitionBuilder {
+  private rows: Row[] = [];
+  private readonly files: ManifestFile[] = [];
+  readonly dir: string;
+  total = 0;
+  bytes = 0;
+
+  constructor(
+    readonly dataDir: string, readonly family: Family, readonly dataset: Dataset, readonly day: string,
+    private readonly onStep?: (s: string) => void, private readonly fileRows = FILE_ROWS,
+  ) {
+    this.dir = stagingDir(dataDir, family, dataset, day);
+  }
+
+  async start(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true }); // leftovers of an interrupted run
+    await mkdir(this.dir, { recursive: true });
+  }
+
+  /** Adds one market's rows; a part file is written once enough rows have gathered. */
+  async add(rows: Row[]): Promise<void> {
+    for (const r of rows) this.rows.push(r);
+    if (this.rows.length >= this.fileRows) await this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    if (this.rows.length === 0) return;
+    const rows = this.rows;
+    this.rows = [];
+    const base = { family: this.family, dataset: this.dataset, date: this.day };
+    const specs = columnsOf(this.family, this.dataset);
+    const metadata = new Map([
+      ['pmtape.schema_version', String(SCHEMA_VERSION)],
+      ['pmtape.partition', JSON.stringify(base)],
+      ['pmtape.segments', JSON.stringify(segmentsOf(rows))],
+    ]);
+    const bytes = encodeParquet(specs, toColumns(specs, rows) as never, { rowGroupRows: ROW_GROUP_ROWS, metadata });
+    const [lo, hi] = minMax(rows.map((r) => r.receive_time as number));
+    const entry: ManifestFile = {
+      file: partFileName(this.dataset, this.day, this.files.length), rows: rows.length, bytes: bytes.length,
+      sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
+    };
+    const path = join(this.dir, entry.file);
+    const fh = await open(path, 'w');
+    try {
+      await fh.writeFile(bytes);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    this.onStep?.('staged');
+    await verifyFile(path, entry);
+    this.onStep?.('verified');
+    this.files.push(entry);
+    this.total += entry.rows;
+    this.bytes += entry.bytes;
+  }
+
+  /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
+  async publish(sources: Manifest['sources']): Promise<void> {
+    await this.flush();
+    await writeManifest(this.dir, { family: this.family, dataset: this.dataset, date: this.day, files: this.files, sources, created: toIso(Date.now()) });
+    this.onStep?.('manifest');
+    const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
+    await mkdir(dirname(final), { recursive: true });
+    const exists = await stat(final).then(() => true, () => false);
+    const retired = retiredDir(this.dataDir, this.family, this.dataset, this.day);
+    if (exists) {
+      // A rebuild: the old folder steps aside first. A crash right here leaves the partition absent
+      // (its logs still exist, so readers use them) and `recoverPartition` puts the old one back.
+      await rm(retired, { recursive: true, force: true });
+      await rename(final, retired);
+      this.onStep?.('retired');
+    }
+    await rename(this.dir, final);
+    await fsyncDir(dirname(final));
+    this.onStep?.('renamed');
+    if (exists) await rm(retired, { recursive: true, force: true });
+    this.onStep?.('published');
+  }
+
+  async abandon(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Undoes a rebuild interrupted between its two renames: the old partition goes back in place. */
+export async function recoverPartition(dataDir: string, family: Family, dataset: Dataset, day: string): Promise<void> {
+  const final = partitionDir(dataDir, family, dataset, day);
+  const retired = retiredDir(dataDir, family, dataset, day);
+  if (!(await stat(retired).then(() => true, () => false))) return;
+  if (await stat(final).then(() => true, () => false)) await rm(retired, { recursive: true, force: true });
+  else {
+    await mkdir(dirname(final), { recursive: true });
+    await rename(retired, final);
+    await fsyncDir(dirname(final));
+  }
+}

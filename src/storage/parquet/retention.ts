@@ -1,0 +1,64 @@
+// Deletes daily log files once they are safely in Parquet: only when their partition's file still
+// matches its manifest (sha256 re-checked), the log is byte-for-byte what was compacted, and the
+// day is older than the retention period. Anything doubtful keeps the log.
+
+import { createHash } from 'node:crypto';
+import { readFile, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DAY_MS, dayStartMs } from '../../schema/time.js';
+import { listPartitions, readManifest } from './manifest.js';
+import { indexFilePath, logFilePath } from '../paths.js';
+import { streamOfDataset } from './schema.js';
+
+export interface RetentionResult {
+  readonly deleted: string[];
+  /** Logs kept although old enough, with the reason. */
+  readonly kept: { readonly file: string; readonly why: string }[];
+}
+
+/** True when the partition's data file matches its manifest (checksum of the bytes on disk). */
+export async function partitionMatches(dir: string): Promise<boolean> {
+  const m = await readManifest(dir);
+  if (!m) return false;
+  for (const f of m.files) {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(join(dir, f.file));
+    } catch {
+      return false;
+    }
+    if (bytes.length !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) return false;
+  }
+  return true;
+}
+
+export async function deleteExpiredLogs(dataDir: string, now: number, retentionDays: number): Promise<RetentionResult> {
+  const out: RetentionResult = { deleted: [], kept: [] };
+  for (const p of await listPartitions(dataDir)) {
+    if (p.dataset === 'gaps') continue; // the books partition (which holds gap rows too) decides
+    if (dayStartMs(p.date)! + DAY_MS + retentionDays * DAY_MS > now) continue;
+    const m = await readManifest(p.dir);
+    if (!m) continue;
+    const stream = streamOfDataset(p.dataset);
+    const present: { market: string; log: string }[] = [];
+    for (const market of Object.keys(m.sources)) {
+      const log = logFilePath(dataDir, { family: p.family, stream, market }, p.date);
+      const size = await stat(log).then((s) => s.size, () => null);
+      if (size === null) continue;
+      if (size !== m.sources[market].bytes) out.kept.push({ file: log, why: 'log differs from what was compacted (run compact again)' });
+      else present.push({ market, log });
+    }
+    if (present.length === 0) continue;
+    if (!(await partitionMatches(p.dir))) {
+      for (const x of present) out.kept.push({ file: x.log, why: `partition ${p.dir} does not match its manifest` });
+      continue;
+    }
+    for (const x of present) {
+      // The log first: from that instant readers serve the day from Parquet; the index is derived data.
+      await unlink(x.log);
+      await unlink(indexFilePath(dataDir, { family: p.family, stream, market: x.market }, p.date)).catch(() => undefined);
+      out.deleted.push(x.log);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,122 @@
+// Sequential frame reading over a log file: a chunked scan with a synchronous per-frame callback
+// (recovery, index rebuilds, verify: no promise per record) and an async iterator of decoded
+// records (readers). Both stop at the first frame that is short, damaged or out of order.
+
+import type { FileHandle } from 'node:fs/promises';
+import { decodeRecord, parseFrameFast, type FrameHead } from '../log/frame.js';
+import type { Recorded } from '../../schema/observation.js';
+
+const CHUNK = 1024 * 1024;
+
+/** Why a scan ended: at `end` exactly ('eof'), inside a frame ('short'), or at damage ('bad'). */
+export interface ScanStop {
+  /** Offset just after the last valid frame seen. */
+  readonly end: number;
+  readonly reason: 'eof' | 'short' | 'bad' | 'stopped';
+  readonly problem?: string;
+}
+
+/** The frame before the scan's start, so order checks continue across the boundary. */
+export interface ScanPrev {
+  readonly seq: number;
+  readonly recvUs: number;
+}
+
+/**
+ * Calls `onFrame` for every valid frame in [start, end). `buf[at]` is the frame's first byte and
+ * stays valid only during the call. Returning false stops the scan ('stopped'). A frame whose seq
+ * does not increase or whose time goes backwards counts as damage, like a checksum mismatch.
+ */
+export async function scanFrames(
+  fh: FileHandle,
+  start: number,
+  end: number,
+  onFrame: (head: FrameHead, buf: Buffer, at: number) => boolean | void,
+  prev?: ScanPrev | null,
+  chunkBytes = CHUNK,
+): Promise<ScanStop> {
+  let buf = Buffer.allocUnsafe(Math.min(chunkBytes, Math.max(end - start, 64)));
+  let bufStart = start; // file offset of buf[0]
+  let have = 0; // valid bytes in buf
+  let at = 0; // parse position in buf
+  let lastSeq = prev ? prev.seq : -Infinity;
+  let lastRecv = prev ? prev.recvUs : -Infinity;
+  for (;;) {
+    const fileAt = bufStart + at;
+    if (fileAt >= end) return { end: fileAt, reason: 'eof' };
+    const r = parseFrameFast(buf, at, have, fileAt);
+    if (typeof r === 'object') {
+      const h = r;
+      if (h.seq <= lastSeq) return { end: fileAt, reason: 'bad', problem: `seq ${h.seq} does not increase (previous ${lastSeq})` };
+      if (h.recvUs < lastRecv) return { end: fileAt, reason: 'bad', problem: 'receive time goes backwards' };
+      if (fileAt + h.size > end) return { end: fileAt, reason: 'short' };
+      lastSeq = h.seq;
+      lastRecv = h.recvUs;
+      if (onFrame(h, buf, at) === false) return { end: fileAt + h.size, reason: 'stopped' };
+      at += h.size;
+      continue;
+    }
+    if (typeof r === 'string') return { end: fileAt, reason: 'bad', problem: r };
+    // Short: move the partial frame to the front, grow the buffer if one frame exceeds it, read on.
+    const need = r;
+    const remainingInFile = end - fileAt;
+    if (remainingInFile < need) return { end: fileAt, reason: 'short' };
+    const partial = have - at;
+    if (need > buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(need, buf.length * 2));
+      buf.copy(bigger, 0, at, have);
+      buf = bigger;
+    } else if (at > 0) {
+      buf.copy(buf, 0, at, have);
+    }
+    bufStart = fileAt;
+    at = 0;
+    have = partial;
+    const want = Math.min(buf.length - have, end - (bufStart + have));
+    const { bytesRead } = await fh.read(buf, have, want, bufStart + have);
+    if (bytesRead === 0) return { end: fileAt, reason: 'short' }; // the file shrank under us
+    have += bytesRead;
+  }
+}
+
+export interface FrameRecord {
+  readonly head: FrameHead;
+  readonly rec: Recorded;
+}
+
+/**
+ * Decoded records from `start` up to `end`, in order; `stop` receives how the scan ended. Reads a
+ * chunk at a time, so a consumer that stops early costs at most one chunk of extra I/O.
+ */
+export async function* readFrames(
+  fh: FileHandle,
+  start: number,
+  end: number,
+  stop?: (s: ScanStop) => void,
+  chunkBytes = 64 * 1024,
+): AsyncGenerator<FrameRecord> {
+  let pos = start;
+  let prev: ScanPrev | null = null;
+  let chunkEnd = Math.min(end, pos + chunkBytes);
+  while (pos < end) {
+    const batch: FrameRecord[] = [];
+    // Scan one chunk-sized window; a frame crossing the window's end is read whole next round.
+    const s = await scanFrames(fh, pos, end, (head, buf, at) => {
+      batch.push({ head, rec: decodeRecord(buf, at, head) });
+      return head.offset + head.size < chunkEnd;
+    }, prev, chunkBytes);
+    for (const item of batch) yield item;
+    if (batch.length > 0) {
+      const last = batch[batch.length - 1].head;
+      prev = { seq: last.seq, recvUs: last.recvUs };
+    }
+    if (s.reason !== 'stopped') {
+      stop?.(s);
+      return;
+    }
+    pos = s.end;
+    chunkBytes = Math.min(chunkBytes * 2, CHUNK); // readers that keep going get bigger reads
+    chunkEnd = Math.min(end, pos + chunkBytes);
+  }
+  stop?.({ end: pos, reason: 'eof' });
+}
