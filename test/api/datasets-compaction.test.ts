@@ -102,11 +102,11 @@ t.test('routes answer identically before and after compaction', async (t) => {
         yes_prices, yes_sizes, no_prices FROM read_parquet('${dir}/parquet/family=yesno-exchange/dataset=books/**/*.parquet', hive_partitioning=true)
         WHERE market_id = '${TICKER}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`)).getRowObjectsJS();
     t.equal(rows.length, snaps.length);
-    // The README's one-liner, verbatim, from inside the data dir.
+    // The one-liner of docs/datasets.md ("Open the data"), verbatim, from inside the data dir.
     await conn.run(`SET file_search_path = '${dir}'`);
     const readme = (await conn.runAndReadAll(`SELECT * FROM read_parquet('parquet/family=coin/dataset=books/**/*.parquet', hive_partitioning=true)
 WHERE market_id = '540817' AND receive_time >= '2026-07-26 12:00:00+00' ORDER BY seq;`)).getRowObjectsJS();
-    t.ok(readme.length > 400 && readme.every((r, i) => i === 0 || Number(r.seq) > Number(readme[i - 1].seq)), 'the README query reads the tree as is');
+    t.ok(readme.length > 400 && readme.every((r, i) => i === 0 || Number(r.seq) > Number(readme[i - 1].seq)), 'the docs/datasets.md query reads the tree as is');
     t.ok(rows.length >= 20);
     t.same(rows.map((r) => ({ seq: Number(r.seq), receive_time: r.receive_time, yes: { prices: r.yes_prices, sizes: r.yes_sizes }, no: r.no_prices })),
       snaps.map((s) => ({ seq: s.seq, receive_time: s.receive_time, yes: { prices: s.yes.prices, sizes: s.yes.sizes }, no: s.no.prices })));

@@ -29,11 +29,14 @@ function walk(dir: string): string[] {
 /** Spark, Hive and Trino skip files and folders whose name starts with `_` or `.`. */
 const hidden = (name: string): boolean => name.startsWith('_') || name.startsWith('.');
 
-/** The DuckDB query of the README's self-hosting section, pointed at `dataDir`. */
-function readmeDuckdbQuery(dataDir: string): string {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-  const m = /<!-- query:duckdb -->\s*```sql\n([\s\S]*?)```/.exec(readme);
-  if (!m) throw new Error('README has no <!-- query:duckdb --> block');
+/** The pages that print a `<!-- query:duckdb -->` query: the README's tour and the self-hosting page. */
+const QUERY_PAGES = ['README.md', 'docs/self-hosting.md'];
+
+/** The DuckDB query printed on `page`, pointed at `dataDir`. */
+function printedDuckdbQuery(page: string, dataDir: string): string {
+  const text = readFileSync(join(REPO, page), 'utf8');
+  const m = /<!-- query:duckdb -->\s*```sql\n([\s\S]*?)```/.exec(text);
+  if (!m) throw new Error(`${page} has no <!-- query:duckdb --> block`);
   return m[1].replaceAll("'data/parquet/", `'${dataDir}/parquet/`);
 }
 
@@ -95,12 +98,14 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
     t.equal(new Set(files.map((f) => f.schema)).size, 1, `${pair}: one schema across ${files.length} partitions`);
   }
 
-  // The README's DuckDB query reads the tree as documented, skipping the staging file.
-  const got = await rows(readmeDuckdbQuery(dataDir));
+  // The DuckDB query each page prints reads the tree as documented, skipping the staging file.
   const manifestRows = dataFiles
     .filter((f) => f.includes(`family=coin${sep}dataset=books${sep}`))
     .reduce((n, f) => n + (JSON.parse(readFileSync(join(f, '..', '_manifest.json'), 'utf8')) as { files: { rows: number }[] }).files[0].rows, 0);
-  const total = got.reduce((n, r) => n + Number(r.rows), 0);
-  t.equal(total, manifestRows, 'the README query counts exactly the manifest-listed rows (staging skipped)');
-  t.same(new Set(got.map((r) => (r.date instanceof Date ? r.date.toISOString() : String(r.date)).slice(0, 10))), new Set(days), 'the date partition column is discovered');
+  for (const page of QUERY_PAGES) {
+    const got = await rows(printedDuckdbQuery(page, dataDir));
+    const total = got.reduce((n, r) => n + Number(r.rows), 0);
+    t.equal(total, manifestRows, `the ${page} query counts exactly the manifest-listed rows (staging skipped)`);
+    t.same(new Set(got.map((r) => (r.date instanceof Date ? r.date.toISOString() : String(r.date)).slice(0, 10))), new Set(days), `${page}: the date partition column is discovered`);
+  }
 });

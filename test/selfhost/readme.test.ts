@@ -1,6 +1,7 @@
-// The README's self-hosting walk-through, run as printed: `npm run demo` (the same command line),
-// the curl requests with the key demo printed, and the `keys` commands — every one must work. The
-// commands are read from the README itself, so a doc edit that breaks them fails here.
+// The README's five-minute tour, run as printed: `npm run demo` (the same command line), the curl
+// requests with the key demo printed, and the `keys` commands — every one must work. The commands
+// are read from the README itself (and the same walk-through on docs/self-hosting.md), so a doc
+// edit that breaks them fails here.
 
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -12,15 +13,18 @@ t.setTimeout(300_000);
 
 const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
 const section = /<!-- section:selfhost -->([\s\S]*?)<!-- \/section:selfhost -->/.exec(readme)?.[1] ?? '';
-/** Indented command lines of the section (the README's code blocks), comments stripped. */
-const commands = section.split('\n')
+/** Indented command lines of a text (its code blocks), comments stripped. */
+const commandsOf = (text: string): string[] => text.split('\n')
   .filter((l) => /^ {4,}(npm |node |curl |KEY=)/.test(l))
   .map((l) => l.trim().replace(/\s+#.*$/, ''));
+const commands = commandsOf(section);
+const guideCommands = commandsOf(readFileSync(join(REPO, 'docs', 'self-hosting.md'), 'utf8'));
 
 t.test('the README shows the set-up commands', async (t) => {
   t.match(readme, /npm ci && npm start/, 'npm ci && npm start');
   t.match(readme, /npm ci && npm test/, 'npm ci && npm test');
   t.ok(commands.includes('npm run demo'), 'the walk-through starts with npm run demo');
+  t.ok(guideCommands.includes('npm run demo'), 'docs/self-hosting.md shows npm run demo too');
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   t.equal(pkg.scripts.demo, 'node dist/cli.js demo', 'npm run demo is node dist/cli.js demo');
   t.equal(pkg.scripts.start, 'node dist/cli.js start', 'npm start is node dist/cli.js start');
@@ -34,8 +38,10 @@ t.test('every command of the self-hosting walk-through works as printed', async 
   const key = keyFrom(demo.stdout);
   t.ok(key, 'demo prints a key line before ready');
 
-  const curls = commands.filter((c) => c.startsWith('curl '));
-  t.ok(curls.length >= 3, `the README has curl examples (${curls.length})`);
+  const readmeCurls = commands.filter((c) => c.startsWith('curl '));
+  t.ok(readmeCurls.length >= 3, `the README has curl examples (${readmeCurls.length})`);
+  // Every curl line of the README and of the self-hosting page, each run once.
+  const curls = [...new Set([...readmeCurls, ...guideCommands.filter((c) => c.startsWith('curl '))])];
   // Markets appear once the recorders have polled the emulated catalogue.
   await waitFor(async () => ((await getJson(`${url}/v3/btc/markets`, key!)).body?.data?.length ?? 0) > 0, 30_000);
   for (const line of curls) {
@@ -51,6 +57,8 @@ t.test('every command of the self-hosting walk-through works as printed', async 
   // keys create / list / revoke, exactly as printed, against the demo's data dir.
   const create = commands.find((c) => c.startsWith('node dist/cli.js keys create'));
   t.ok(create, 'the README shows keys create');
+  const guideKeys = guideCommands.filter((c) => c.startsWith('node dist/cli.js keys '));
+  t.same(guideKeys, commands.filter((c) => c.startsWith('node dist/cli.js keys ')), 'docs/self-hosting.md prints the same keys commands');
   const created = await runCliOnce([...create!.replace('node dist/cli.js ', '').split(/\s+/), '--data-dir', dataDir]);
   t.equal(created.code, 0, `keys create exits 0 (${create} → ${created.stderr.trim()})`);
   const newKey = created.stdout.trim();
