@@ -128,10 +128,12 @@ export interface ReplayItem extends ReadItem {
 
 /**
  * One logical log as it stands when the view was made: its days (log files and compacted
- * partitions) are listed once, and every call below works on that plan. Records appended to the
- * open day later are seen; a day file created later is not (make a new view). One view serves one
- * request (a page, an as-of read); each pass holds at most one file handle and one chunk of
- * records, and releases the handle when the consumer stops early.
+ * partitions) are listed once, and every call below works on that plan. Each call (and each day a
+ * pass enters) sees the day file as it is then, so appends to the open day show up in later calls;
+ * a day file created after the view is not seen (make a new view). One view serves one request (a
+ * page, an as-of read). A pass holds at most one file handle and one chunk of decoded records
+ * (≤ 256 KiB of log, or one Parquet row group from the shared bounded cache), however long the
+ * history, and releases the handle when the consumer stops early (break or return()).
  */
 export interface LogView {
   /** The planned days, ascending. */
