@@ -105,6 +105,52 @@ export interface ReadOptions {
 }
 
 /**
+ * Where a replay starts: the log's first record, the first record received at or after `time`
+ * (epoch ms), the first with seq ≥ `seq`, or a position (its seq wins when the frame moved, e.g.
+ * to a compacted partition).
+ */
+export type ReplayFrom = 'start' | { readonly time: number } | { readonly seq: number } | { readonly pos: Position };
+
+export interface ReplayOptions {
+  /** Stop before the first record with recv_ts ≥ this (exclusive end), warm-up records included. */
+  readonly until?: number;
+  /**
+   * Start at the newest checkpoint before the start record (or the log's first record when there is
+   * none) and yield the records in between flagged `warmup`: what a book needs to be whole at the start.
+   */
+  readonly warmup?: boolean;
+}
+
+export interface ReplayItem extends ReadItem {
+  /** Before the requested start: replayed only to rebuild state (see ReplayOptions.warmup). */
+  readonly warmup: boolean;
+}
+
+/**
+ * One logical log as it stands when the view was made: its days (log files and compacted
+ * partitions) are listed once, and every call below works on that plan. Each call (and each day a
+ * pass enters) sees the day file as it is then, so appends to the open day show up in later calls;
+ * a day file created after the view is not seen (make a new view). One view serves one request (a
+ * page, an as-of read). A pass holds at most one file handle and one chunk of decoded records
+ * (≤ 256 KiB of log, or one Parquet row group from the shared bounded cache), however long the
+ * history, and releases the handle when the consumer stops early (break or return()).
+ */
+export interface LogView {
+  /** The planned days, ascending. */
+  readonly days: readonly string[];
+  /** Position of the first record at or after `from` (O(log n) through the sparse index), or null. */
+  seek(from: ReplayFrom): Promise<Position | null>;
+  /** Records from `from` forward in (receive time, seq) order; nothing when no record is at or after `from`. */
+  replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem>;
+  /** Records strictly before `before` (or from the end), newest first, down to `startTime` (inclusive). */
+  backward(before: Position | 'end', opts?: { readonly startTime?: number }): AsyncGenerator<ReadItem>;
+  first(): Promise<ReadItem | null>;
+  latest(): Promise<ReadItem | null>;
+  /** The newest checkpoint-marked record with recv_ts ≤ t, or null. */
+  checkpointAtOrBefore(t: number): Promise<ReadItem | null>;
+}
+
+/**
  * A reader of one logical log, safe to use in another process than the writer: it sees only
  * complete, checksummed frames. Damaged or missing indexes are rebuilt from the log on demand.
  */
@@ -112,6 +158,10 @@ export interface LogReader {
   readonly key: LogKey;
   /** Day files present, ascending. */
   days(): Promise<string[]>;
+  /** The log planned once, for a request that makes several calls (see LogView). */
+  view(): Promise<LogView>;
+  /** One pass: plans the days once, then `LogView.replay`. */
+  replay(from: ReplayFrom, opts?: ReplayOptions): AsyncIterable<ReplayItem>;
   /** Position of the first record with recv_ts ≥ t, or null when there is none (yet). */
   seekTime(t: number): Promise<Position | null>;
   /** Position of the first record with seq ≥ s, or null. */

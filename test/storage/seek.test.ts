@@ -84,7 +84,20 @@ t.test('seekTime, seekSeq, checkpointAtOrBefore and both read directions agree w
       const stopIdx = items.slice(k).findIndex((it) => it.rec.recv_ts >= endTime);
       const wantFwd2 = (stopIdx < 0 ? items.slice(k) : items.slice(k, k + stopIdx)).slice(0, lim);
       if (JSON.stringify(fwd.map((x) => x.rec.seq)) !== JSON.stringify(wantFwd2.map((x) => x.rec.seq))) throw new Error('read(from, endTime, limit)');
-      void wantFwd;
+      // Receive times never go backwards, so "all before endTime" and "up to the first at endTime" agree.
+      if (JSON.stringify(fwd.map((x) => x.pos)) !== JSON.stringify(wantFwd.map((x) => x.pos))) throw new Error('read(from, endTime, limit) vs filter');
+      // One pass with warm-up: from the newest checkpoint before the first record at/after a time.
+      const rt = times[Math.floor(Math.random() * times.length)];
+      const si = items.findIndex((it) => it.rec.recv_ts >= rt);
+      let from0 = si < 0 ? -1 : 0;
+      for (let i = 0; i < si; i++) if (recs[items[i].rec.seq - 1].checkpoint) from0 = i;
+      const rest = from0 < 0 ? [] : items.slice(from0);
+      const stopAt = rest.findIndex((it) => it.rec.recv_ts >= endTime);
+      const wantR = stopAt < 0 ? rest : rest.slice(0, stopAt);
+      const gotR = await all(reader.replay({ time: rt }, { warmup: true, until: endTime }));
+      if (JSON.stringify(gotR.map((x) => [x.pos, x.warmup])) !== JSON.stringify(wantR.map((x, i) => [x.pos, from0 + i < si]))) {
+        throw new Error(`replay({ time: ${rt} }, warmup, until ${endTime})`);
+      }
       const latest = await reader.latest();
       if (latest?.rec.seq !== items.length) throw new Error('latest');
       if (JSON.stringify(await reader.latestPosition()) !== JSON.stringify(latest.pos)) throw new Error('latestPosition');

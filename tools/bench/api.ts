@@ -12,7 +12,8 @@
 // takes minutes and ~1.5 GB of disk), PMTAPE_BENCH_API_SECONDS (autocannon duration per round,
 // default 5), PMTAPE_BENCH_API_ROUNDS (default 3), PMTAPE_BENCH_NODE_ARGS (node flags for the servers),
 // PMTAPE_BENCH_API_LATEST_ONLY=1 (part 1 only), PMTAPE_BENCH_API_SNAPSHOT_LEVELS (full books, see below),
-// PMTAPE_BENCH_API_RATE (the at_rate load; default half the latest_rps just measured).
+// PMTAPE_BENCH_API_RATE (the at_rate load; default half the latest_rps just measured),
+// PMTAPE_BENCH_API_PAGES_ONLY=1 (part 2 only: first pages and RSS, no autocannon rounds).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -263,6 +264,28 @@ export async function run(): Promise<Record<string, unknown>> {
     await generate(big, 'big', BIG, T0_PAST);
     const keySmall = (await createKey(small, 'paid', 'bench')).key;
     const keyBig = (await createKey(big, 'paid', 'bench')).key;
+
+    // PMTAPE_BENCH_API_PAGES_ONLY=1: the first-page figures alone (read-path work on a shared machine).
+    if (process.env.PMTAPE_BENCH_API_PAGES_ONLY === '1') {
+      const loadBefore = loadavg()[0];
+      const s = await serve(small);
+      procs.push(s.proc);
+      const pagesSmall = await firstPages(s.url, 'small', SMALL, t0Small, keySmall, 200);
+      await stop(s.proc);
+      const b = await serve(big);
+      procs.push(b.proc);
+      const pagesBig = await firstPages(b.url, 'big', BIG, T0_PAST, keyBig, 200);
+      await stop(b.proc);
+      return {
+        load_avg_1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadavg()[0] * 100) / 100 },
+        first_page: {
+          small_records: SMALL, big_records: BIG, snapshot_levels: SNAPSHOT_LEVELS,
+          small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,
+          big_p50_ms: pagesBig.p50_ms, big_p99_ms: pagesBig.p99_ms,
+          big_vs_small_p50: Math.round((pagesBig.p50_ms / pagesSmall.p50_ms) * 100) / 100,
+        },
+      };
+    }
 
     // 1. hello vs latest, same connections and duration, servers in their own processes.
     const loadBefore = loadavg()[0];

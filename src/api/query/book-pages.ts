@@ -1,11 +1,11 @@
 // Snapshot pages and point-in-time books read from one market's books log. A book is rebuilt from
-// the nearest checkpoint at or before a page start and replayed forward (src/book/book-state.ts);
-// every book-changing observation yields one snapshot; checkpoints, trades and gaps yield none.
-// Cursors resume by seq (stable across appends and compaction), never by byte offset.
+// the nearest checkpoint before a page start and replayed forward (src/book/book-state.ts) in one
+// pass over one LogView (days planned once per request); every book-changing observation yields one
+// snapshot; checkpoints, trades and gaps yield none. Cursors resume by seq, never by byte offset.
 
 import { MarketBooks, type TokenView } from '../../book/book-state.js';
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, Position, ReadItem } from '../../storage/types.js';
+import type { LogReader, LogView, Position, ReadItem, ReplayFrom } from '../../storage/types.js';
 import type { BookSource } from './shapes.js';
 import type { CursorPos } from './cursor.js';
 
@@ -40,55 +40,42 @@ export interface Page {
 
 const DEFAULT_BUDGET = 50_000;
 
-async function firstOf(it: AsyncIterable<ReadItem>): Promise<ReadItem | null> {
-  for await (const x of it) return x;
-  return null;
-}
-
-/** Where a replay must start to know the books just before `item`: the checkpoint before it, or the start. */
-export async function replayStart(reader: LogReader, item: ReadItem): Promise<Position | 'start'> {
-  let cp = await reader.checkpointAtOrBefore(item.rec.recv_ts);
-  if (cp && cp.rec.seq >= item.rec.seq) cp = item.rec.recv_ts > 0 ? await reader.checkpointAtOrBefore(item.rec.recv_ts - 1) : null;
-  if (cp && cp.rec.seq >= item.rec.seq) cp = null;
-  return cp ? cp.pos : 'start';
-}
-
-/** The books as they stood just before `item` (every record with a smaller seq applied). */
-export async function booksBefore(reader: LogReader, item: ReadItem): Promise<MarketBooks> {
-  const books = new MarketBooks();
-  for await (const it of reader.read(await replayStart(reader, item))) {
-    if (it.rec.seq >= item.rec.seq) break;
-    books.apply(it.rec);
-  }
-  return books;
-}
-
 /**
  * Where a replay towards `bound` should start so the newest snapshot record before the bound is
- * replayed itself (not only the checkpoint after it): the checkpoint before that record.
+ * replayed itself (not only the checkpoint after it): that record, warmed up from the checkpoint
+ * before it. Without a snapshot record within `budget`, the newest checkpoint at or before the
+ * newest record (no warm-up needed: a checkpoint restates the books).
  */
-export async function anchoredStart(reader: LogReader, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
+async function anchoredFrom(view: LogView, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<{ from: ReplayFrom; warmup: boolean }> {
   let n = 0;
-  for await (const it of reader.readBackward(bound)) {
-    if (model.candidate(it.rec)) return replayStart(reader, it);
+  let last: ReadItem | null = null;
+  for await (const it of view.backward(bound)) {
+    last ??= it;
+    if (model.candidate(it.rec)) return { from: { pos: it.pos }, warmup: true };
     if (++n >= budget) break;
   }
-  // No snapshot record nearby: the newest checkpoint before the bound is the best start.
-  const last = await firstOf(reader.readBackward(bound, { limit: 1 }));
-  if (!last) return 'start';
-  const cp = await reader.checkpointAtOrBefore(last.rec.recv_ts);
-  return cp ? cp.pos : 'start';
+  if (!last) return { from: 'start', warmup: false };
+  const cp = await view.checkpointAtOrBefore(last.rec.recv_ts);
+  return { from: cp ? { pos: cp.pos } : 'start', warmup: false };
 }
 
+/** Where a replay towards `bound` starts (see anchoredFrom), as a position to read from. */
+export async function anchoredStart(reader: LogReader, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
+  const view = await reader.view();
+  const a = await anchoredFrom(view, model, bound, budget);
+  if (a.from === 'start') return 'start';
+  for await (const it of view.replay(a.from, { warmup: a.warmup })) return it.pos;
+  return 'start';
+}
+
+/** Where an ascending page starts: after the cursor's seq, at start_time, or at the first record. */
+const ascFrom = (req: PageRequest): ReplayFrom =>
+  req.resume !== undefined ? { seq: req.resume + 1 } : req.start !== undefined ? { time: req.start } : 'start';
+
+/** One pass: warm-up records (from the checkpoint before the start) rebuild the books, then the page. */
 async function ascPage(reader: LogReader, model: BookModel, req: PageRequest): Promise<Page> {
-  let from: Position | null;
-  if (req.resume !== undefined) from = await reader.seekSeq(req.resume + 1);
-  else if (req.start !== undefined) from = await reader.seekTime(req.start);
-  else from = (await reader.first())?.pos ?? null;
-  if (!from) return { items: [], next: null };
-  const head = await firstOf(reader.read(from, { limit: 1, endTime: req.end }));
-  if (!head) return { items: [], next: null };
-  const books = model.replay ? await booksBefore(reader, head) : new MarketBooks();
+  const view = await reader.view();
+  const books = new MarketBooks();
   const budget = req.budget ?? DEFAULT_BUDGET;
   const items: Record<string, unknown>[] = [];
   let lastEmitted = -1;
@@ -96,9 +83,10 @@ async function ascPage(reader: LogReader, model: BookModel, req: PageRequest): P
   let scanned = 0;
   let more = false;
   let cut = false;
-  for await (const it of reader.read(from, { endTime: req.end })) {
+  for await (const it of view.replay(ascFrom(req), { until: req.end, warmup: model.replay })) {
     const rec = it.rec;
     const changed = model.replay ? books.apply(rec) : [];
+    if (it.warmup) continue;
     if (model.candidate(rec) && model.produces(rec, changed)) {
       const snap = model.shape(rec, books);
       if (snap) {
@@ -121,16 +109,18 @@ async function ascPage(reader: LogReader, model: BookModel, req: PageRequest): P
   return { items, next: null };
 }
 
+/** Candidates walking back from the bound, then one warm-up pass from the oldest to the newest. */
 async function descPage(reader: LogReader, model: BookModel, req: PageRequest): Promise<Page> {
+  const view = await reader.view();
   let bound: Position | 'end' = 'end';
-  if (req.resume !== undefined) bound = (await reader.seekSeq(req.resume)) ?? 'end';
-  else if (req.end !== undefined) bound = (await reader.seekTime(req.end)) ?? 'end';
+  if (req.resume !== undefined) bound = (await view.seek({ seq: req.resume })) ?? 'end';
+  else if (req.end !== undefined) bound = (await view.seek({ time: req.end })) ?? 'end';
   const budget = req.budget ?? DEFAULT_BUDGET;
   const cands: ReadItem[] = [];
   let scanned = 0;
   let lastScanned = -1;
   let exhausted = true;
-  for await (const it of reader.readBackward(bound, { startTime: req.start })) {
+  for await (const it of view.backward(bound, { startTime: req.start })) {
     lastScanned = it.rec.seq;
     if (model.candidate(it.rec)) {
       cands.push(it);
@@ -150,11 +140,11 @@ async function descPage(reader: LogReader, model: BookModel, req: PageRequest): 
   const out: { seq: number; snap: Record<string, unknown> }[] = [];
   if (model.replay) {
     const want = new Set(cands.map((c) => c.rec.seq));
-    const books = await booksBefore(reader, oldest);
-    for await (const it of reader.read(oldest.pos)) {
+    const books = new MarketBooks();
+    for await (const it of view.replay({ pos: oldest.pos }, { warmup: true })) {
       if (it.rec.seq > newest.rec.seq) break;
       const changed = books.apply(it.rec);
-      if (want.has(it.rec.seq) && model.produces(it.rec, changed)) {
+      if (!it.warmup && want.has(it.rec.seq) && model.produces(it.rec, changed)) {
         const snap = model.shape(it.rec, books);
         if (snap) out.push({ seq: it.rec.seq, snap });
       }
@@ -271,11 +261,11 @@ export class BookTracker {
  * (clock `source`; records without a venue time count by their receive time).
  */
 export async function bookAsOf(reader: LogReader, model: BookModel, t: number, clock: 'receive' | 'source'): Promise<BookPoint | null> {
-  const bound = (await reader.seekTime(t + 1)) ?? 'end';
-  const from = await anchoredStart(reader, model, bound);
+  const view = await reader.view();
+  const bound = (await view.seek({ time: t + 1 })) ?? 'end';
+  const { from, warmup } = await anchoredFrom(view, model, bound);
   const tracker = new BookTracker(model);
-  const opts = clock === 'receive' ? { endTime: t + 1 } : {};
-  for await (const it of reader.read(from, opts)) {
+  for await (const it of view.replay(from, { warmup, until: clock === 'receive' ? t + 1 : undefined })) {
     if (clock === 'source' && (it.rec.source_ts ?? it.rec.recv_ts) > t) break;
     tracker.apply(it.rec);
   }

@@ -7,7 +7,7 @@ import { MarketBooks } from '../../book/book-state.js';
 import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import type { LogReader, ReadItem } from '../../storage/types.js';
+import type { LogReader, LogView, ReadItem } from '../../storage/types.js';
 import { coinSnapshot, type BookShapeOptions } from './shapes.js';
 import type { CursorPos } from './cursor.js';
 
@@ -44,7 +44,7 @@ const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
 
 /** Buckets [b0, bEnd) forward; stops after `maxData` served buckets (returns where it stopped). */
 async function sweep(
-  reader: LogReader, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
+  view: LogView, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
   b0: number, bEnd: number, dataEnd: number, maxData: number,
 ): Promise<{ items: Record<string, unknown>[]; gaps: GapOut[]; stoppedAt: number | null }> {
   const I = req.intervalMs;
@@ -56,8 +56,8 @@ async function sweep(
   let lastBook: Recorded | null = null;
   let everValid = false;
 
-  const cp = await reader.checkpointAtOrBefore(b0 - 1);
-  const it = reader.read(cp ? cp.pos : 'start', { endTime: Math.min(bEnd, dataEnd) })[Symbol.asyncIterator]();
+  const cp = await view.checkpointAtOrBefore(b0 - 1);
+  const it: AsyncIterator<ReadItem> = view.replay(cp ? { pos: cp.pos } : 'start', { until: Math.min(bEnd, dataEnd) });
   let nxt: IteratorResult<ReadItem> = await it.next();
   let brokeInBucket = false;
   const apply = (rec: Recorded): void => {
@@ -130,8 +130,9 @@ async function sweep(
 
 export async function intervalPage(reader: LogReader, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions): Promise<IntervalPage> {
   const I = req.intervalMs;
-  const first = await reader.first();
-  const last = await reader.latest();
+  const view = await reader.view(); // the days are listed once for the whole page
+  const first = await view.first();
+  const last = await view.latest();
   if (!first || !last) return { items: [], gaps: [], next: null };
   // Nothing before the first capture is served or listed; buckets end before "now" (minus a second
   // for appends still in flight) and before end_time.
@@ -141,12 +142,12 @@ export async function intervalPage(reader: LogReader, market: CoinMarket, req: I
   if (req.order === 'asc') {
     const b0 = req.resume ?? lo;
     if (b0 >= hi) return { items: [], gaps: [], next: null };
-    const r = await sweep(reader, market, req, shape, b0, hi, dataEnd, req.limit);
+    const r = await sweep(view, market, req, shape, b0, hi, dataEnd, req.limit);
     return { items: r.items, gaps: r.gaps, next: r.stoppedAt === null ? null : { bucket: r.stoppedAt } };
   }
   const upper = req.resume ?? hi;
   const b0 = Math.max(lo, upper - req.limit * I);
   if (b0 >= upper) return { items: [], gaps: [], next: null };
-  const r = await sweep(reader, market, req, shape, b0, upper, dataEnd, Infinity);
+  const r = await sweep(view, market, req, shape, b0, upper, dataEnd, Infinity);
   return { items: r.items.reverse(), gaps: r.gaps.reverse(), next: b0 > lo ? { bucket: b0 } : null };
 }

@@ -3,20 +3,21 @@
 // In a compacted day a position's offset is the row index of the market's day and its seq is
 // authoritative, so cursors made before compaction keep working after the log is deleted.
 
-import { DAY_MS, dayStartMs, utcDay } from '../../schema/time.js';
-import { msToUs } from '../log/frame.js';
+import { utcDay } from '../../schema/time.js';
 import { listDays } from '../paths.js';
-import { parquetStore, type MarketDay, type ParquetStore } from '../parquet/reader.js';
+import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import type { Dataset } from '../parquet/schema.js';
-import type { FileLogReader } from './reader.js';
-import type { LogKey, LogReader, Position, ReadItem, ReadOptions } from '../types.js';
-
-type Plan = { day: string; pq: MarketDay | null }[];
-const END_OF_DAY = Number.MAX_SAFE_INTEGER;
+import type { DaySource } from './log-day.js';
+import { ParquetDay } from './parquet-day.js';
+import { replayFrom, take, type FileLogReader } from './reader.js';
+import { PlannedView } from './view.js';
+import type { LogKey, LogReader, LogView, Position, ReadItem, ReadOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
 
 export class CompositeReader implements LogReader {
   private readonly store: ParquetStore;
   private readonly dataset: Dataset;
+  /** Views planned by this reader (tests and benchmarks check that a request plans once). */
+  plans = 0;
 
   /** The log day the last `latest()` found its record in (a hint for the next call). */
   private latestDay: string | null = null;
@@ -27,161 +28,50 @@ export class CompositeReader implements LogReader {
   }
 
   /** Days ascending; a day without a log file but with a published partition row is served from Parquet. */
-  private async plan(): Promise<Plan> {
+  private async plan(): Promise<DaySource[]> {
+    this.plans++;
     const logDays = await listDays(this.dataDir, this.key);
     const have = new Set(logDays);
-    const plan: Plan = logDays.map((day) => ({ day, pq: null }));
+    const plan: DaySource[] = logDays.map((day) => this.log.day(day));
     for (const day of await this.store.dates(this.key.family, this.dataset)) {
       if (have.has(day)) continue;
-      const pq = await this.store.marketDay(this.key.family, this.dataset, day, this.key.market);
-      if (pq) plan.push({ day, pq });
+      const md = await this.store.marketDay(this.key.family, this.dataset, day, this.key.market);
+      if (md) plan.push(new ParquetDay(md));
     }
     return plan.sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0));
   }
 
+  async view(): Promise<LogView> {
+    return new PlannedView(await this.plan());
+  }
+
+  async *replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem> {
+    yield* (await this.view()).replay(from, opts);
+  }
+
   async days(): Promise<string[]> {
-    return (await this.plan()).map((p) => p.day);
-  }
-
-  /** Rows of a compacted day from row `from` on (ascending), with their positions. */
-  private async *rows(md: MarketDay, from = 0): AsyncGenerator<{ item: ReadItem; recvUs: number; checkpoint: boolean }> {
-    for (let s = 0; s < md.segments.length; s++) {
-      const seg = md.segments[s];
-      if (md.firstRow[s] + seg.rows <= from) continue;
-      const g = await md.group(seg);
-      for (let k = Math.max(0, from - md.firstRow[s]); k < seg.rows; k++) {
-        const i = seg.start + k;
-        yield { item: { rec: g.record(i), pos: { day: md.day, offset: md.firstRow[s] + k, seq: g.seqs[i] } }, recvUs: g.recvUs[i], checkpoint: g.checkpoints[i] === 1 };
-      }
-    }
-  }
-
-  /** Rows of a compacted day before row `before` (descending). */
-  private async *rowsBack(md: MarketDay, before = md.rows): AsyncGenerator<{ item: ReadItem; recvUs: number; checkpoint: boolean }> {
-    for (let s = md.segments.length - 1; s >= 0; s--) {
-      const seg = md.segments[s];
-      if (md.firstRow[s] >= before) continue;
-      const g = await md.group(seg);
-      for (let k = Math.min(seg.rows, before - md.firstRow[s]) - 1; k >= 0; k--) {
-        const i = seg.start + k;
-        yield { item: { rec: g.record(i), pos: { day: md.day, offset: md.firstRow[s] + k, seq: g.seqs[i] } }, recvUs: g.recvUs[i], checkpoint: g.checkpoints[i] === 1 };
-      }
-    }
-  }
-
-  /** First row index of a compacted day matching `hit` on its segment ranges, then per row. */
-  private async findRow(md: MarketDay, segOk: (s: MarketDay['segments'][number]) => boolean, rowOk: (seq: number, recvUs: number) => boolean): Promise<number | null> {
-    for (let s = 0; s < md.segments.length; s++) {
-      const seg = md.segments[s];
-      if (!segOk(seg)) continue;
-      const g = await md.group(seg);
-      for (let k = 0; k < seg.rows; k++) if (rowOk(g.seqs[seg.start + k], g.recvUs[seg.start + k])) return md.firstRow[s] + k;
-    }
-    return null;
-  }
-
-  private posAt(md: MarketDay, row: number | null): Promise<Position | null> {
-    if (row === null) return Promise.resolve(null);
-    let s = md.firstRow.length - 1;
-    while (s > 0 && md.firstRow[s] > row) s--;
-    const seg = md.segments[s];
-    return md.group(seg).then((g) => ({ day: md.day, offset: row, seq: g.seqs[seg.start + row - md.firstRow[s]] }));
+    return [...(await this.view()).days];
   }
 
   async seekTime(t: number): Promise<Position | null> {
     if (!Number.isFinite(t)) return null;
-    const tUs = msToUs(t);
-    const tDay = t < 0 ? '0000-00-00' : utcDay(Math.min(t, 8.64e15));
-    for (const { day, pq } of await this.plan()) {
-      if (day < tDay) continue;
-      if (pq) {
-        const p = await this.posAt(pq, await this.findRow(pq, (s) => s.maxRecv * 1000 >= tUs - 1, (_, r) => r >= tUs));
-        if (p) return p;
-      } else {
-        const p = await this.log.seekTime(Math.max(t, dayStartMs(day)!));
-        if (p && p.day === day) return p;
-      }
-    }
-    return null;
+    return (await this.view()).seek({ time: t });
   }
 
   async seekSeq(s: number): Promise<Position | null> {
     if (Number.isNaN(s)) return null;
-    for (const { day, pq } of await this.plan()) {
-      if (pq) {
-        const p = await this.posAt(pq, await this.findRow(pq, (g) => g.maxSeq >= s, (q) => q >= s));
-        if (p) return p;
-      } else {
-        const p = await this.log.seekSeq(s);
-        if (p && p.day === day) return p;
-      }
-    }
-    return null;
+    return (await this.view()).seek({ seq: s });
   }
 
   async *read(from: Position | 'start', opts: ReadOptions = {}): AsyncIterable<ReadItem> {
-    let left = opts.limit ?? Infinity;
-    if (left <= 0) return;
-    const plan = await this.plan();
-    if (plan.every((p) => !p.pq)) {
-      yield* this.log.read(from, opts); // the common case: nothing compacted away
-      return;
-    }
-    const endUs = opts.endTime === undefined ? Infinity : msToUs(opts.endTime);
-    const fromSeq = from === 'start' ? -Infinity : from.seq;
-    for (const { day, pq } of plan) {
-      if (from !== 'start' && day < from.day && !pq) continue;
-      if (pq) {
-        // Seq is authoritative (a cursor made on the log before compaction still lands right).
-        const row = fromSeq === -Infinity ? 0 : await this.findRow(pq, (g) => g.maxSeq >= fromSeq, (q) => q >= fromSeq);
-        if (row === null) continue;
-        for await (const { item, recvUs } of this.rows(pq, row)) {
-          if (recvUs >= endUs) return;
-          yield item;
-          if (--left <= 0) return;
-        }
-        continue;
-      }
-      const start = from !== 'start' && from.day === day ? from : await this.log.seekTime(dayStartMs(day)!);
-      if (!start || start.day !== day) continue;
-      for await (const item of this.log.read(start, { endTime: opts.endTime, limit: left })) {
-        if (item.pos.day !== day) break;
-        if (item.pos.seq < fromSeq) continue;
-        yield item;
-        if (--left <= 0) return;
-      }
-    }
+    if ((opts.limit ?? Infinity) <= 0) return;
+    const v = await this.view();
+    for await (const { rec, pos } of take(v.replay(replayFrom(from), { until: opts.endTime }), opts.limit)) yield { rec, pos };
   }
 
   async *readBackward(before: Position | 'end', opts: { readonly startTime?: number; readonly limit?: number } = {}): AsyncIterable<ReadItem> {
-    let left = opts.limit ?? Infinity;
-    if (left <= 0) return;
-    const plan = await this.plan();
-    if (plan.every((p) => !p.pq)) {
-      yield* this.log.readBackward(before, opts);
-      return;
-    }
-    const startUs = opts.startTime === undefined ? -Infinity : msToUs(opts.startTime);
-    const beforeSeq = before === 'end' ? Infinity : before.seq;
-    for (const { day, pq } of plan.reverse()) {
-      if (before !== 'end' && day > before.day) continue;
-      if (startUs !== -Infinity && (dayStartMs(day)! + DAY_MS) * 1000 <= startUs) return;
-      if (pq) {
-        for await (const { item, recvUs } of this.rowsBack(pq)) {
-          if (item.pos.seq >= beforeSeq) continue;
-          if (recvUs < startUs) return;
-          yield item;
-          if (--left <= 0) return;
-        }
-        continue;
-      }
-      const bound: Position = before !== 'end' && before.day === day ? before : { day, offset: END_OF_DAY, seq: Infinity };
-      for await (const item of this.log.readBackward(bound, { startTime: opts.startTime, limit: left })) {
-        if (item.pos.day !== day) break;
-        yield item;
-        if (--left <= 0) return;
-      }
-    }
+    if ((opts.limit ?? Infinity) <= 0) return;
+    yield* take((await this.view()).backward(before, { startTime: opts.startTime }), opts.limit);
   }
 
   /**
@@ -210,53 +100,37 @@ export class CompositeReader implements LogReader {
       const item = await this.log.latestIn(today);
       if (item) return item;
     }
-    for (const { day, pq } of (await this.plan()).reverse()) {
-      if (pq) {
-        for await (const { item } of this.rowsBack(pq)) return item;
-        continue;
-      }
-      const item = await this.log.latestIn(day);
-      if (item) {
-        this.latestDay = day;
-        return item;
-      }
+    const plan = await this.plan();
+    for (let k = plan.length - 1; k >= 0; k--) {
+      const item = await plan[k].latest();
+      if (!item) continue;
+      if (!(plan[k] instanceof ParquetDay)) this.latestDay = plan[k].day;
+      return item;
     }
     return null;
   }
 
   async first(): Promise<ReadItem | null> {
-    for await (const item of this.read('start', { limit: 1 })) return item;
-    return null;
+    return (await this.view()).first();
   }
 
   async checkpointAtOrBefore(t: number): Promise<ReadItem | null> {
-    if (Number.isNaN(t)) return null;
-    const tUs = msToUs(t);
-    for (const { day, pq } of (await this.plan()).reverse()) {
-      if (dayStartMs(day)! > t) continue;
-      if (pq) {
-        for await (const { item, recvUs, checkpoint } of this.rowsBack(pq)) if (checkpoint && recvUs <= tUs) return item;
-        continue;
-      }
-      const it = await this.log.checkpointAtOrBefore(t);
-      if (it && it.pos.day === day) return it;
-    }
-    return null;
+    return (await this.view()).checkpointAtOrBefore(t);
   }
 
   async *follow(from: Position | 'start' | 'end', signal: AbortSignal): AsyncIterable<ReadItem> {
     const plan = await this.plan();
-    const firstLogDay = plan.find((p) => !p.pq)?.day ?? '9999-99-99';
-    if (from === 'end' || plan.every((p) => !p.pq) || (from !== 'start' && from.day >= firstLogDay)) {
+    const firstLogDay = plan.find((p) => !(p instanceof ParquetDay))?.day ?? '9999-99-99';
+    if (from === 'end' || plan.every((p) => !(p instanceof ParquetDay)) || (from !== 'start' && from.day >= firstLogDay)) {
       yield* this.log.follow(from, signal);
       return;
     }
     // Compacted days first (they are final), then hand over to the live log after the last seq.
     let lastSeq = from === 'start' ? -Infinity : from.seq - 1;
-    for await (const item of this.read(from)) {
+    for await (const item of new PlannedView(plan).replay(replayFrom(from))) {
       if (item.pos.day >= firstLogDay || signal.aborted) break;
       lastSeq = item.pos.seq;
-      yield item;
+      yield { rec: item.rec, pos: item.pos };
     }
     if (signal.aborted) return;
     const next = lastSeq === -Infinity ? null : await this.log.seekSeq(lastSeq + 1);

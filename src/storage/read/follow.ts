@@ -6,8 +6,22 @@ import { watch, type FSWatcher } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { marketDir } from '../paths.js';
 import { readFrames } from './scan.js';
-import type { FileLogReader } from './reader.js';
-import type { Position, ReadItem } from '../types.js';
+import type { Segment } from './segment.js';
+import type { LogKey, Position, ReadItem } from '../types.js';
+
+/** What following needs of a log's day files (FileLogReader has it; follow never imports the reader). */
+export interface FollowSource {
+  readonly dataDir: string;
+  readonly key: LogKey;
+  /** Day files present, ascending. */
+  days(): Promise<string[]>;
+  /** The file of one day. */
+  path(day: string): string;
+  /** The indexed view of one day file, or null when it does not exist. */
+  segment(day: string): Promise<Segment | null>;
+  /** `from` itself when a frame with its seq starts there, else the first record with seq ≥ its seq. */
+  resolve(from: Position): Promise<Position | null>;
+}
 
 export const FOLLOW_POLL_MS = 100;
 
@@ -64,7 +78,7 @@ class ChangeWaiter {
 }
 
 export async function* followLog(
-  reader: FileLogReader,
+  reader: FollowSource,
   from: Position | 'start' | 'end',
   signal: AbortSignal,
 ): AsyncGenerator<ReadItem> {
@@ -126,7 +140,7 @@ export async function* followLog(
 }
 
 /** Just after the last complete frame of the newest day file (or nothing yet). */
-async function endOf(reader: FileLogReader): Promise<{ day: string; offset: number } | null> {
+async function endOf(reader: FollowSource): Promise<{ day: string; offset: number } | null> {
   const days = await reader.days();
   if (days.length === 0) return null;
   const day = days[days.length - 1];

@@ -86,7 +86,8 @@ export interface FrameRecord {
 
 /**
  * Decoded records from `start` up to `end`, in order; `stop` receives how the scan ended. Reads a
- * chunk at a time, so a consumer that stops early costs at most one chunk of extra I/O.
+ * chunk at a time (growing to `maxChunkBytes` for readers that keep going), so a consumer that
+ * stops early costs at most one chunk of extra I/O and holds at most one chunk of records.
  */
 export async function* readFrames(
   fh: FileHandle,
@@ -94,6 +95,7 @@ export async function* readFrames(
   end: number,
   stop?: (s: ScanStop) => void,
   chunkBytes = 64 * 1024,
+  maxChunkBytes = CHUNK,
 ): AsyncGenerator<FrameRecord> {
   let pos = start;
   let prev: ScanPrev | null = null;
@@ -115,7 +117,7 @@ export async function* readFrames(
       return;
     }
     pos = s.end;
-    chunkBytes = Math.min(chunkBytes * 2, CHUNK); // readers that keep going get bigger reads
+    chunkBytes = Math.min(chunkBytes * 2, Math.max(maxChunkBytes, chunkBytes)); // readers that keep going get bigger reads
     chunkEnd = Math.min(end, pos + chunkBytes);
   }
   stop?.({ end: pos, reason: 'eof' });

@@ -239,6 +239,11 @@ export async function acquireFile(seg: Segment): Promise<{ fh: FileHandle; relea
   };
 }
 
+/** Readers holding the shared handle of `path` now (tests check that a stopped pass let go). */
+export function heldReaders(path: string): number {
+  return handles.get(path)?.refs ?? 0;
+}
+
 /** Runs `fn` with a shared read handle on `seg`'s file (see acquireFile). */
 export async function withFile<T>(seg: Segment, fn: (fh: FileHandle) => Promise<T>): Promise<T> {
   const { fh, release } = await acquireFile(seg);
