@@ -5,7 +5,7 @@
 
 import { createServer, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketServer } from 'ws';
 import { FaultDice, parseFaults, rng } from './faults.js';
 import { sendJson, type SimContext, type SimMount, type SimMountFactory, type SimOptions } from './mount.js';
 import { coinVenueMounts } from './coin-venue.js';
