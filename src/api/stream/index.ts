@@ -12,6 +12,7 @@ import { PmtapeError } from '../../errors.js';
 import { streamDisconnects } from '../../metrics.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
+import { envelope } from '../plugins/error-handler.js';
 import { loadCursorSecret } from '../query/cursor.js';
 import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
 import { StreamHub } from './hub.js';
@@ -146,7 +147,7 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
       c.send(JSON.stringify({
         type: 'error',
         id: null,
-        error: { status: 401, code: 'unauthorized', message: 'The API key was revoked; this stream is closed.', request_id: randomUUID() },
+        error: envelope('unauthorized', 'The API key was revoked; this stream is closed.', randomUUID()).error,
       }));
       streamDisconnects.inc({ reason: 'key_revoked' });
       c.kick(1008, 'api key revoked');
