@@ -93,12 +93,17 @@ async function publishedFile(req: FastifyRequest, dataDir: string, rel: string):
   if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
   const [family, dataset, date, name] = [m[1] as Family, m[2] as Dataset, m[3], m[4]];
   if (family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
+  // A symlink (of the file or of a folder above it) must still land inside the Parquet root: the
+  // partition folder is checked before its manifest is read, the file before it is served.
+  const root = await realpath(parquetRoot(dataDir)).catch(() => null);
+  const inside = async (path: string): Promise<boolean> => {
+    const real = await realpath(path).catch(() => null);
+    return root !== null && real !== null && real.startsWith(root + sep);
+  };
   const dir = partitionDir(dataDir, family, dataset, date);
+  if (!(await inside(dir))) throw unknown;
   const entry = (await readManifest(dir))?.files.find((f) => f.file === name);
-  if (!entry) throw unknown;
-  // A symlink (of the file or of a folder above it) must still land inside the Parquet root.
-  const [root, real] = await Promise.all([realpath(parquetRoot(dataDir)).catch(() => null), realpath(join(dir, name)).catch(() => null)]);
-  if (!root || !real || !real.startsWith(root + sep)) throw unknown;
+  if (!entry || !(await inside(join(dir, name)))) throw unknown;
   return { entry, rel, name };
 }
 
