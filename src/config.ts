@@ -25,6 +25,8 @@ export interface Config {
   readonly logLevel: string;
   /** Per plan: requests per window; null = rate limiting off. */
   readonly rateLimits: { readonly free: RateLimit; readonly paid: RateLimit } | null;
+  /** Live-stream limits and timers (`PMTAPE_STREAM_*`); the stream plugin's own options win. */
+  readonly stream: StreamTuning;
   readonly upstreams: {
     readonly clob: UpstreamConfig;
     readonly catalog: UpstreamConfig;
@@ -156,6 +158,57 @@ export function parseRateLimits(text: string): Config['rateLimits'] {
   };
 }
 
+/** Live-stream (`/v3/stream`) limits and timers. */
+export interface StreamTuning {
+  /** Ping period; a peer that has not answered the previous ping is dropped (API.md: 15 s). */
+  readonly pingIntervalMs: number;
+  /** How often open streams' keys are re-checked, so a revoked key's streams close. */
+  readonly authRecheckMs: number;
+  /** Largest client frame accepted (bigger ones close the connection with 1009). */
+  readonly maxPayloadBytes: number;
+  /** Bytes waiting on one socket beyond which the client is "too far behind" (closed with 1008). */
+  readonly maxBufferedBytes: number;
+  /** A history replay pauses while more than this is waiting on the socket. */
+  readonly replayHighWaterBytes: number;
+  /** Subscriptions one connection may hold. */
+  readonly maxSubscriptions: number;
+  /** How long a client closed for falling behind may take to read the close frame before being cut. */
+  readonly closeGraceMs: number;
+}
+
+export const DEFAULT_STREAM_TUNING: StreamTuning = {
+  pingIntervalMs: 15_000,
+  authRecheckMs: 1_000,
+  maxPayloadBytes: 64 * 1024,
+  maxBufferedBytes: 8 * 1024 * 1024,
+  replayHighWaterBytes: 1024 * 1024,
+  maxSubscriptions: 1000,
+  closeGraceMs: 5_000,
+};
+
+const STREAM_ENV: Record<keyof StreamTuning, string> = {
+  pingIntervalMs: 'PMTAPE_STREAM_PING_MS',
+  authRecheckMs: 'PMTAPE_STREAM_AUTH_RECHECK_MS',
+  maxPayloadBytes: 'PMTAPE_STREAM_MAX_PAYLOAD_BYTES',
+  maxBufferedBytes: 'PMTAPE_STREAM_MAX_BUFFERED_BYTES',
+  replayHighWaterBytes: 'PMTAPE_STREAM_REPLAY_HIGH_WATER_BYTES',
+  maxSubscriptions: 'PMTAPE_STREAM_MAX_SUBSCRIPTIONS',
+  closeGraceMs: 'PMTAPE_STREAM_CLOSE_GRACE_MS',
+};
+
+/** Stream tuning from `PMTAPE_STREAM_*` over the defaults; an empty variable counts as unset. */
+export function streamTuning(env: NodeJS.ProcessEnv): StreamTuning {
+  const out: Record<string, number> = { ...DEFAULT_STREAM_TUNING };
+  for (const [k, name] of Object.entries(STREAM_ENV)) {
+    const text = env[name];
+    if (text === undefined || text === '') continue;
+    const n = Number(text);
+    if (!Number.isFinite(n) || n <= 0) throw new ConfigError(name, `must be a positive number, got "${text}"`);
+    out[k] = n;
+  }
+  return Object.freeze(out) as unknown as StreamTuning;
+}
+
 function stringList(v: unknown, field: string): string[] {
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x.length > 0)) {
     throw new ConfigError(field, 'must be an array of non-empty strings');
@@ -253,6 +306,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     port,
     logLevel: flags.logLevel ?? env.PMTAPE_LOG_LEVEL ?? 'info',
     rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
+    stream: streamTuning(env),
     upstreams: {
       clob: upstream(ups.clob, 'upstreams.clob', DEFAULT_UPSTREAMS.clob),
       catalog: upstream(ups.catalog, 'upstreams.catalog', DEFAULT_UPSTREAMS.catalog),

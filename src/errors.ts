@@ -1,5 +1,6 @@
-// One registry of error codes and their HTTP status. The API's single error handler, the stream's
-// error messages and the CLI all speak these codes; recorders report them to a callback.
+// One registry of error codes. User-facing codes map to their HTTP status: the API's single error
+// handler, the stream's error messages and the CLI speak them. Recorder codes never reach HTTP:
+// recorders report them to a callback and count them in `pmtape_recorder_errors_total`.
 
 export const ERROR_STATUS = {
   invalid_parameter: 400,
@@ -7,6 +8,8 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   plan_required: 403,
   not_found: 404,
+  /** A dataset download's `Range` lies outside the file (the answer's `Content-Range` gives the size). */
+  range_not_satisfiable: 416,
   rate_limited: 429,
   internal: 500,
 } as const;
@@ -28,6 +31,19 @@ export class PmtapeError extends Error {
 export const invalidParameter = (name: string, why: string): PmtapeError =>
   new PmtapeError('invalid_parameter', `Parameter '${name}' ${why}.`);
 export const notFound = (what: string): PmtapeError => new PmtapeError('not_found', what);
+
+/** Codes of recorder errors (labels of `pmtape_recorder_errors_total`). */
+export type RecorderErrorCode =
+  | 'connect' | 'disconnected' | 'stale' | 'http_429' | 'http_5xx' | 'http_4xx' | 'timeout'
+  | 'malformed' | 'unknown_type' | 'sequence_gap' | 'write' | 'internal';
+
+/** What a recorder reports to its error callback; the recorder keeps running. */
+export class RecorderError extends Error {
+  constructor(readonly code: RecorderErrorCode, message: string, readonly detail?: unknown) {
+    super(message);
+    this.name = 'RecorderError';
+  }
+}
 
 /** Errors of the storage and recorder layers (not user-facing HTTP errors). */
 export class StorageError extends Error {

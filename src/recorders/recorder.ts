@@ -4,6 +4,7 @@
 // Rule: a recorder never throws on upstream input; a lost feed becomes a gap record.
 
 import type { Config } from '../config.js';
+import { RecorderError, type RecorderErrorCode } from '../errors.js';
 import type { Family, Gap, GapReason, Observation, Recorded } from '../schema/observation.js';
 import type { AppendOptions, LogKey } from '../storage/types.js';
 import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
@@ -19,17 +20,8 @@ export interface RecorderLogger {
 
 export const silentLogger: RecorderLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-/** Codes of recorder errors (labels of `pmtape_recorder_errors_total`). */
-export type RecorderErrorCode =
-  | 'connect' | 'disconnected' | 'stale' | 'http_429' | 'http_5xx' | 'http_4xx' | 'timeout'
-  | 'malformed' | 'unknown_type' | 'sequence_gap' | 'write' | 'internal';
-
-export class RecorderError extends Error {
-  constructor(readonly code: RecorderErrorCode, message: string, readonly detail?: unknown) {
-    super(message);
-    this.name = 'RecorderError';
-  }
-}
+// Recorder error codes live in the one registry (src/errors.ts); re-exported for the kinds.
+export { RecorderError, type RecorderErrorCode };
 
 /** Result labels of `pmtape_recorder_messages_total`. */
 export type MessageResult = 'ok' | 'ignored' | 'malformed' | 'unknown_type' | 'duplicate';

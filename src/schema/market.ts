@@ -3,7 +3,6 @@
 // last received, so nothing the venue said is lost. Times are epoch ms or null.
 
 export type MarketStatus = 'upcoming' | 'open' | 'closed' | 'resolved' | 'cancelled';
-export const MARKET_STATUSES: readonly MarketStatus[] = ['upcoming', 'open', 'closed', 'resolved', 'cancelled'];
 
 export type Resolution = 'resolved' | 'push' | 'pending' | 'disputed';
 

@@ -11,9 +11,6 @@ export const FAMILIES: readonly Family[] = ['coin', 'wallet-prediction', 'yesno-
 export type StreamName = 'books' | 'metrics' | 'catalog';
 export const STREAMS: readonly StreamName[] = ['books', 'metrics', 'catalog'];
 
-/** Upstream kinds (never brands). */
-export type UpstreamKind = 'clob' | 'catalog' | 'yesno' | 'wallet';
-
 /**
  * Units a book's price/size text is in. `decimal`: probability-priced decimal text in [0, 1] and
  * share sizes (clob, wallet). `dollars`: the yes/no venue's fixed-point dollar strings.
@@ -105,9 +102,6 @@ export interface TickSizeChange extends Base {
 }
 
 export type GapReason = 'not_recording' | 'disconnected' | 'sequence_gap' | 'upstream_error' | 'stale';
-export const GAP_REASONS: readonly GapReason[] = [
-  'not_recording', 'disconnected', 'sequence_gap', 'upstream_error', 'stale',
-];
 
 /**
  * An explicit hole in a market's book coverage. Written with `end_ts: null` the moment the feed
@@ -155,10 +149,3 @@ export type ObservationType = Observation['type'];
 
 /** A stored observation: the log assigns `seq`, strictly increasing per (family, stream, market). */
 export type Recorded<T extends Observation = Observation> = T & { readonly seq: number };
-
-/** Which stream an observation type belongs to. */
-export function streamOf(type: ObservationType): StreamName {
-  if (type === 'metric') return 'metrics';
-  if (type === 'catalog') return 'catalog';
-  return 'books';
-}

@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MarketModel, SimMarket } from './market-model.js';
-import { sendJson, type SimMount } from './server.js';
+import { sendJson, type SimMount } from './mount.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 /** The venue's other date style, e.g. `2026-09-09 14:25:04+00`. */

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import WebSocket from 'ws';
 import type { FaultDice } from './faults.js';
 import type { MarketModel } from './market-model.js';
-import { sendJson, type SimContext, type SimMount } from './server.js';
+import { sendJson, type SimContext, type SimMount } from './mount.js';
 
 /** One subscriber connection and its fault state. */
 export class ClobConn {

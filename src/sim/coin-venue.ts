@@ -6,7 +6,7 @@ import { MarketModel } from './market-model.js';
 import { catalogMount } from './catalog.js';
 import { clobMount, modelSource } from './clob.js';
 import { replaySource, replayCatalogMount } from './replay.js';
-import type { SimContext, SimMount } from './server.js';
+import type { SimContext, SimMount } from './mount.js';
 
 export function coinVenueMounts(ctx: SimContext): SimMount[] {
   const coins = ctx.opts.coins ?? ['btc', 'eth', 'bnb'];

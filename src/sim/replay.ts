@@ -9,7 +9,7 @@ import { parseCapture, sourceTimeOf } from '../recorders/capture.js';
 import { normalizeClob } from '../recorders/clob/normalize.js';
 import { MarketBooks } from '../book/book-state.js';
 import type { ClobSource } from './clob.js';
-import { sendJson, type SimMount } from './server.js';
+import { sendJson, type SimMount } from './mount.js';
 
 interface Entry {
   readonly at: number;

@@ -3,63 +3,16 @@
 // HTTP-level faults (429 + Retry-After, 5xx, slow answers) to every request and WS upgrade of every
 // mount, and builds the recorder config pointing at all of them. Add a kind with one SIM_MOUNTS line.
 
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
-import { FaultDice, parseFaults, rng, type Faults } from './faults.js';
+import { WebSocketServer } from 'ws';
+import { FaultDice, parseFaults, rng } from './faults.js';
+import { sendJson, type SimContext, type SimMount, type SimMountFactory, type SimOptions } from './mount.js';
 import { coinVenueMounts } from './coin-venue.js';
 import { yesnoMounts } from './yesno.js';
 import { walletMounts } from './wallet.js';
 
-export interface SimOptions {
-  readonly port?: number;
-  readonly host?: string;
-  readonly seed?: number;
-  /** A `--faults` spec or parsed faults. */
-  readonly faults?: string | Faults;
-  /** Shrinks 5m/15m windows (0.02 → 6 s / 18 s). */
-  readonly windowScale?: number;
-  /** A captured message file served instead of generated books (clob). */
-  readonly replay?: string;
-  /** Replay pace: 1 = as recorded, 10 = ten times faster, 0 = as fast as possible. */
-  readonly replaySpeed?: number;
-  /** Generated book changes per second over all markets (clob). */
-  readonly rate?: number;
-  readonly coins?: readonly string[];
-  /** Coins the catalogue lists (and the clob streams) that the written recorder config leaves
-   *  out, so only coin discovery (`"coins": "all"`) records them. Default `["sol"]`. */
-  readonly unlistedCoins?: readonly string[];
-  readonly windows?: readonly string[];
-}
-
-/** What every mount gets: the options, its own seeded dice, and the shared clock. */
-export interface SimContext {
-  readonly opts: SimOptions;
-  readonly seed: number;
-  readonly faults: Faults;
-  readonly windowScale: number;
-  /** A fresh PRNG for a named component (same seed → same run). */
-  random(name: string): () => number;
-  dice(name: string): FaultDice;
-}
-
-export interface SimMount {
-  /** Path prefix, e.g. `/clob`. Requests below it are routed here with the prefix removed. */
-  readonly prefix: string;
-  /** Handles one HTTP request; return false for 404. */
-  http?(req: IncomingMessage, res: ServerResponse, path: string, url: URL): boolean | Promise<boolean>;
-  /** Takes an upgraded WebSocket (path without prefix). */
-  ws?(ws: WebSocket, req: IncomingMessage, path: string): void;
-  /** Recorder config entries this mount contributes (`upstreams.<kind>`), given the base URL. */
-  config?(baseUrl: string): { readonly upstreams?: Record<string, unknown>; readonly [k: string]: unknown };
-  /** Skip the server's HTTP faults for this mount. */
-  readonly noHttpFaults?: boolean;
-  close?(): void;
-}
-
-export type SimMountFactory = (ctx: SimContext) => SimMount[];
-
-/** Every emulated kind. Recorders II: add the yesno and wallet factories here. */
+/** Every emulated kind, one factory each. */
 export const SIM_MOUNTS: SimMountFactory[] = [
   coinVenueMounts,
   yesnoMounts,
@@ -79,13 +32,6 @@ function hashName(s: string): number {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
   return h >>> 0;
-}
-
-/** JSON response helper shared by mounts. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
 }
 
 /** Recorder timers scaled to the sim's window scale, so tests see lifecycles in seconds. */

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
 import type { FaultDice } from './faults.js';
 import { rng, hashSeed } from './yesno-market.js';
-import type { SimContext, SimMount } from './server.js';
+import type { SimContext, SimMount } from './mount.js';
 import { WalletUniverse, EXCHANGE_CONTRACT, type WalletSimMarket } from './wallet-market.js';
 
 export interface WalletSimOptions {

@@ -4,7 +4,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FaultDice } from './faults.js';
-import type { SimContext, SimMount } from './server.js';
+import type { SimContext, SimMount } from './mount.js';
 import { YesNoUniverse, SERIES_RE, type SimMarket } from './yesno-market.js';
 
 export interface YesNoSimOptions {

@@ -17,6 +17,10 @@ export {
   logFilePath, logsRoot, marketDir, streamDir,
 } from './paths.js';
 export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
+export {
+  listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef,
+} from './parquet/manifest.js';
+export { DATASETS, type Dataset } from './parquet/schema.js';
 
 /** The reader of a logical log for the read side and the stream. */
 export function openReader(dataDir: string, key: LogKey): LogReader {

@@ -4,7 +4,8 @@
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
@@ -130,6 +131,97 @@ t.test('datasets routes', async (t) => {
     await stale.arrayBuffer();
   });
 
+  t.test('If-Range with the current ETag resumes; other conditions follow the sha256 ETag, not the mtime', async (t) => {
+    const onDisk = await readFile(join(dir, 'parquet', file));
+    const etag = `"${createHash('sha256').update(onDisk).digest('hex')}"`;
+    const resume = await get(`/v3/datasets/files/${file}`, free, { range: 'bytes=100-199', 'if-range': etag });
+    t.equal(resume.status, 206, 'a matching If-Range keeps the range');
+    t.equal(resume.headers.get('content-range'), `bytes 100-199/${onDisk.length}`);
+    t.equal(resume.headers.get('etag'), etag);
+    t.ok(Buffer.from(await resume.arrayBuffer()).equals(onDisk.subarray(100, 200)));
+    const dated = await get(`/v3/datasets/files/${file}`, free, { range: 'bytes=0-3', 'if-range': new Date(Date.now() + 86_400_000).toUTCString() });
+    t.equal(dated.status, 200, 'If-Range with a date (no Last-Modified is sent) gets the whole file');
+    t.ok(Buffer.from(await dated.arrayBuffer()).equals(onDisk));
+    const weak = await get(`/v3/datasets/files/${file}`, free, { 'if-none-match': `"other", W/${etag}` });
+    t.equal(weak.status, 304, 'If-None-Match compares weakly, in a list');
+    t.equal(weak.headers.get('etag'), etag);
+    for (const [h, v] of [['if-match', '"other"'], ['if-unmodified-since', 'Thu, 01 Jan 1970 00:00:00 GMT'], ['if-modified-since', new Date(Date.now() + 86_400_000).toUTCString()]]) {
+      const r = await get(`/v3/datasets/files/${file}`, free, { [h]: v });
+      t.equal(r.status, 200, `${h} is not judged against the file's mtime`);
+      t.equal(Number(r.headers.get('content-length')), onDisk.length);
+      await r.arrayBuffer();
+    }
+    const head = await fetch(`${url}/v3/datasets/files/${file}`, { method: 'HEAD', headers: { authorization: `Bearer ${free}` } });
+    t.equal(head.status, 200);
+    t.equal(head.headers.get('content-length'), String(onDisk.length));
+    t.equal(head.headers.get('etag'), etag);
+    t.equal((await head.arrayBuffer()).byteLength, 0, 'HEAD sends no body');
+  });
+
+  t.test('an unsatisfiable range is a 416 with the error envelope, and a key is still required', async (t) => {
+    const size = (await readFile(join(dir, 'parquet', file))).length;
+    for (const range of [`bytes=${size}-`, `bytes=${size + 10}-${size + 20}`, 'bytes=9-3']) {
+      const r = await get(`/v3/datasets/files/${file}`, free, { range });
+      t.equal(r.status, 416, range);
+      t.equal(r.headers.get('content-range'), `bytes */${size}`);
+      t.match(r.headers.get('content-type'), /^application\/json/);
+      t.match(await r.json(), { error: { status: 416, code: 'range_not_satisfiable', message: new RegExp(`Range.*${size} bytes`), request_id: /./ } });
+    }
+    const anon = await get(`/v3/datasets/files/${file}`, null);
+    t.equal(anon.status, 401);
+    t.match(await anon.json(), { error: { status: 401, code: 'unauthorized', request_id: /./ } });
+  });
+
+  t.test('a symlink is served only while it resolves inside the Parquet root', async (t) => {
+    const outside = await mkdtemp(join(tmpdir(), 'pmtape-outside-'));
+    t.teardown(() => rm(outside, { recursive: true, force: true }));
+    const secret = Buffer.from('PAR1 a file outside the data dir PAR1');
+    await writeFile(join(outside, 'secret.parquet'), secret);
+    const partition = join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}`);
+    const manifestPath = join(partition, '_manifest.json');
+    const original = await readFile(manifestPath, 'utf8');
+    t.teardown(() => writeFile(manifestPath, original));
+    const m = JSON.parse(original);
+    const first = m.files[0];
+    const list = (name: string, bytes: number, sha: string) => ({ ...first, file: name, bytes, sha256: sha });
+    const onDisk = await readFile(join(partition, first.file));
+    await symlink(join(outside, 'secret.parquet'), join(partition, 'escape.parquet'));
+    await symlink(first.file, join(partition, 'alias.parquet'));
+    m.files = [...m.files, list('escape.parquet', secret.length, createHash('sha256').update(secret).digest('hex')),
+      list('alias.parquet', onDisk.length, first.sha256)];
+    await writeFile(manifestPath, JSON.stringify(m));
+    const escape = await get(`/v3/datasets/files/family=coin/dataset=books/date=${DAY}/escape.parquet`, paid);
+    t.equal(escape.status, 404, 'a listed symlink to a file outside is not followed');
+    const body = await escape.text();
+    t.notMatch(body, /outside the data dir/);
+    t.match(body, /"code":"not_found".*"request_id":"[^"]+"/, 'the error envelope');
+    const alias = await get(`/v3/datasets/files/family=coin/dataset=books/date=${DAY}/alias.parquet`, paid);
+    t.equal(alias.status, 200, 'a symlink inside the root is an ordinary file');
+    t.ok(Buffer.from(await alias.arrayBuffer()).equals(onDisk));
+
+    // A whole partition folder that is a symlink to another place, with its own manifest.
+    const date = '2026-07-20';
+    await mkdir(join(outside, 'part'));
+    await writeFile(join(outside, 'part', `books-${date}.parquet`), secret);
+    await writeFile(join(outside, 'part', '_manifest.json'), JSON.stringify({ ...m, date, files: [list(`books-${date}.parquet`, secret.length, 'ab')] }));
+    await symlink(join(outside, 'part'), join(dir, 'parquet', `family=coin/dataset=books/date=${date}`));
+    const folder = await get(`/v3/datasets/files/family=coin/dataset=books/date=${date}/books-${date}.parquet`, paid);
+    t.equal(folder.status, 404, 'a partition folder linked to outside the root is not served');
+    t.notMatch(await folder.text(), /outside the data dir/);
+  });
+
+  t.test('both routes publish their parameters and responses in the OpenAPI document', async (t) => {
+    const doc = (await (await fetch(`${url}/docs/json`)).json()) as any;
+    const files = doc.paths['/v3/datasets/files/{*}'].get;
+    t.match(files.parameters, [{ in: 'path', name: '*', required: true }]);
+    t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429']);
+    t.ok(files.responses['206'].content['application/vnd.apache.parquet'], 'a range is Parquet bytes');
+    t.match(files.responses['416'].content['application/json'].schema.properties.error.required, ['status', 'code', 'message', 'request_id']);
+    const list = doc.paths['/v3/datasets'].get;
+    t.same(list.parameters.map((x: { name: string }) => x.name).sort(), ['cursor', 'dataset', 'end_date', 'family', 'limit', 'start_date']);
+    t.ok(list.responses['200'] && list.responses['400'], 'the page and the error envelope');
+  });
+
   t.test('no path leaves the Parquet root or reaches an unpublished file', async (t) => {
     await writeFile(join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}/_staging-books-${DAY}.parquet.partial`), 'x');
     await writeFile(join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}/extra.parquet`), 'not listed');
@@ -139,6 +231,8 @@ t.test('datasets routes', async (t) => {
       `family=coin/dataset=books/date=${DAY}/_staging-books-${DAY}.parquet.partial`, `family=coin/dataset=books/date=${DAY}/extra.parquet`,
       `family=nope/dataset=books/date=${DAY}/books-${DAY}.parquet`, `family=coin/dataset=books/date=2026-02-30/books-2026-02-30.parquet`,
       'family=coin/dataset=books/date=2026-07-26/', '', '%00', `family=coin/dataset=books/date=${DAY}/books-${DAY}.parquet%00.txt`,
+      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=books/date=${DAY}/..%2F..%2F..%2Fdataset=books%2Fdate=${DAY}%2Fbooks-${DAY}.parquet`,
+      `family=coin/dataset=books/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=books/date=${DAY}/books-${DAY}.parquet`,
     ];
     for (const a of attempts) {
       const r = await get(`/v3/datasets/files/${a}`, paid);
@@ -146,5 +240,15 @@ t.test('datasets routes', async (t) => {
       t.equal(r.status, body.error?.status === 400 ? 400 : 404, `${a} → ${r.status}`);
       t.ok(body.error?.request_id, 'error envelope');
     }
+  });
+
+  t.test('a file that no longer matches its manifest is refused, never sent under the old ETag', async (t) => {
+    const path = join(dir, 'parquet', file);
+    const original = await readFile(path);
+    t.teardown(() => writeFile(path, original));
+    await truncate(path, 100); // as if a re-compaction were replacing it at this moment
+    const r = await get(`/v3/datasets/files/${file}`, free);
+    t.equal(r.status, 404);
+    t.match(await r.json(), { error: { code: 'not_found', message: /being replaced/, request_id: /./ } });
   });
 });

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
-import { startSim, type SimMount } from '../../src/sim/server.js';
+import { startSim } from '../../src/sim/server.js';
+import type { SimMount } from '../../src/sim/mount.js';
 import type { WalletSim } from '../../src/sim/wallet.js';
 import { WalletUniverse } from '../../src/sim/wallet-market.js';
 import { normalizeWalletMarket } from '../../src/recorders/wallet/normalize.js';

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
-import { startSim, type SimMount } from '../../src/sim/server.js';
+import { startSim } from '../../src/sim/server.js';
+import type { SimMount } from '../../src/sim/mount.js';
 import { createYesNoSim, type YesNoSim } from '../../src/sim/yesno.js';
 import { createServer } from 'node:http';
 import { easternStamp, YesNoUniverse } from '../../src/sim/yesno-market.js';

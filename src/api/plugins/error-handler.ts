@@ -37,6 +37,12 @@ export function validationMessage(errors: AjvError[], context: string | undefine
   return `${where} '${name}' ${e.message ?? 'is invalid'}.`;
 }
 
+/** Headers an error asks to be answered with (http-errors' `headers`, e.g. Content-Range on a 416). */
+function errorHeaders(err: unknown): Record<string, string> {
+  const h = (err as { headers?: unknown }).headers;
+  return h && typeof h === 'object' ? (h as Record<string, string>) : {};
+}
+
 function toEnvelope(err: FastifyError | PmtapeError, req: FastifyRequest): { code: ErrorCode; message: string } {
   if (err instanceof PmtapeError) return { code: err.code, message: err.message };
   const fe = err as FastifyError;
@@ -45,6 +51,11 @@ function toEnvelope(err: FastifyError | PmtapeError, req: FastifyRequest): { cod
   if (status === 429) return { code: 'rate_limited', message: `Rate limit exceeded for this key; retry after the number of seconds in Retry-After.` };
   if (status === 404) return { code: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.` };
   if (status === 401) return { code: 'unauthorized', message: fe.message };
+  if (status === 416) {
+    // From @fastify/static serving a dataset file: its Content-Range header (`bytes */<size>`) names the size.
+    const size = /\/(\d+)$/.exec(String(errorHeaders(err)['Content-Range'] ?? ''))?.[1];
+    return { code: 'range_not_satisfiable', message: `Header 'Range' asks for bytes outside the file${size ? ` (${size} bytes)` : ''}.` };
+  }
   if (status >= 400 && status < 500) return { code: 'invalid_parameter', message: fe.message };
   return { code: 'internal', message: `Internal error; quote request_id ${req.id} when reporting it.` };
 }
@@ -54,6 +65,8 @@ async function errorPlugin(app: FastifyInstance): Promise<void> {
     const { code, message } = toEnvelope(err, req);
     const status = ERROR_STATUS[code];
     if (status >= 500) req.log.error({ err, request_id: req.id }, 'request failed');
+    const contentRange = code === 'range_not_satisfiable' ? errorHeaders(err)['Content-Range'] : undefined;
+    if (contentRange) void reply.header('Content-Range', contentRange); // RFC 9110: a 416 names the file's size
     // Other client errors of the framework (413, 415, bad URL encoding) are answered as 400.
     void reply.code(status).type('application/json; charset=utf-8').send(envelope(code, message, String(req.id)));
   });

@@ -3,7 +3,7 @@
 // A key reads `pmt_<id>_<secret>`: the id finds the record, the hash is compared in constant time.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export type Plan = 'free' | 'paid';
@@ -182,10 +182,4 @@ export class KeyStore {
     const same = stored.length === presented.length && timingSafeEqual(stored, presented);
     return hit && same && hit.rec.revoked_ts === null ? hit.rec : null;
   }
-}
-
-/** Writes an empty key file if none exists (used by tests and first start). */
-export async function ensureKeyFile(dataDir: string): Promise<void> {
-  await mkdir(join(dataDir, 'keys'), { recursive: true });
-  await writeFile(keysPath(dataDir), JSON.stringify({ version: 1, keys: [] }) + '\n', { flag: 'wx' }).catch(() => undefined);
 }

@@ -76,13 +76,6 @@ export class GapScanner {
   }
 }
 
-/** Every gap of a books log (one full scan). */
-export async function bookGaps(reader: LogReader): Promise<Span[]> {
-  const g = new GapScanner();
-  await g.update(reader);
-  return g.spans();
-}
-
 export interface MarketCoverage {
   readonly datasets: Record<'books' | 'metrics' | 'catalog', DatasetSpan | null>;
   readonly gaps: Span[];

@@ -1,18 +1,19 @@
 // Parquet datasets for researchers (API.md §6): `GET /v3/datasets` lists published partition files
-// from their manifests; `GET /v3/datasets/files/<path>` streams one with Range, ETag and
-// Content-Length. Only files a manifest lists are served, so no path can leave the Parquet root
-// and nothing half-written is ever downloaded. Wallet-prediction partitions need the paid plan.
+// from their manifests; `GET /v3/datasets/files/<path>` serves one through @fastify/static (Range,
+// If-Range, 416) under the file's sha256 as its ETag. Only files a manifest lists are served, and only
+// from inside the Parquet root, so nothing half-written and nothing outside it is ever read.
 
-import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { join } from 'node:path';
+import { realpath } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyStatic from '@fastify/static';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
-import { listPartitions, partitionDir, readManifest, partitionRel } from '../../storage/parquet/manifest.js';
-import { DATASETS, type Dataset } from '../../storage/parquet/schema.js';
-import { envelope } from '../plugins/error-handler.js';
+import {
+  DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
+} from '../../storage/index.js';
 import { listOf, q, query } from '../schemas.js';
 
 const entrySchema = {
@@ -24,12 +25,42 @@ const entrySchema = {
   required: ['path', 'rows', 'bytes', 'sha256', 'min_time', 'max_time'],
 } as const;
 
-const DATE = { type: 'string', maxLength: 32, description: 'UTC day YYYY-MM-DD (inclusive)' } as const;
-const PATH = /^family=([a-z-]+)\/dataset=([a-z]+)\/date=(\d{4}-\d{2}-\d{2})\/([A-Za-z0-9][A-Za-z0-9._-]{0,200}\.parquet)$/;
+/** The contract's error envelope (API.md §2), as every error status of these routes answers. */
+const envelopeSchema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { status: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' }, request_id: { type: 'string' } },
+      required: ['status', 'code', 'message', 'request_id'],
+    },
+  },
+  required: ['error'],
+} as const;
 
-function dateParam(v: unknown, name: string): string | undefined {
+const errors = (statuses: number[]): Record<number, object> =>
+  Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: 'error envelope (API.md §2)' }]));
+
+const parquetBody = (description: string): object => ({
+  description,
+  content: { 'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary' } } },
+});
+
+const DATE = { type: 'string', maxLength: 32, description: 'UTC day YYYY-MM-DD (inclusive)' } as const;
+const PATH = /^family=([a-z-]+)\/dataset=([a-z_]+)\/date=(\d{4}-\d{2}-\d{2})\/([A-Za-z0-9][A-Za-z0-9._-]{0,200}\.parquet)$/;
+
+type ListQuery = {
+  family?: Family;
+  dataset?: Dataset;
+  start_date?: string;
+  end_date?: string;
+  limit: number;
+  cursor?: string;
+};
+
+function dateParam(v: string | undefined, name: string): string | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || dayStartMs(v) === null) throw invalidParameter(name, 'must be a UTC day like 2026-07-26');
+  if (dayStartMs(v) === null) throw invalidParameter(name, 'must be a UTC day like 2026-07-26');
   return v;
 }
 
@@ -38,26 +69,50 @@ const isPaid = (req: FastifyRequest): boolean => req.apiKey?.plan === 'paid';
 const planRequired = (req: FastifyRequest): PmtapeError =>
   new PmtapeError('plan_required', `Wallet-prediction datasets need the paid plan; the key "${req.apiKey?.name ?? ''}" is on the ${req.apiKey?.plan ?? 'free'} plan.`);
 
-/** A Range header → [start, end] inclusive; null = serve everything; 'bad' = unsatisfiable. */
-export function parseRange(header: string | undefined, size: number): [number, number] | null | 'bad' {
-  if (!header) return null;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === '' && m[2] === '')) return null; // malformed or multi-range: ignored (RFC 9110)
-  if (m[1] === '') {
-    const n = Number(m[2]);
-    if (n === 0 || size === 0) return 'bad';
-    return [Math.max(0, size - n), size - 1];
-  }
-  const start = Number(m[1]);
-  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (!Number.isSafeInteger(start) || start >= size || end < start) return 'bad';
-  return [start, end];
+const CONDITIONALS = ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'if-range'] as const;
+
+/**
+ * Judges the request's conditions against the sha256 ETag (which @fastify/send cannot know: it makes
+ * its own from size and mtime), then hides them from send so it only serves bytes and ranges.
+ * Returns 'not-modified' for a matching If-None-Match, else whether a Range may be honoured
+ * (If-Range naming another ETag, or a date, asks for the whole file).
+ */
+function judgeConditions(headers: IncomingHttpHeaders, etag: string): 'not-modified' | { rangesAllowed: boolean } {
+  const inm = headers['if-none-match'];
+  if (inm !== undefined && inm.split(',').some((t) => t.trim() === etag || t.trim() === `W/${etag}` || t.trim() === '*')) return 'not-modified';
+  const ifRange = headers['if-range']; // a string: Node joins repeated headers
+  const rangesAllowed = ifRange === undefined || String(ifRange).trim() === etag;
+  for (const h of CONDITIONALS) delete headers[h];
+  return { rangesAllowed };
+}
+
+/** The manifest entry of a requested path, or a 404/403 PmtapeError; the path never leaves the root. */
+async function publishedFile(req: FastifyRequest, dataDir: string, rel: string): Promise<{ entry: ManifestFile; rel: string; name: string }> {
+  const unknown = notFound(`No dataset file '${rel.slice(0, 300)}'; list files with /v3/datasets.`);
+  const m = PATH.exec(rel);
+  if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
+  const [family, dataset, date, name] = [m[1] as Family, m[2] as Dataset, m[3], m[4]];
+  if (family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
+  // A symlink (of the file or of a folder above it) must still land inside the Parquet root: the
+  // partition folder is checked before its manifest is read, the file before it is served.
+  const root = await realpath(parquetRoot(dataDir)).catch(() => null);
+  const inside = async (path: string): Promise<boolean> => {
+    const real = await realpath(path).catch(() => null);
+    return root !== null && real !== null && real.startsWith(root + sep);
+  };
+  const dir = partitionDir(dataDir, family, dataset, date);
+  if (!(await inside(dir))) throw unknown;
+  const entry = (await readManifest(dir))?.files.find((f) => f.file === name);
+  if (!entry || !(await inside(join(dir, name)))) throw unknown;
+  return { entry, rel, name };
 }
 
 export default async function datasetsRoutes(app: FastifyInstance): Promise<void> {
   const { dataDir } = app.pmtape.config;
+  // Only reply.sendFile (no routes of its own); the root is given per file, as it may not exist yet.
+  await app.register(fastifyStatic, { serve: false });
 
-  app.get('/datasets', {
+  app.get<{ Querystring: ListQuery }>('/datasets', {
     config: { plan: 'free' },
     schema: {
       description: 'Published Parquet partition files (from their manifests), oldest first.',
@@ -66,21 +121,19 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
         dataset: { type: 'string', enum: [...DATASETS] },
         start_date: DATE, end_date: DATE, limit: q.limit, cursor: q.cursor,
       }),
-      response: { 200: listOf(entrySchema) },
+      response: { 200: listOf(entrySchema), ...errors([400, 401, 403, 429]) },
     },
   }, async (req) => {
-    const qs = req.query as Record<string, unknown>;
-    const family = qs.family as Family | undefined;
+    const qs = req.query;
     const start = dateParam(qs.start_date, 'start_date');
     const end = dateParam(qs.end_date, 'end_date');
     if (start && end && start > end) throw invalidParameter('start_date', 'must not be after end_date');
-    if (family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
-    const limit = (qs.limit as number | undefined) ?? 100;
+    if (qs.family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
     const route = 'datasets';
-    const after = typeof qs.cursor === 'string' ? String(app.pmtape.cursors.decode(qs.cursor, route, qs).after ?? '') : '';
-    const data: Record<string, unknown>[] = [];
+    const after = qs.cursor !== undefined ? String(app.pmtape.cursors.decode(qs.cursor, route, qs).after ?? '') : '';
+    const data: { key: string; path: string; rows: number; bytes: number; sha256: string; min_time: string | null; max_time: string | null }[] = [];
     let next: string | null = null;
-    const parts = (await listPartitions(dataDir, { family, dataset: qs.dataset as Dataset | undefined }))
+    const parts = (await listPartitions(dataDir, { family: qs.family, dataset: qs.dataset }))
       .filter((p) => (!start || p.date >= start) && (!end || p.date <= end) && (p.family !== 'wallet-prediction' || isPaid(req)))
       // Oldest first across families, so a researcher can sync day by day.
       .map((p) => ({ p, k: `${p.date}/${partitionRel(p.family, p.dataset, p.date)}` }))
@@ -92,8 +145,8 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
         const path = `${partitionRel(p.family, p.dataset, p.date)}/${f.file}`;
         const key = `${p.date}/${path}`;
         if (key <= after) continue;
-        if (data.length === limit) {
-          next = app.pmtape.cursors.encode(route, qs, { after: String(data[data.length - 1].key) });
+        if (data.length === qs.limit) {
+          next = app.pmtape.cursors.encode(route, qs, { after: data[data.length - 1].key });
           break;
         }
         data.push({ key, path, rows: f.rows, bytes: f.bytes, sha256: f.sha256, min_time: toIsoOrNull(f.min_time), max_time: toIsoOrNull(f.max_time) });
@@ -103,48 +156,34 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
     return { data: data.map(({ key: _k, ...rest }) => rest), next_cursor: next };
   });
 
-  app.get('/datasets/files/*', {
+  app.get<{ Params: { '*': string } }>('/datasets/files/*', {
     config: { plan: 'free' },
-    schema: { description: 'Downloads one partition file (Range, ETag and If-None-Match supported).' },
-  }, async (req: FastifyRequest, reply: FastifyReply) => {
-    const rel = (req.params as { '*': string })['*'] ?? '';
-    const m = PATH.exec(rel);
-    const unknown = notFound(`No dataset file '${rel.slice(0, 300)}'; list files with /v3/datasets.`);
-    if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
-    const [family, dataset, date, name] = [m[1] as Family, m[2] as Dataset, m[3], m[4]];
-    if (family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
-    const dir = partitionDir(dataDir, family, dataset, date);
-    const entry = (await readManifest(dir))?.files.find((f) => f.file === name);
-    if (!entry) throw unknown;
-    const fh = await open(join(dir, name), 'r').catch(() => null);
-    if (!fh) throw unknown;
-    const size = (await fh.stat()).size;
-    if (size !== entry.bytes) {
-      await fh.close();
-      throw unknown; // being replaced right now: the manifest and the file disagree for a moment
-    }
+    schema: {
+      description: 'Downloads one partition file listed by /v3/datasets. ETag is the quoted sha256 of the file; ' +
+        'Range (one range), If-Range and If-None-Match are supported.',
+      params: { type: 'object', properties: { '*': { type: 'string', maxLength: 1024, description: 'a `path` from /v3/datasets' } }, required: ['*'] },
+      response: {
+        200: parquetBody('the whole file'),
+        206: parquetBody('the asked byte range (Content-Range)'),
+        304: { description: 'If-None-Match matched the ETag', type: 'null' },
+        ...errors([400, 401, 403, 404, 416, 429]),
+      },
+    },
+  }, async (req, reply: FastifyReply) => {
+    const { entry, rel, name } = await publishedFile(req, dataDir, req.params['*']);
     const etag = `"${entry.sha256}"`;
     void reply.header('ETag', etag).header('Accept-Ranges', 'bytes').header('Cache-Control', 'public, max-age=3600')
       .header('Content-Disposition', `attachment; filename="${name}"`);
-    const inm = req.headers['if-none-match'];
-    if (inm && inm.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
-      await fh.close();
-      return reply.code(304).send();
-    }
-    const ifRange = req.headers['if-range'];
-    const range = ifRange && ifRange !== etag ? null : parseRange(req.headers.range, size);
-    if (range === 'bad') {
-      await fh.close();
-      return reply.code(416).header('Content-Range', `bytes */${size}`).type('application/json; charset=utf-8')
-        .send({ error: { ...envelope('invalid_parameter', `Header 'Range' asks for bytes outside the file (${size} bytes).`, String(req.id)).error, status: 416 } });
-    }
-    const [start, end] = range ?? [0, size - 1];
-    void reply.type('application/vnd.apache.parquet').header('Content-Length', String(end - start + 1));
-    if (range) void reply.code(206).header('Content-Range', `bytes ${start}-${end}/${size}`);
-    if (req.method === 'HEAD' || size === 0) {
-      await fh.close();
-      return reply.send();
-    }
-    return reply.send(createReadStream('', { fd: fh, start, end, autoClose: true }));
+    const judged = judgeConditions(req.raw.headers, etag);
+    if (judged === 'not-modified') return reply.code(304).send();
+    void reply.type('application/vnd.apache.parquet');
+    return reply.sendFile(rel, parquetRoot(dataDir), {
+      acceptRanges: judged.rangesAllowed, etag: false, lastModified: false, cacheControl: false, contentType: false,
+      // Being replaced right now: the manifest and the file disagree for a moment, so refuse rather
+      // than send bytes that do not match the ETag.
+      onFile: (_path: string, stat: { size: number }) => {
+        if (stat.size !== entry.bytes) throw notFound(`No dataset file '${rel}' right now (it is being replaced); list files with /v3/datasets.`);
+      },
+    });
   });
 }

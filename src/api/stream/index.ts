@@ -7,59 +7,21 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { WebSocketServer } from 'ws';
+import type { StreamTuning } from '../../config.js';
 import { PmtapeError } from '../../errors.js';
 import { streamDisconnects } from '../../metrics.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
+import { envelope } from '../plugins/error-handler.js';
 import { loadCursorSecret } from '../query/cursor.js';
 import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
 import { StreamHub } from './hub.js';
 import { streamModels, type ModelFactory, type StreamTarget } from './market.js';
 import { cursorStartSeq, type StreamRequest } from './protocol.js';
 
-export interface StreamSettings extends StreamLimits {
-  /** Ping period; a peer that has not answered the previous ping is dropped (API.md: 15 s). */
-  readonly pingIntervalMs: number;
-  /** How often open streams' keys are re-checked, so a revoked key's streams close. */
-  readonly authRecheckMs: number;
-  /** Largest client frame accepted (bigger ones close the connection with 1009). */
-  readonly maxPayloadBytes: number;
-}
-
-export const DEFAULT_STREAM_SETTINGS: StreamSettings = {
-  pingIntervalMs: 15_000,
-  authRecheckMs: 1_000,
-  maxPayloadBytes: 64 * 1024,
-  maxBufferedBytes: 8 * 1024 * 1024,
-  replayHighWaterBytes: 1024 * 1024,
-  maxSubscriptions: 1000,
-  closeGraceMs: 5_000,
-};
-
-const ENV: Record<keyof StreamSettings, string> = {
-  pingIntervalMs: 'PMTAPE_STREAM_PING_MS',
-  authRecheckMs: 'PMTAPE_STREAM_AUTH_RECHECK_MS',
-  maxPayloadBytes: 'PMTAPE_STREAM_MAX_PAYLOAD_BYTES',
-  maxBufferedBytes: 'PMTAPE_STREAM_MAX_BUFFERED_BYTES',
-  replayHighWaterBytes: 'PMTAPE_STREAM_REPLAY_HIGH_WATER_BYTES',
-  maxSubscriptions: 'PMTAPE_STREAM_MAX_SUBSCRIPTIONS',
-  closeGraceMs: 'PMTAPE_STREAM_CLOSE_GRACE_MS',
-};
-
-/** Settings: plugin options win over PMTAPE_STREAM_* environment variables, which win over defaults. */
-export function streamSettings(over: Partial<StreamSettings> = {}, env: NodeJS.ProcessEnv = process.env): StreamSettings {
-  const out: Record<string, number> = { ...DEFAULT_STREAM_SETTINGS };
-  for (const k of Object.keys(ENV) as (keyof StreamSettings)[]) {
-    const text = env[ENV[k]];
-    if (text !== undefined && text !== '') {
-      const n = Number(text);
-      if (!Number.isFinite(n) || n <= 0) throw new Error(`${ENV[k]} must be a positive number, got "${text}"`);
-      out[k] = n;
-    }
-    if (over[k] !== undefined) out[k] = over[k]!;
-  }
-  return out as unknown as StreamSettings;
-}
+/** The stream's limits and timers: the config's `stream` (PMTAPE_STREAM_* over defaults), which
+ *  the plugin's `settings` option overrides field by field (tests shrink timers that way). */
+export type StreamSettings = StreamTuning & StreamLimits;
 
 /** The stream state behind each HTTP server (tests and the benchmark look into it). */
 export const streamOfServer = new WeakMap<object, { readonly hub: StreamHub; readonly clients: ReadonlySet<StreamClient> }>();
@@ -68,6 +30,11 @@ export interface StreamPluginOptions {
   readonly settings?: Partial<StreamSettings>;
   /** Snapshot rules per family; defaults to the REST shapes (tests may wrap it). */
   readonly modelFor?: ModelFactory;
+}
+
+/** The fields of `over` that are set, so an explicit `undefined` does not erase a configured value. */
+function definedOnly<T extends object>(over: Partial<T> | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(over ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** Which plan a family needs: as on REST, wallet-prediction is paid, the others free. */
@@ -84,8 +51,8 @@ function refuse(socket: Duplex, err: PmtapeError): void {
 }
 
 export default async function streamPlugin(app: FastifyInstance, opts: StreamPluginOptions): Promise<void> {
-  const settings = streamSettings(opts.settings);
   const { keys, markets, config } = app.pmtape;
+  const settings: StreamSettings = { ...config.stream, ...definedOnly(opts.settings) };
   const path = `${app.prefix}/stream`;
   const secret = await loadCursorSecret(config.dataDir);
   const log = app.log;
@@ -180,7 +147,7 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
       c.send(JSON.stringify({
         type: 'error',
         id: null,
-        error: { status: 401, code: 'unauthorized', message: 'The API key was revoked; this stream is closed.', request_id: randomUUID() },
+        error: envelope('unauthorized', 'The API key was revoked; this stream is closed.', randomUUID()).error,
       }));
       streamDisconnects.inc({ reason: 'key_revoked' });
       c.kick(1008, 'api key revoked');

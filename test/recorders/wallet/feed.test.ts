@@ -1,7 +1,7 @@
 import t from 'tap';
 import { harness, until, type Harness } from '../yesno/harness.js';
 import { WalletRecorder, walletKey } from '../../../src/recorders/wallet/feed.js';
-import type { SimMount } from '../../../src/sim/server.js';
+import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
 import type { BookSnapshot, CatalogEvent, Gap, MetricSample, Recorded } from '../../../src/schema/observation.js';
 

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSim, type SimMount } from '../../../src/sim/server.js';
+import { startSim } from '../../../src/sim/server.js';
+import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
 import { listMarkets, openReader } from '../../../src/storage/index.js';
 import type { LogKey } from '../../../src/storage/types.js';

@@ -2,7 +2,7 @@ import t from 'tap';
 import { harness, until } from './harness.js';
 import { YesNoRecorder, yesnoBooksKey, yesnoCatalogKey } from '../../../src/recorders/yesno/feed.js';
 import { PollCadence } from '../../../src/recorders/yesno/cadence.js';
-import type { SimMount } from '../../../src/sim/server.js';
+import type { SimMount } from '../../../src/sim/mount.js';
 import type { YesNoSim } from '../../../src/sim/yesno.js';
 import type { Gap, Recorded, YesNoBook, CatalogEvent } from '../../../src/schema/observation.js';
 

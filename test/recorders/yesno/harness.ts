@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSim, type Sim, type SimOptions } from '../../../src/sim/server.js';
+import { startSim, type Sim } from '../../../src/sim/server.js';
+import type { SimOptions } from '../../../src/sim/mount.js';
 import { loadConfig, type Config } from '../../../src/config.js';
 import { LogSink } from '../../../src/recorders/sink.js';
 import type { RecorderDeps, RecorderError, RecorderLogger } from '../../../src/recorders/recorder.js';
