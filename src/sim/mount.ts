@@ -25,6 +25,9 @@ export interface SimOptions {
    *  out, so only coin discovery (`"coins": "all"`) records them. Default `["sol"]`. */
   readonly unlistedCoins?: readonly string[];
   readonly windows?: readonly string[];
+  /** The emulators' clock (epoch ms; default `Date.now`). Tests shift it, e.g. to sit mid-window
+   *  so that no market rolls over while they run, however slow the machine is. */
+  readonly now?: () => number;
 }
 
 /** What every mount gets: the options, its own seeded dice, and the shared clock. */
@@ -33,6 +36,8 @@ export interface SimContext {
   readonly seed: number;
   readonly faults: Faults;
   readonly windowScale: number;
+  /** The shared clock (`opts.now` or `Date.now`). */
+  readonly now: () => number;
   /** A fresh PRNG for a named component (same seed → same run). */
   random(name: string): () => number;
   dice(name: string): FaultDice;

@@ -59,6 +59,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     seed,
     faults,
     windowScale,
+    now: opts.now ?? Date.now,
     random: (name) => rng(seed ^ hashName(name)),
     dice: (name) => new FaultDice(faults, rng((seed * 31) ^ hashName(`dice:${name}`))),
   };

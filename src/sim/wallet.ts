@@ -278,7 +278,7 @@ export function walletMounts(ctx: SimContext): SimMount[] {
   const s = Math.min(1, ctx.windowScale * 5);
   const sim = createWalletSim({
     seed: ctx.seed, windowScale: ctx.windowScale, coins: ctx.opts.coins, windows: ctx.opts.windows,
-    heartbeatMs: Math.round(Math.min(15_000, Math.max(200, 15_000 * s))), dice: ctx.dice('wallet'),
+    heartbeatMs: Math.round(Math.min(15_000, Math.max(200, 15_000 * s))), dice: ctx.dice('wallet'), now: ctx.now,
   });
   const mount: SimMount & { readonly wallet: WalletSim } = {
     prefix: '/wallet',

@@ -261,7 +261,7 @@ export function createYesNoSim(opts: YesNoSimOptions = {}): YesNoSim {
 /** The `/yesno` mount of `pmtape sim` (REST only; answers under `/yesno` and `/yesno/trade-api/v2`). */
 export function yesnoMounts(ctx: SimContext): SimMount[] {
   const series = ['KXBTC15M', 'KXETH15M'];
-  const sim = createYesNoSim({ seed: ctx.seed, windowScale: ctx.windowScale, series, dice: ctx.dice('yesno') });
+  const sim = createYesNoSim({ seed: ctx.seed, windowScale: ctx.windowScale, series, dice: ctx.dice('yesno'), now: ctx.now });
   const mount: SimMount & { readonly yesno: YesNoSim } = {
     prefix: '/yesno',
     yesno: sim,

@@ -179,7 +179,11 @@ t.test('a 429 pauses every request for its Retry-After', async (t) => {
 });
 
 t.test('after a restart the downtime is a not_recording gap and unchanged markets are not re-listed', async (t) => {
-  const h = await harness({ windowScale: 1 }, { recorders: { catalog_poll_ms: 300 } });
+  // The emulator's clock sits mid-way through a 15-minute window, so no market closes while the two
+  // runs take place, however slowly a busy machine runs them (7.5 minutes of margin). With the clock
+  // 1.5 s before a window's end instead, this test fails as it did at random on busy CI machines.
+  const W = 15 * 60_000, base = Date.now(), mid = Math.floor(base / W) * W + W / 2;
+  const h = await harness({ windowScale: 1, now: () => mid + (Date.now() - base) }, { recorders: { catalog_poll_ms: 300 } });
   t.teardown(() => h.close());
   const r1 = new YesNoRecorder(h.deps);
   await r1.start();
