@@ -17,6 +17,7 @@ export {
   logFilePath, logsRoot, marketDir, streamDir,
 } from './paths.js';
 export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
+export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
 
 /** The reader of a logical log for the read side and the stream. */
 export function openReader(dataDir: string, key: LogKey): LogReader {

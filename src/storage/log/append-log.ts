@@ -7,7 +7,8 @@ import { dirname } from 'node:path';
 import { StorageError } from '../../errors.js';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import { DAY_MS, utcDay } from '../../schema/time.js';
-import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, syncDir, writeAll, type Batch } from './batch.js';
+import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
+import { fsyncDir } from '../durable.js';
 import { encodeFrameAt, msToUs, MAX_RECV_MS } from './frame.js';
 import { indexPathOf, logFilePath } from '../paths.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
@@ -397,7 +398,7 @@ export class AppendLog implements LogWriter {
     if (size !== expectedSize) {
       throw new StorageError(`${path} is ${size} bytes, expected ${expectedSize}: another process wrote it`, path, size);
     }
-    if (size === 0) await syncDir(dirname(path)); // the new file's name must survive a power loss
+    if (size === 0) await fsyncDir(dirname(path)); // the new file's name must survive a power loss
   }
 
   private async closeFiles(): Promise<void> {
