@@ -4,7 +4,7 @@
 // to IMPORTERS with one line each.
 
 import { listMarkets, openReader } from '../storage/index.js';
-import type { LogKey } from '../storage/types.js';
+import type { LogKey } from '../storage/index.js';
 import type { CoinMarket } from '../schema/market.js';
 import type { Observation } from '../schema/observation.js';
 import type { CapturedMessage } from './capture.js';

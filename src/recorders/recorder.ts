@@ -5,7 +5,7 @@
 
 import type { Config } from '../config.js';
 import type { Family, Gap, GapReason, Observation, Recorded } from '../schema/observation.js';
-import type { AppendOptions, LogKey } from '../storage/types.js';
+import type { AppendOptions, LogKey } from '../storage/index.js';
 import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
 import type { LogSink } from './sink.js';
 

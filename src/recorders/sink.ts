@@ -4,7 +4,7 @@
 // Between `beginFrame()` and `endFrame()` hot-path writes to one log are grouped into one appendMany.
 
 import { openWriter } from '../storage/index.js';
-import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/types.js';
+import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/index.js';
 import type { Observation, Recorded } from '../schema/observation.js';
 import { logBytesWritten, logRecordsWritten } from '../metrics.js';
 

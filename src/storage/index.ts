@@ -8,6 +8,7 @@ import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
 import { readFrames } from './read/scan.js';
 import type { LogKey, LogReader, ReadItem } from './types.js';
+import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
@@ -17,7 +18,25 @@ export {
   logFilePath, logsRoot, marketDir, streamDir,
 } from './paths.js';
 export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
+// Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing
+// this door must stay cheap for the recorders, the API and the CLI's other commands.
+export { listPartitions, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
+export { DATASETS, type Dataset } from './parquet/schema.js';
+export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
+export { checkPartitions } from './parquet/partition-check.js';
+export { startAutoCompaction } from './parquet/auto-compaction.js';
+export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
+
+/** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
+export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
+  return (await import('./parquet/compaction.js')).compactDay(dataDir, day, opts);
+}
+
+/** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */
+export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
+  return (await import('./parquet/compaction.js')).closedLogDays(dataDir, now);
+}
 
 /** The reader of a logical log for the read side and the stream. */
 export function openReader(dataDir: string, key: LogKey): LogReader {

@@ -6,7 +6,7 @@
 // every coin with an up/down series in a configured window joins the polled coins.
 
 import type { CoinMarket } from '../../schema/market.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { Recorder, type RecorderDeps, RecorderError } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import { sleep } from '../backoff.js';

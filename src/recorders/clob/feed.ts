@@ -4,7 +4,7 @@
 // Markets are added as the catalogue lists them and dropped once they close.
 
 import type { CoinMarket } from '../../schema/market.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import type { GapReason, Observation } from '../../schema/observation.js';
 import { Recorder, type RecorderDeps } from '../recorder.js';
 import { RecorderBooks } from '../book.js';

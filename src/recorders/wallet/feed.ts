@@ -5,7 +5,7 @@
 
 import type { WalletMarket } from '../../schema/market.js';
 import type { BookSnapshot, MetricSample } from '../../schema/observation.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { sleep } from '../backoff.js';
 import { Recorder, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';

@@ -5,7 +5,7 @@
 
 import type { YesNoMarket } from '../../schema/market.js';
 import type { GapReason } from '../../schema/observation.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { Backoff, sleep } from '../backoff.js';
 import { Recorder, RecorderError, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
