@@ -59,7 +59,7 @@ export interface SimMount {
 
 export type SimMountFactory = (ctx: SimContext) => SimMount[];
 
-/** Every emulated kind. Recorders II: add the yesno and wallet factories here. */
+/** Every emulated kind. */
 export const SIM_MOUNTS: SimMountFactory[] = [
   coinVenueMounts,
   yesnoMounts,

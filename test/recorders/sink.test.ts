@@ -101,3 +101,23 @@ t.test('writes of a frame are issued at endFrame, settle and closeKey', async (t
   await b.close();
   t.equal((await readLog(dir, 'coin', 'books', 'sink-test')).length, 3, 'settle ended the frame');
 });
+
+t.test('pmtape_log_bytes_written_total counts the bytes each stream appended to its log', async (t) => {
+  const { logBytesWritten } = await import('../../src/metrics.js');
+  const { statSync } = await import('node:fs');
+  const { logFilePath } = await import('../../src/storage/index.js');
+  const bytesOf = async (stream: string): Promise<number> =>
+    (await logBytesWritten.get()).values.find((v) => v.labels.stream === stream)?.value ?? 0;
+  const dir = tempDir();
+  const metricsKey: LogKey = { family: 'coin', stream: 'metrics', market: 'sink-bytes' };
+  const before = await bytesOf('metrics');
+  const commits: number[] = [];
+  const sink = new LogSink(dir, { monotonic: true, writer: { onCommit: (bytes) => commits.push(bytes) } });
+  for (let i = 0; i < 50; i++) sink.write(metricsKey, trade(1_800_000_000_000 + i));
+  await sink.append(metricsKey, trade(1_800_000_000_100));
+  await sink.close();
+  const fileBytes = statSync(logFilePath(dir, metricsKey, '2027-01-15')).size;
+  t.ok(fileBytes > 0);
+  t.equal((await bytesOf('metrics')) - before, fileBytes, 'the counter moved by exactly the bytes in the log file');
+  t.equal(commits.reduce((a, b) => a + b, 0), fileBytes, "the caller's own onCommit still runs");
+});

@@ -9,7 +9,7 @@ import type { Observation, Recorded } from '../../schema/observation.js';
 import { DAY_MS, utcDay } from '../../schema/time.js';
 import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
 import { fsyncDir } from '../durable.js';
-import { encodeFrameAt, msToUs, MAX_RECV_MS } from './frame.js';
+import { encodeFrameAt, msToUs } from './frame.js';
 import { indexPathOf, logFilePath } from '../paths.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from '../types.js';
@@ -112,9 +112,11 @@ export class AppendLog implements LogWriter {
     return null;
   }
 
-  /** Why `recv_ts` cannot follow a record at `prevUs`, or null when it can. */
-  private badTime(recvMs: unknown, prevUs: number): string | null {
-    if (typeof recvMs !== 'number' || !(recvMs >= 0 && recvMs <= MAX_RECV_MS)) return `recv_ts ${String(recvMs)} is not an epoch ms time`;
+  /**
+   * Why `recvMs` cannot follow a record at `prevUs`, or null when it can. Only the order is checked
+   * here: encodeFrameAt, which runs first, refuses a time a frame cannot hold.
+   */
+  private outOfOrder(recvMs: number, prevUs: number): string | null {
     if (msToUs(recvMs) < prevUs) return `recv_ts ${recvMs} is older than the last record's (${prevUs / 1000}) in ${this.key.market}`;
     return null;
   }
@@ -143,9 +145,6 @@ export class AppendLog implements LogWriter {
   private appendOne(obs: Observation, opts: AppendOptions | undefined, keep: boolean): Promise<Recorded | undefined> {
     const refused = this.refusal();
     if (refused) return Promise.reject(refused);
-    const recvMs = obs?.recv_ts;
-    const bad = this.badTime(recvMs, this.lastRecvUs);
-    if (bad) return Promise.reject(new StorageError(bad));
     const seq = this.lastSeq + 1;
     const checkpoint = opts?.checkpoint === true;
     const arena = this.arena;
@@ -155,6 +154,9 @@ export class AppendLog implements LogWriter {
     } catch (e) {
       return Promise.reject(asStorageError(e));
     }
+    const recvMs = obs.recv_ts; // a valid epoch ms time: the encoder checked it
+    const bad = this.outOfOrder(recvMs, this.lastRecvUs);
+    if (bad) return Promise.reject(new StorageError(bad)); // the encoded region is not committed
     const at = arena.used;
     arena.used = at + size; // commit the region
     const b = this.batch;
@@ -187,15 +189,15 @@ export class AppendLog implements LogWriter {
     let prevUs = this.lastRecvUs;
     for (let k = 0; k < n; k++) {
       const obs = list[k];
-      const recvMs = obs?.recv_ts;
-      const bad = this.badTime(recvMs, prevUs);
-      if (bad) return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${bad}; nothing of the group was written`));
       const checkpoint = cps === true || (Array.isArray(cps) && cps[k] === true);
       try {
         sizes[k] = encodeFrameAt(arena, obs, seq0 + k, checkpoint);
       } catch (e) {
-        return this.refuseGroup(asStorageError(e, `record ${k} of ${n}: `));
+        return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${(e as Error).message}; nothing of the group was written`));
       }
+      const recvMs = obs.recv_ts; // checked by the encoder
+      const bad = this.outOfOrder(recvMs, prevUs);
+      if (bad) return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${bad}; nothing of the group was written`));
       bufs[k] = arena.buf;
       ats[k] = arena.used;
       arena.used += sizes[k];

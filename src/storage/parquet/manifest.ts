@@ -19,7 +19,6 @@ export const partitionRel = (family: Family, dataset: Dataset, date: string): st
 export const partitionDir = (dataDir: string, family: Family, dataset: Dataset, date: string): string =>
   join(parquetRoot(dataDir), partitionRel(family, dataset, date));
 
-export const dataFileName = (dataset: Dataset, date: string): string => `${dataset}-${date}.parquet`;
 /**
  * The name a staging file inside a partition folder would have (earlier layouts; a stray one is
  * removed by the next run): the leading `_` makes Spark/pyarrow/polars skip it and the suffix keeps
