@@ -10,6 +10,7 @@ import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { openLogReader } from './read/reader.js';
+export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,

@@ -29,11 +29,22 @@ export interface Segment {
   stopReason: 'eof' | 'short' | 'bad' | 'stopped';
 }
 
-const cacheBytes = Number(process.env.PMTAPE_INDEX_CACHE_BYTES ?? 64 * 1024 * 1024);
-const cache = new LRUCache<string, Segment>({
-  maxSize: Math.max(1024 * 1024, cacheBytes),
-  sizeCalculation: (s) => s.entries.byteSize + 256,
-});
+const MIN_CACHE_BYTES = 1024 * 1024;
+const newCache = (bytes: number): LRUCache<string, Segment> =>
+  new LRUCache<string, Segment>({ maxSize: Math.max(MIN_CACHE_BYTES, bytes), sizeCalculation: (s) => s.entries.byteSize + 256 });
+let cache = newCache(64 * 1024 * 1024);
+
+/**
+ * Sets the memory bound of the cached indexes (config `storage.indexCacheBytes`; at least 1 MiB).
+ * Call it at startup: what is cached is dropped and rebuilt on demand.
+ */
+export function setIndexCacheBytes(bytes: number): void {
+  if (cache.maxSize === Math.max(MIN_CACHE_BYTES, bytes)) return;
+  cache = newCache(bytes);
+}
+
+/** The memory bound in force (for tests and diagnostics). */
+export const indexCacheBytes = (): number => cache.maxSize;
 /** Per file: the refresh running now, and the one queued to run after it. */
 const running = new Map<string, Promise<Segment | null>>();
 const queued = new Map<string, Promise<Segment | null>>();
