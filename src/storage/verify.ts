@@ -9,6 +9,7 @@ import { isLockedByLiveProcess } from './log/lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
 import { readIndexFile } from './log/recovery.js';
 import { scanFrames } from './read/scan.js';
+import { readFileStart } from './log/file-header.js';
 import { forgetSegment } from './read/segment.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, IndexEntries } from './log/time-index.js';
 import type { FileCheck } from './types.js';
@@ -38,13 +39,17 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
   let logCheck: FileCheck;
   try {
     const size = (await fh.stat()).size;
+    // An unknown format version or a damaged header throws here, naming the file; nothing is repaired.
+    const fileStart = await readFileStart(fh, size, logPath);
     const stop = await scanFrames(fh, 0, size, (head) => {
       entries.consider(head, DEFAULT_INDEX_EVERY_BYTES);
     });
     if (stop.reason === 'eof' || (live && stop.reason === 'short')) {
       logCheck = { file: logPath, ok: true };
     } else {
-      const problem = stop.reason === 'short' ? 'torn tail: incomplete last frame' : `damaged frame: ${stop.problem ?? 'invalid'}`;
+      const problem = fileStart.kind === 'torn'
+        ? 'torn file header: the file holds no record'
+        : stop.reason === 'short' ? 'torn tail: incomplete last frame' : `damaged frame: ${stop.problem ?? 'invalid'}`;
       let repaired = false;
       if (repair) {
         await fh.truncate(stop.end);

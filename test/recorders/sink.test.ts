@@ -8,6 +8,7 @@ import type { Trade } from '../../src/schema/observation.js';
 import type { LogKey } from '../../src/storage/types.js';
 import { openReader } from '../../src/storage/index.js';
 import { readLog, tempDir } from './helpers.js';
+import { FILE_HEADER_BYTES } from '../../src/storage/log/file-header.js';
 
 const key: LogKey = { family: 'coin', stream: 'books', market: 'sink-test' };
 const trade = (recv: number, price = '0.5'): Trade => ({ type: 'trade', recv_ts: recv, source_ts: null, token_id: 'T', price });
@@ -118,6 +119,7 @@ t.test('pmtape_log_bytes_written_total counts the bytes each stream appended to 
   await sink.close();
   const fileBytes = statSync(logFilePath(dir, metricsKey, '2027-01-15')).size;
   t.ok(fileBytes > 0);
-  t.equal((await bytesOf('metrics')) - before, fileBytes, 'the counter moved by exactly the bytes in the log file');
-  t.equal(commits.reduce((a, b) => a + b, 0), fileBytes, "the caller's own onCommit still runs");
+  const frameBytes = fileBytes - FILE_HEADER_BYTES; // the file's format header is not a record
+  t.equal((await bytesOf('metrics')) - before, frameBytes, 'the counter moved by exactly the record bytes in the log file');
+  t.equal(commits.reduce((a, b) => a + b, 0), frameBytes, "the caller's own onCommit still runs");
 });

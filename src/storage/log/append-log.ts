@@ -10,6 +10,7 @@ import { DAY_MS, utcDay } from '../../schema/time.js';
 import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
 import { fsyncDir } from '../durable.js';
 import { encodeFrameAt, msToUs } from './frame.js';
+import { encodeFileHeader, FILE_HEADER_BYTES } from './file-header.js';
 import { indexPathOf, logFilePath } from '../paths.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from '../types.js';
@@ -240,8 +241,9 @@ export class AppendLog implements LogWriter {
     }
     const day = this.dayName;
     if (day !== this.tailDay) {
+      // A new day file: its frames start after the format header (written with its first batch).
       this.tailDay = day;
-      this.tailSize = 0;
+      this.tailSize = FILE_HEADER_BYTES;
       this.tailIndexOffset = -1;
     }
     const b = this.batch;
@@ -373,16 +375,20 @@ export class AppendLog implements LogWriter {
 
   private async writeBatch(b: Batch): Promise<void> {
     for (const seg of b.segments) {
-      if (seg.day !== this.fileDay) await this.switchTo(seg.day, seg.startOffset);
-      await writeAll(this.log!, seg.frames.parts);
+      const created = seg.day !== this.fileDay && (await this.switchTo(seg.day, seg.startOffset));
+      // A new file gets its header in the same write as its first frames.
+      await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts);
       if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts);
     }
     // The index is derived data: it is not fsynced per batch (recovery rebuilds what a crash loses).
     await this.log!.datasync();
   }
 
-  /** Day rollover: the old file is fsynced and closed before the new one receives any byte. */
-  private async switchTo(day: string, expectedSize: number): Promise<void> {
+  /**
+   * Day rollover: the old file is fsynced and closed before the new one receives any byte. True
+   * when the file is new (empty): the caller writes its format header first.
+   */
+  private async switchTo(day: string, expectedSize: number): Promise<boolean> {
     if (this.log) {
       await this.log.datasync();
       await this.closeFiles();
@@ -397,10 +403,12 @@ export class AppendLog implements LogWriter {
     this.idx = idx;
     this.fileDay = day;
     const size = (await log.stat()).size;
-    if (size !== expectedSize) {
+    const created = size === 0;
+    if ((created ? FILE_HEADER_BYTES : size) !== expectedSize) {
       throw new StorageError(`${path} is ${size} bytes, expected ${expectedSize}: another process wrote it`, path, size);
     }
-    if (size === 0) await fsyncDir(dirname(path)); // the new file's name must survive a power loss
+    if (created) await fsyncDir(dirname(path)); // the new file's name must survive a power loss
+    return created;
   }
 
   private async closeFiles(): Promise<void> {

@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache';
 import { scanFrames } from './scan.js';
 import { readFrameAt } from '../log/recovery.js';
 import { indexPathOf } from '../paths.js';
+import { readFileStart } from '../log/file-header.js';
 import { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, entryFlagsOf, parseIndex, type IndexEntry } from '../log/time-index.js';
 
 export interface Segment {
@@ -19,7 +20,7 @@ export interface Segment {
   idxConsumed: number;
   /** The last entry read from the index file (continuity check for the next read). */
   idxLast: IndexEntry | null;
-  /** End of the valid frames found so far (a frame boundary); entries are complete before it. */
+  /** End of the valid frames found so far (a frame boundary; 0 while the file holds none); entries are complete before it. */
   validEnd: number;
   /** The last valid frame, or seq -1 when the file has none. */
   lastSeq: number;
@@ -149,6 +150,16 @@ function fresh(path: string, ino: number, size: number, useIndex: boolean): Segm
 async function extend(seg: Segment): Promise<boolean> {
   const fh = await open(seg.path, 'r');
   try {
+    // A fresh view checks the file's format header first (an unknown version throws, naming it).
+    let dataStart = 0;
+    if (seg.validEnd === 0 && seg.size > 0) {
+      const fileStart = await readFileStart(fh, seg.size, seg.path);
+      if (fileStart.kind === 'torn') {
+        seg.stopReason = 'short'; // a writer creating the file, or one that died doing so: no record
+        return true;
+      }
+      dataStart = fileStart.dataStart;
+    }
     const e = seg.entries;
     if (seg.idxConsumed >= 0) {
       const buf = await readFrom(indexPathOf(seg.path), seg.idxConsumed);
@@ -170,15 +181,17 @@ async function extend(seg: Segment): Promise<boolean> {
         seg.lastOffset = -1; // the frame before the jump target is unknown: no order check across it
       }
     }
-    if (seg.validEnd >= seg.size) return true;
+    // validEnd stays 0 while the file holds no frame (readers skip such a file), header or not.
+    const from = seg.validEnd === 0 ? dataStart : seg.validEnd;
+    if (from >= seg.size) return true;
     const prev = seg.lastOffset >= 0 ? { seq: seg.lastSeq, recvUs: seg.lastRecvUs } : null;
-    const stop = await scanFrames(fh, seg.validEnd, seg.size, (head) => {
+    const stop = await scanFrames(fh, from, seg.size, (head) => {
       e.consider(head, DEFAULT_INDEX_EVERY_BYTES);
       seg.lastSeq = head.seq;
       seg.lastRecvUs = head.recvUs;
       seg.lastOffset = head.offset;
     }, prev, 64 * 1024);
-    seg.validEnd = stop.end;
+    seg.validEnd = e.n > 0 ? stop.end : 0;
     seg.stopReason = stop.reason;
     return true;
   } finally {
