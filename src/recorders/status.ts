@@ -42,7 +42,15 @@ export function writeStatus(dataDir: string, status: StatusFile): Error | null {
 
 export function removeStatus(dataDir: string, pid = process.pid): void {
   rmSync(statusPath(dataDir, pid), { force: true });
-  rmSync(`${statusPath(dataDir, pid)}.tmp`, { force: true });
+  // A temp file of a write the process was killed in (see writeFileDurableSync's names).
+  const temp = `.record-${pid}.json.tmp-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(statusDir(dataDir));
+  } catch {
+    return;
+  }
+  for (const n of names) if (n.startsWith(temp)) rmSync(join(statusDir(dataDir), n), { force: true });
 }
 
 /**
