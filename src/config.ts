@@ -56,6 +56,8 @@ export interface Config {
     readonly retentionDays: number;
     /** Grace after UTC midnight before `start` compacts the closed day. */
     readonly compactGraceMs: number;
+    /** Memory for the readers' cached day-file indexes (env PMTAPE_INDEX_CACHE_BYTES, ≥ 1 MiB used). */
+    readonly indexCacheBytes: number;
   };
   /** Seconds without any message after which a connection counts as stale. */
   readonly staleAfterMs: number;
@@ -325,6 +327,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       checkpointEveryMs: st.checkpoint_every_ms === undefined ? 60_000 : num(st.checkpoint_every_ms, 'storage.checkpoint_every_ms', 100),
       retentionDays: st.retention_days === undefined ? 7 : num(st.retention_days, 'storage.retention_days', 0),
       compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
+      indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
     recorders: recorderTuning(file.recorders),

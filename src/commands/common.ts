@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type Config } from '../config.js';
+import { setIndexCacheBytes } from '../storage/index.js';
 
 /** Adds the options every command accepts. */
 export function commonOptions(cmd: Command): Command {
@@ -14,7 +15,13 @@ export function commonOptions(cmd: Command): Command {
 
 /** Builds the frozen config from a command's parsed options. */
 export function configFrom(opts: { dataDir?: string; config?: string; port?: string | number; host?: string }): Config {
-  return loadConfig({ dataDir: opts.dataDir, config: opts.config, port: opts.port, host: opts.host });
+  return applyConfig(loadConfig({ dataDir: opts.dataDir, config: opts.config, port: opts.port, host: opts.host }));
+}
+
+/** Hands the process-wide settings of `config` to the modules that keep process-wide state. */
+export function applyConfig(config: Config): Config {
+  setIndexCacheBytes(config.storage.indexCacheBytes);
+  return config;
 }
 
 /** Long-running commands print exactly this line on stdout once they accept requests. */

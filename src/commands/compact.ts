@@ -4,9 +4,7 @@
 
 import type { Command } from 'commander';
 import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
-import { closedLogDays, compactDay, type PartitionResult } from '../storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../storage/parquet/retention.js';
-import { checkPartitions } from '../storage/parquet/partition-check.js';
+import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, type PartitionResult } from '../storage/index.js';
 import { addVerifyCheck } from './verify.js';
 import { commonOptions, configFrom, progress } from './common.js';
 

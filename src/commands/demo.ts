@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { loadConfig, type Config } from '../config.js';
 import type { Sim } from '../sim/server.js';
 import { demoKey, keyLines, type FirstKey } from '../api/plugins/first-key.js';
-import { commonOptions, onShutdown, printReady } from './common.js';
+import { applyConfig, commonOptions, onShutdown, printReady } from './common.js';
 import { startService, type Service } from './start.js';
 
 // The emulators are imported when the command runs, not when the CLI loads (start.ts does the same
@@ -41,7 +41,7 @@ export async function runDemo(o: DemoOptions = {}): Promise<Demo> {
   try {
     const configFile = join(dataDir, 'demo-config.json');
     writeFileSync(configFile, JSON.stringify(sim.config, null, 2) + '\n');
-    const config = loadConfig({ dataDir, config: configFile, port: o.port, host: o.host, logLevel: o.logLevel });
+    const config = applyConfig(loadConfig({ dataDir, config: configFile, port: o.port, host: o.host, logLevel: o.logLevel }));
     const k = await demoKey(dataDir);
     const service: Service = await startService(config).catch((e: NodeJS.ErrnoException) => {
       if (e.code === 'EADDRINUSE') throw new Error(`port ${config.port} is in use: pass --port N (0 picks a free port)`);

@@ -29,7 +29,7 @@ export async function startService(config: Config): Promise<Service> {
     logger.error({ err: (e as Error).message }, 'recorders did not start');
     return null;
   });
-  const { startAutoCompaction } = await import('../storage/parquet/auto-compaction.js');
+  const { startAutoCompaction } = await import('../storage/index.js');
   const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
   return {
     url: api.url,

@@ -5,7 +5,7 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { verifyDataDir } from '../storage/index.js';
-import type { FileCheck } from '../storage/types.js';
+import type { FileCheck } from '../storage/index.js';
 import { commonOptions, configFrom, progress } from './common.js';
 
 /**

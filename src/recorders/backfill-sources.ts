@@ -5,7 +5,7 @@
 import type { Config } from '../config.js';
 import type { Family, CatalogEvent } from '../schema/observation.js';
 import type { Market } from '../schema/market.js';
-import type { LogKey } from '../storage/types.js';
+import type { LogKey } from '../storage/index.js';
 import { RestClient } from './rest.js';
 import { catalogKey } from './catalog/feed.js';
 import { catalogEvent, marketsIn, normalizeCatalogMarket } from './catalog/normalize.js';

@@ -5,7 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { openReader } from '../storage/index.js';
-import type { LogKey } from '../storage/types.js';
+import type { LogKey } from '../storage/index.js';
 import type { BookCheckpoint, Observation } from '../schema/observation.js';
 import { MarketBooks } from '../book/book-state.js';
 import { readCapture, sourceTimeOf, type CapturedMessage } from './capture.js';

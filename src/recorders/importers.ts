@@ -1,10 +1,9 @@
 // Importers of raw captured upstream messages, by kind (`pmtape import --kind K`): each maps one
 // captured message through the kind's own normalizer to keyed observations. The generic driver
-// (import-run.ts) does time, de-duplication, ordering and appends. Recorders II: add yesno/wallet
-// to IMPORTERS with one line each.
+// (import-run.ts) does time, de-duplication, ordering and appends.
 
 import { listMarkets, openReader } from '../storage/index.js';
-import type { LogKey } from '../storage/types.js';
+import type { LogKey } from '../storage/index.js';
 import type { CoinMarket } from '../schema/market.js';
 import type { Observation } from '../schema/observation.js';
 import type { CapturedMessage } from './capture.js';

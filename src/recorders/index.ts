@@ -21,7 +21,7 @@ export interface RecorderKind {
   create(deps: RecorderDeps): Recorder;
 }
 
-/** Every known kind, in start order. Recorders II: add `yesnoKind` and `walletKind` here. */
+/** Every known kind, in start order. */
 export const RECORDER_KINDS: RecorderKind[] = [
   catalogKind,
   clobKind,

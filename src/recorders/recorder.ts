@@ -6,7 +6,7 @@
 import type { Config } from '../config.js';
 import { RecorderError, type RecorderErrorCode } from '../errors.js';
 import type { Family, Gap, GapReason, Observation, Recorded } from '../schema/observation.js';
-import type { AppendOptions, LogKey } from '../storage/types.js';
+import type { AppendOptions, LogKey } from '../storage/index.js';
 import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
 import type { LogSink } from './sink.js';
 
@@ -132,16 +132,6 @@ export abstract class Recorder {
     }
   }
 
-  /** Appends through the sink; failures become `write` errors, never exceptions. */
-  protected write(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
-    return this.deps.sink.append(key, obs, opts);
-  }
-
-  /** Like `write` without a result (hot paths: one promise less per record). */
-  protected put(key: LogKey, obs: Observation, opts?: AppendOptions): void {
-    this.deps.sink.write(key, obs, opts);
-  }
-
   // ---- gap bookkeeping (per books log) ----
 
   /** True while `key` has an open gap (its books are invalid). */
@@ -161,7 +151,7 @@ export abstract class Recorder {
     const g = open ?? { reason, start_ts: Math.min(startTs, recvTs) };
     this.openGaps.set(key.market, g);
     const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: null, ...(detail ? { detail } : {}) };
-    this.put(key, gap);
+    this.deps.sink.write(key, gap);
   }
 
   /**
@@ -172,7 +162,7 @@ export abstract class Recorder {
     this.gapCount++;
     recorderGaps.inc({ kind: this.kind, reason });
     const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason, start_ts: Math.min(startTs, endTs), end_ts: endTs, ...(detail ? { detail } : {}) };
-    void this.write(key, gap);
+    void this.deps.sink.append(key, gap);
   }
 
   /** Closes the open gap of `key` (a fresh full book arrived at `endTs`): writes both ends. */
@@ -183,7 +173,7 @@ export abstract class Recorder {
     this.gapCount++;
     recorderGaps.inc({ kind: this.kind, reason: g.reason });
     const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: Math.max(endTs, g.start_ts) };
-    void this.write(key, gap);
+    void this.deps.sink.append(key, gap);
   }
 
   /** Forgets an open gap without writing (the market is no longer recorded). */

@@ -4,7 +4,7 @@
 // Between `beginFrame()` and `endFrame()` hot-path writes to one log are grouped into one appendMany.
 
 import { openWriter } from '../storage/index.js';
-import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/types.js';
+import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/index.js';
 import type { Observation, Recorded } from '../schema/observation.js';
 import { logBytesWritten, logRecordsWritten } from '../metrics.js';
 
@@ -59,7 +59,7 @@ export class LogSink {
       const slot: Slot = { writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.opts.onError?.(e as Error, key), group: null, groupCps: [], groupKey: null };
       slot.opening = (async () => {
         try {
-          const w = await openWriter(this.dataDir, key, this.opts.writer ?? {});
+          const w = await openWriter(this.dataDir, key, this.writerOptions(key));
           slot.writer = w;
           slot.lastRecvTs = w.lastRecord()?.recv_ts ?? 0;
           return w;
@@ -74,6 +74,20 @@ export class LogSink {
       s = slot;
     }
     return s;
+  }
+
+  /** The writer options of `key`: the caller's, with every fsynced batch's bytes counted by stream. */
+  private writerOptions(key: LogKey): WriterOptions {
+    const base = this.opts.writer ?? {};
+    const onCommit = base.onCommit;
+    const stream = key.stream;
+    return {
+      ...base,
+      onCommit: (bytes, records) => {
+        logBytesWritten.inc({ stream }, bytes);
+        onCommit?.(bytes, records);
+      },
+    };
   }
 
   /** Opens (or returns) the writer of `key`; null when it cannot be opened (reported). */
@@ -136,10 +150,19 @@ export class LogSink {
     this.framed.length = 0;
   }
 
-  private hold(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined): void {
+  /**
+   * The one place the monotonic clock is applied: with `monotonic`, a record older than its log's
+   * newest takes the newest's time; either way the slot learns the newest time.
+   */
+  private clamp(s: Slot, obs: Observation): Observation {
     let o = obs;
     if (this.opts.monotonic && o.recv_ts < s.lastRecvTs) o = { ...o, recv_ts: s.lastRecvTs };
     if (o.recv_ts > s.lastRecvTs) s.lastRecvTs = o.recv_ts;
+    return o;
+  }
+
+  private hold(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined): void {
+    const o = this.clamp(s, obs);
     if (!s.group) {
       s.group = [];
       s.groupCps.length = 0;
@@ -181,9 +204,7 @@ export class LogSink {
 
   private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: boolean): Promise<Recorded | null> | undefined {
     const w = s.writer!;
-    let o = obs;
-    if (this.opts.monotonic && o.recv_ts < s.lastRecvTs) o = { ...o, recv_ts: s.lastRecvTs };
-    if (o.recv_ts > s.lastRecvTs) s.lastRecvTs = o.recv_ts;
+    const o = this.clamp(s, obs);
     if (!wantResult) {
       try {
         w.write(o, opts).catch(s.onError); // no Recorded kept for a result nobody reads
@@ -212,11 +233,6 @@ export class LogSink {
     for (const [stream, n] of Object.entries(this.unreported)) if (n > 0) logRecordsWritten.inc({ stream }, n);
     this.unreported = {};
     this.unreportedRecords = 0;
-  }
-
-  /** Adds bytes to the metrics (callers that know the serialized size). */
-  countBytes(stream: string, n: number): void {
-    logBytesWritten.inc({ stream }, n);
   }
 
   /** True when any open writer reports backpressure. */
@@ -265,9 +281,5 @@ export class LogSink {
         await w?.close().catch(() => undefined);
       }),
     );
-  }
-
-  get openLogs(): number {
-    return this.slots.size;
   }
 }

@@ -1,10 +1,11 @@
 // The record process's status file, `<dataDir>/status/record-<pid>.json`, rewritten every ~2 s by
-// temp file + fsync + rename (readers never see half a file) and removed on a clean stop. The read
+// a durable write (temp file + fsync + rename: readers never see half a file) and removed on a clean stop. The read
 // side uses it for `stale` flags and /healthz: a file not updated for > 10 s means a dead process.
 
-import { mkdirSync, openSync, writeSync, fsyncSync, closeSync, renameSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Family } from '../schema/observation.js';
+import { writeFileDurableSync } from '../storage/index.js';
 import type { KindStatus } from './recorder.js';
 
 export interface StatusFile {
@@ -27,21 +28,12 @@ export function statusPath(dataDir: string, pid = process.pid): string {
   return join(statusDir(dataDir), `record-${pid}.json`);
 }
 
-/** Writes the file atomically (temp + fsync + rename). Errors are returned, not thrown. */
+/** Writes the file durably (storage's writeFileDurableSync). Errors are returned, not thrown. */
 export function writeStatus(dataDir: string, status: StatusFile): Error | null {
   try {
     const dir = statusDir(dataDir);
     mkdirSync(dir, { recursive: true });
-    const final = statusPath(dataDir, status.pid);
-    const tmp = `${final}.tmp`;
-    const fd = openSync(tmp, 'w');
-    try {
-      writeSync(fd, JSON.stringify(status));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, final);
+    writeFileDurableSync(statusPath(dataDir, status.pid), JSON.stringify(status));
     return null;
   } catch (e) {
     return e as Error;
@@ -50,7 +42,15 @@ export function writeStatus(dataDir: string, status: StatusFile): Error | null {
 
 export function removeStatus(dataDir: string, pid = process.pid): void {
   rmSync(statusPath(dataDir, pid), { force: true });
-  rmSync(`${statusPath(dataDir, pid)}.tmp`, { force: true });
+  // A temp file of a write the process was killed in (see writeFileDurableSync's names).
+  const temp = `.record-${pid}.json.tmp-`;
+  let names: string[] = [];
+  try {
+    names = readdirSync(statusDir(dataDir));
+  } catch {
+    return;
+  }
+  for (const n of names) if (n.startsWith(temp)) rmSync(join(statusDir(dataDir), n), { force: true });
 }
 
 /**

@@ -2,45 +2,41 @@
 // `openReader` is the one function the read side and the stream use; it may later span compacted
 // (Parquet) days too, so keep callers on it rather than on `openLogReader`.
 
-import { open } from 'node:fs/promises';
-import { logFilePath } from './paths.js';
 import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
-import { readFrames } from './read/scan.js';
-import type { LogKey, LogReader, ReadItem } from './types.js';
+import type { LogKey, LogReader } from './types.js';
+import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { openLogReader } from './read/reader.js';
+export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,
 } from './paths.js';
 export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
-export {
-  listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef,
-} from './parquet/manifest.js';
+// Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing
+// this door must stay cheap for the recorders, the API and the CLI's other commands.
+export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
 export { DATASETS, type Dataset } from './parquet/schema.js';
+export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
+export { checkPartitions } from './parquet/partition-check.js';
+export { startAutoCompaction } from './parquet/auto-compaction.js';
+export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
+
+/** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
+export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
+  return (await import('./parquet/compaction.js')).compactDay(dataDir, day, opts);
+}
+
+/** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */
+export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
+  return (await import('./parquet/compaction.js')).closedLogDays(dataDir, now);
+}
 
 /** The reader of a logical log for the read side and the stream. */
 export function openReader(dataDir: string, key: LogKey): LogReader {
   return compositeReader(dataDir, key, openLogReader(dataDir, key)); // compacted days come from Parquet
-}
-
-/**
- * Every valid record of one day file of `key`, in order (for the compactor: call it on closed
- * days only, see isDayClosed). Stops at the first damaged or short frame; nothing when absent.
- */
-export async function* readDay(dataDir: string, key: LogKey, day: string): AsyncGenerator<ReadItem> {
-  const fh = await open(logFilePath(dataDir, key, day), 'r').catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return null;
-    throw e;
-  });
-  if (!fh) return;
-  try {
-    const size = (await fh.stat()).size;
-    for await (const { head, rec } of readFrames(fh, 0, size)) yield { rec, pos: { day, offset: head.offset, seq: head.seq } };
-  } finally {
-    await fh.close();
-  }
 }

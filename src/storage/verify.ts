@@ -2,13 +2,14 @@
 // its first byte, each index is compared with a rebuild from that scan. Repair truncates a log at
 // its first bad or short frame and rewrites indexes (temp file, fsync, rename, fsync the folder).
 
-import { open, readdir, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { syncDir } from './log/batch.js';
+import { open, readdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileDurable } from './durable.js';
 import { isLockedByLiveProcess } from './log/lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
 import { readIndexFile } from './log/recovery.js';
 import { scanFrames } from './read/scan.js';
+import { readFileStart } from './log/file-header.js';
 import { forgetSegment } from './read/segment.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, IndexEntries } from './log/time-index.js';
 import type { FileCheck } from './types.js';
@@ -38,13 +39,17 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
   let logCheck: FileCheck;
   try {
     const size = (await fh.stat()).size;
+    // An unknown format version or a damaged header throws here, naming the file; nothing is repaired.
+    const fileStart = await readFileStart(fh, size, logPath);
     const stop = await scanFrames(fh, 0, size, (head) => {
       entries.consider(head, DEFAULT_INDEX_EVERY_BYTES);
     });
     if (stop.reason === 'eof' || (live && stop.reason === 'short')) {
       logCheck = { file: logPath, ok: true };
     } else {
-      const problem = stop.reason === 'short' ? 'torn tail: incomplete last frame' : `damaged frame: ${stop.problem ?? 'invalid'}`;
+      const problem = fileStart.kind === 'torn'
+        ? 'torn file header: the file holds no record'
+        : stop.reason === 'short' ? 'torn tail: incomplete last frame' : `damaged frame: ${stop.problem ?? 'invalid'}`;
       let repaired = false;
       if (repair) {
         await fh.truncate(stop.end);
@@ -63,7 +68,7 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
   if (problem === null) return [logCheck, { file: idxPath, ok: true }];
   let repaired = false;
   if (repair) {
-    await writeFileDurably(idxPath, expected);
+    await writeFileDurable(idxPath, expected);
     forgetSegment(logPath);
     repaired = true;
   }
@@ -85,24 +90,6 @@ function compareIndex(actual: Buffer, expected: Buffer, live: boolean): { offset
     return { offset: actual.length, text: actual.length === 0 ? 'index missing or empty' : `index lacks ${Math.ceil((expected.length - actual.length) / ENTRY_BYTES)} entries` };
   }
   return { offset: expected.length, text: `index has ${actual.length - expected.length} bytes beyond the log's valid frames` };
-}
-
-async function writeFileDurably(path: string, data: Buffer): Promise<void> {
-  const tmp = `${dirname(path)}/.${basename(path)}.tmp-${process.pid}`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.write(data, 0, data.length, 0);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, path);
-  } catch (e) {
-    await unlink(tmp).catch(() => undefined);
-    throw e;
-  }
-  await syncDir(dirname(path));
 }
 
 /**

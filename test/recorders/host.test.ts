@@ -2,9 +2,10 @@
 // writes only its own markets' logs.
 
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { statusPath, writeStatus } from '../../src/recorders/status.js';
+import { statusDir, statusPath, writeStatus } from '../../src/recorders/status.js';
 import { startSim } from '../../src/sim/server.js';
 import { inShard, shardHash, startRecorders } from '../../src/recorders/index.js';
 import { readAll, simConfig, sleep, tempDir, waitFor } from './helpers.js';
@@ -59,11 +60,15 @@ t.test('status files of killed record processes are cleaned up; live ones are ke
   const base = { started_ts: old, updated_ts: old, kinds: {}, connected: { coin: [], 'wallet-prediction': [], 'yesno-exchange': [] } };
   writeStatus(dir, { ...base, pid: deadPid });
   writeStatus(dir, { ...base, pid: process.ppid });
+  // The dead process was killed inside a durable write: its temp file goes with its status file.
+  const deadTemp = join(statusDir(dir), `.record-${deadPid}.json.tmp-${deadPid}-0`);
+  writeFileSync(deadTemp, '{"pid"');
   const sim = await startSim({ seed: 1, coins: ['btc'], windows: ['5m'], windowScale: 0.02 });
   t.teardown(() => sim.close());
   const { config } = simConfig(sim.config, dir, { recorders: { status_interval_ms: 100 } });
   const host = await startRecorders(config, { kinds: ['catalog'] });
   t.ok(await waitFor(() => !existsSync(statusPath(dir, deadPid)), 5000), 'the dead process file is removed');
+  t.notOk(existsSync(deadTemp), 'and the temp file it was writing');
   t.ok(existsSync(statusPath(dir, process.ppid)), 'a live pid keeps its file');
   t.ok(existsSync(statusPath(dir)), 'this process has its own');
   await host.stop();

@@ -8,6 +8,7 @@ import type { Trade } from '../../src/schema/observation.js';
 import type { LogKey } from '../../src/storage/types.js';
 import { openReader } from '../../src/storage/index.js';
 import { readLog, tempDir } from './helpers.js';
+import { FILE_HEADER_BYTES } from '../../src/storage/log/file-header.js';
 
 const key: LogKey = { family: 'coin', stream: 'books', market: 'sink-test' };
 const trade = (recv: number, price = '0.5'): Trade => ({ type: 'trade', recv_ts: recv, source_ts: null, token_id: 'T', price });
@@ -100,4 +101,25 @@ t.test('writes of a frame are issued at endFrame, settle and closeKey', async (t
   await b.settle();
   await b.close();
   t.equal((await readLog(dir, 'coin', 'books', 'sink-test')).length, 3, 'settle ended the frame');
+});
+
+t.test('pmtape_log_bytes_written_total counts the bytes each stream appended to its log', async (t) => {
+  const { logBytesWritten } = await import('../../src/metrics.js');
+  const { statSync } = await import('node:fs');
+  const { logFilePath } = await import('../../src/storage/index.js');
+  const bytesOf = async (stream: string): Promise<number> =>
+    (await logBytesWritten.get()).values.find((v) => v.labels.stream === stream)?.value ?? 0;
+  const dir = tempDir();
+  const metricsKey: LogKey = { family: 'coin', stream: 'metrics', market: 'sink-bytes' };
+  const before = await bytesOf('metrics');
+  const commits: number[] = [];
+  const sink = new LogSink(dir, { monotonic: true, writer: { onCommit: (bytes) => commits.push(bytes) } });
+  for (let i = 0; i < 50; i++) sink.write(metricsKey, trade(1_800_000_000_000 + i));
+  await sink.append(metricsKey, trade(1_800_000_000_100));
+  await sink.close();
+  const fileBytes = statSync(logFilePath(dir, metricsKey, '2027-01-15')).size;
+  t.ok(fileBytes > 0);
+  const frameBytes = fileBytes - FILE_HEADER_BYTES; // the file's format header is not a record
+  t.equal((await bytesOf('metrics')) - before, frameBytes, 'the counter moved by exactly the record bytes in the log file');
+  t.equal(commits.reduce((a, b) => a + b, 0), frameBytes, "the caller's own onCommit still runs");
 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { LockedError, StorageError } from '../../src/errors.js';
 import type { Observation } from '../../src/schema/observation.js';
-import { listDays, listKeys, lockFilePath, logFilePath, openReader, openWriter, readDay, type LogKey } from '../../src/storage/index.js';
+import { listDays, listKeys, lockFilePath, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/index.js';
 import { book, trade } from './helpers/records.js';
 import { helperPath, kill9, startNode } from './helpers/proc.js';
 
@@ -141,20 +141,17 @@ t.test('after close, appends are refused', async (t) => {
   await t.rejects(w.append(trade(MIDNIGHT, 1)), StorageError);
 });
 
-t.test('readDay yields one closed day file in order; listKeys finds every log', async (t) => {
+t.test('a reader yields each day file in order, split at UTC midnight; listKeys finds every log', async (t) => {
   const dir = tmp(t);
   const other: LogKey = { family: 'yesno-exchange', stream: 'catalog', market: 'KX/1' };
   const w = await openWriter(dir, key, { fsyncIntervalMs: 0 });
   await Promise.all([1, 2, 3, 4].map((n) => w.append(trade(MIDNIGHT - 3 + n, n))));
   await w.close();
   await (await openWriter(dir, other)).close();
-  const day1: number[] = [];
-  for await (const it of readDay(dir, key, '2026-10-02')) day1.push(it.rec.seq);
-  const day2: number[] = [];
-  for await (const it of readDay(dir, key, '2026-10-03')) day2.push(it.rec.seq);
-  t.same([day1, day2], [[1, 2], [3, 4]]);
-  const none: unknown[] = [];
-  for await (const it of readDay(dir, key, '2026-10-09')) none.push(it);
-  t.same(none, [], 'an absent day yields nothing');
+  const reader = openReader(dir, key);
+  t.same(await reader.days(), ['2026-10-02', '2026-10-03']);
+  const byDay: Record<string, number[]> = {};
+  for await (const it of reader.read('start')) (byDay[it.pos.day] ??= []).push(it.rec.seq);
+  t.same(byDay, { '2026-10-02': [1, 2], '2026-10-03': [3, 4] });
   t.same(await listKeys(dir), [key, other]);
 });

@@ -3,8 +3,9 @@
 // A key reads `pmt_<id>_<secret>`: the id finds the record, the hash is compared in constant time.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileDurable } from '../../storage/index.js';
 
 export type Plan = 'free' | 'paid';
 export const PLANS: readonly Plan[] = ['free', 'paid'];
@@ -75,16 +76,7 @@ async function withLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
 }
 
 async function writeKeyFile(dataDir: string, file: KeyFile): Promise<void> {
-  const path = keysPath(dataDir);
-  const tmp = `${path}.${process.pid}.tmp`;
-  const fh = await open(tmp, 'w', 0o600);
-  try {
-    await fh.writeFile(JSON.stringify(file, null, 2) + '\n');
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
+  await writeFileDurable(keysPath(dataDir), JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
 }
 
 /** Creates a key; returns the record and the key text (the only time the secret exists). */

@@ -5,7 +5,7 @@
 
 import { MarketBooks, type TokenView } from '../../book/book-state.js';
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, LogView, Position, ReadItem, ReplayFrom } from '../../storage/types.js';
+import type { LogReader, LogView, Position, ReadItem, ReplayFrom } from '../../storage/index.js';
 import type { BookSource } from './shapes.js';
 import type { CursorPos } from './cursor.js';
 

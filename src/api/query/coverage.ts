@@ -5,7 +5,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import type { LogReader } from '../../storage/types.js';
+import type { LogReader } from '../../storage/index.js';
 
 export interface Span {
   start: number;

@@ -7,7 +7,7 @@ import { MarketBooks } from '../../book/book-state.js';
 import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import type { LogReader, LogView, ReadItem } from '../../storage/types.js';
+import type { LogReader, LogView, ReadItem } from '../../storage/index.js';
 import { coinSnapshot, type BookShapeOptions } from './shapes.js';
 import type { CursorPos } from './cursor.js';
 

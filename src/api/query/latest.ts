@@ -5,7 +5,7 @@
 // under load N requests cost about two lookups and none is answered from a check older than itself.
 
 import { LRUCache } from 'lru-cache';
-import type { LogReader } from '../../storage/types.js';
+import type { LogReader } from '../../storage/index.js';
 import { anchoredStart, BookTracker, type BookModel, type BookPoint } from './book-pages.js';
 
 interface Entry {

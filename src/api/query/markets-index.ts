@@ -4,7 +4,7 @@
 // ordered by first capture, then id, so markets listed later always sort after a cursor.
 
 import { listMarkets, openReader } from '../../storage/index.js';
-import type { LogReader } from '../../storage/types.js';
+import type { LogReader } from '../../storage/index.js';
 import type { Market } from '../../schema/market.js';
 import type { CatalogEvent, Family, Recorded } from '../../schema/observation.js';
 

@@ -5,7 +5,7 @@
 
 import { streamMessages } from '../../metrics.js';
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, Position, ReadItem } from '../../storage/types.js';
+import type { LogReader, Position, ReadItem } from '../../storage/index.js';
 import { prepareMessage, type PreparedMessage } from './protocol.js';
 import { StreamTracker, type ModelFactory, type StreamTarget, type TrackEvent } from './market.js';
 

@@ -7,7 +7,7 @@
 
 import { streamMessages } from '../../metrics.js';
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, Position } from '../../storage/types.js';
+import type { LogReader, Position } from '../../storage/index.js';
 import type { FeedSubscriber, MarketFeed } from './hub.js';
 import { StreamTracker, type ModelFactory } from './market.js';
 

@@ -6,7 +6,7 @@
 // every coin with an up/down series in a configured window joins the polled coins.
 
 import type { CoinMarket } from '../../schema/market.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { Recorder, type RecorderDeps, RecorderError } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import { sleep } from '../backoff.js';
@@ -182,7 +182,7 @@ export class CatalogRecorder extends Recorder {
     }
     const ev = catalogEvent(prev, m, recvTs, m.updated_time);
     this.known.set(m.market_id, m);
-    if (ev) void this.write(key, ev);
+    if (ev) void this.deps.sink.append(key, ev);
     if (!prev || ev) this.directory.upsert(m);
     // Finished markets leave the poll window by themselves; free their writer.
     if (m.status === 'resolved' || m.status === 'cancelled') {

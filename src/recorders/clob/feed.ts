@@ -4,7 +4,7 @@
 // Markets are added as the catalogue lists them and dropped once they close.
 
 import type { CoinMarket } from '../../schema/market.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import type { GapReason, Observation } from '../../schema/observation.js';
 import { Recorder, type RecorderDeps } from '../recorder.js';
 import { RecorderBooks } from '../book.js';
@@ -263,7 +263,7 @@ export class ClobRecorder extends Recorder {
     switch (o.type) {
       case 'book': {
         const r = t.books.onBook(o);
-        this.put(t.key, o);
+        this.deps.sink.write(t.key, o);
         if (r.divergedSince !== null) {
           // The rebuilt book had silently drifted from the venue's: that span was not a valid book.
           this.reportError('sequence_gap', `book of ${o.token_id} diverged from the venue's snapshot`);
@@ -278,7 +278,7 @@ export class ClobRecorder extends Recorder {
       case 'book_delta': {
         const r = t.books.onDelta(o);
         if (r === 'dropped') return;
-        this.put(t.key, o);
+        this.deps.sink.write(t.key, o);
         if (r === 'mismatch') {
           this.reportError('sequence_gap', `top of book of ${o.token_id} disagrees with the venue; resnapshotting`);
           this.invalidate(t, 'sequence_gap', t.books.verifiedSince(o.token_id, recvTs), recvTs, 'top of book disagreed with the venue after a change');
@@ -289,7 +289,7 @@ export class ClobRecorder extends Recorder {
         return;
       }
       default:
-        this.put(t.key, o);
+        this.deps.sink.write(t.key, o);
     }
   }
 
@@ -299,7 +299,7 @@ export class ClobRecorder extends Recorder {
 
   private writeCheckpoint(t: Tracked, recvTs: number): void {
     const cp = t.books.checkpoint(recvTs);
-    if (cp) this.put(t.key, cp, { checkpoint: true });
+    if (cp) this.deps.sink.write(t.key, cp, { checkpoint: true });
   }
 }
 

@@ -5,7 +5,7 @@
 
 import type { WalletMarket } from '../../schema/market.js';
 import type { BookSnapshot, MetricSample } from '../../schema/observation.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { sleep } from '../backoff.js';
 import { Recorder, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
@@ -211,7 +211,7 @@ export class WalletRecorder extends Recorder {
     const key = walletKey(id, 'books');
     if (this.gapOpen(key)) this.closeGap(key, recvTs);
     this.books++;
-    void this.write(key, book, { checkpoint: true });
+    void this.deps.sink.append(key, book, { checkpoint: true });
   }
 
   // ---- catalogue ----
@@ -276,7 +276,7 @@ export class WalletRecorder extends Recorder {
       if (last?.type === 'catalog' && last.market.family === 'wallet-prediction') prev = last.market;
     }
     const ev = catalogChange(prev, m, Date.now());
-    if (ev) void this.write(walletKey(id, 'catalog'), ev);
+    if (ev) void this.deps.sink.append(walletKey(id, 'catalog'), ev);
     this.markets.set(id, m);
     const want = m.status === 'open';
     if (want && !this.wanted.has(id)) await this.follow(id);
@@ -339,7 +339,7 @@ export class WalletRecorder extends Recorder {
     for (const s of samples) {
       if (!this.wanted.has(id)) return;
       if (s.metric === 'last_trade' && !this.newTrade(id, s)) continue; // the same print again
-      void this.write(walletKey(id, 'metrics'), s);
+      void this.deps.sink.append(walletKey(id, 'metrics'), s);
     }
   }
 

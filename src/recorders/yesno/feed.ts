@@ -5,7 +5,7 @@
 
 import type { YesNoMarket } from '../../schema/market.js';
 import type { GapReason } from '../../schema/observation.js';
-import type { LogKey } from '../../storage/types.js';
+import type { LogKey } from '../../storage/index.js';
 import { Backoff, sleep } from '../backoff.js';
 import { Recorder, RecorderError, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
@@ -199,7 +199,7 @@ export class YesNoRecorder extends Recorder {
       if (last?.type === 'catalog' && last.market.family === 'yesno-exchange') prev = last.market;
     }
     const ev = catalogChange(prev, m, recv);
-    if (ev) void this.write(yesnoCatalogKey(m.ticker), ev);
+    if (ev) void this.deps.sink.append(yesnoCatalogKey(m.ticker), ev);
     const wasActive = this.markets.get(m.ticker)?.status === ACTIVE;
     this.markets.set(m.ticker, m);
     if (wasActive && m.status !== ACTIVE) await this.releaseBooks(m.ticker);
@@ -290,7 +290,7 @@ export class YesNoRecorder extends Recorder {
     if (this.gapOpen(key)) this.closeGap(key, recv);
     this.lastGood.set(ticker, recv);
     this.books++;
-    await this.write(key, obs[0], { checkpoint: true });
+    await this.deps.sink.append(key, obs[0], { checkpoint: true });
   }
 }
 

@@ -7,8 +7,10 @@ import { dirname } from 'node:path';
 import { StorageError } from '../../errors.js';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import { DAY_MS, utcDay } from '../../schema/time.js';
-import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, syncDir, writeAll, type Batch } from './batch.js';
-import { encodeFrameAt, msToUs, MAX_RECV_MS } from './frame.js';
+import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
+import { fsyncDir } from '../durable.js';
+import { encodeFrameAt, msToUs } from './frame.js';
+import { encodeFileHeader, FILE_HEADER_BYTES } from './file-header.js';
 import { indexPathOf, logFilePath } from '../paths.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from '../types.js';
@@ -111,9 +113,11 @@ export class AppendLog implements LogWriter {
     return null;
   }
 
-  /** Why `recv_ts` cannot follow a record at `prevUs`, or null when it can. */
-  private badTime(recvMs: unknown, prevUs: number): string | null {
-    if (typeof recvMs !== 'number' || !(recvMs >= 0 && recvMs <= MAX_RECV_MS)) return `recv_ts ${String(recvMs)} is not an epoch ms time`;
+  /**
+   * Why `recvMs` cannot follow a record at `prevUs`, or null when it can. Only the order is checked
+   * here: encodeFrameAt, which runs first, refuses a time a frame cannot hold.
+   */
+  private outOfOrder(recvMs: number, prevUs: number): string | null {
     if (msToUs(recvMs) < prevUs) return `recv_ts ${recvMs} is older than the last record's (${prevUs / 1000}) in ${this.key.market}`;
     return null;
   }
@@ -142,9 +146,6 @@ export class AppendLog implements LogWriter {
   private appendOne(obs: Observation, opts: AppendOptions | undefined, keep: boolean): Promise<Recorded | undefined> {
     const refused = this.refusal();
     if (refused) return Promise.reject(refused);
-    const recvMs = obs?.recv_ts;
-    const bad = this.badTime(recvMs, this.lastRecvUs);
-    if (bad) return Promise.reject(new StorageError(bad));
     const seq = this.lastSeq + 1;
     const checkpoint = opts?.checkpoint === true;
     const arena = this.arena;
@@ -154,6 +155,9 @@ export class AppendLog implements LogWriter {
     } catch (e) {
       return Promise.reject(asStorageError(e));
     }
+    const recvMs = obs.recv_ts; // a valid epoch ms time: the encoder checked it
+    const bad = this.outOfOrder(recvMs, this.lastRecvUs);
+    if (bad) return Promise.reject(new StorageError(bad)); // the encoded region is not committed
     const at = arena.used;
     arena.used = at + size; // commit the region
     const b = this.batch;
@@ -186,15 +190,15 @@ export class AppendLog implements LogWriter {
     let prevUs = this.lastRecvUs;
     for (let k = 0; k < n; k++) {
       const obs = list[k];
-      const recvMs = obs?.recv_ts;
-      const bad = this.badTime(recvMs, prevUs);
-      if (bad) return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${bad}; nothing of the group was written`));
       const checkpoint = cps === true || (Array.isArray(cps) && cps[k] === true);
       try {
         sizes[k] = encodeFrameAt(arena, obs, seq0 + k, checkpoint);
       } catch (e) {
-        return this.refuseGroup(asStorageError(e, `record ${k} of ${n}: `));
+        return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${(e as Error).message}; nothing of the group was written`));
       }
+      const recvMs = obs.recv_ts; // checked by the encoder
+      const bad = this.outOfOrder(recvMs, prevUs);
+      if (bad) return this.refuseGroup(new StorageError(`record ${k} of ${n}: ${bad}; nothing of the group was written`));
       bufs[k] = arena.buf;
       ats[k] = arena.used;
       arena.used += sizes[k];
@@ -237,8 +241,9 @@ export class AppendLog implements LogWriter {
     }
     const day = this.dayName;
     if (day !== this.tailDay) {
+      // A new day file: its frames start after the format header (written with its first batch).
       this.tailDay = day;
-      this.tailSize = 0;
+      this.tailSize = FILE_HEADER_BYTES;
       this.tailIndexOffset = -1;
     }
     const b = this.batch;
@@ -370,16 +375,20 @@ export class AppendLog implements LogWriter {
 
   private async writeBatch(b: Batch): Promise<void> {
     for (const seg of b.segments) {
-      if (seg.day !== this.fileDay) await this.switchTo(seg.day, seg.startOffset);
-      await writeAll(this.log!, seg.frames.parts);
+      const created = seg.day !== this.fileDay && (await this.switchTo(seg.day, seg.startOffset));
+      // A new file gets its header in the same write as its first frames.
+      await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts);
       if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts);
     }
     // The index is derived data: it is not fsynced per batch (recovery rebuilds what a crash loses).
     await this.log!.datasync();
   }
 
-  /** Day rollover: the old file is fsynced and closed before the new one receives any byte. */
-  private async switchTo(day: string, expectedSize: number): Promise<void> {
+  /**
+   * Day rollover: the old file is fsynced and closed before the new one receives any byte. True
+   * when the file is new (empty): the caller writes its format header first.
+   */
+  private async switchTo(day: string, expectedSize: number): Promise<boolean> {
     if (this.log) {
       await this.log.datasync();
       await this.closeFiles();
@@ -394,10 +403,12 @@ export class AppendLog implements LogWriter {
     this.idx = idx;
     this.fileDay = day;
     const size = (await log.stat()).size;
-    if (size !== expectedSize) {
+    const created = size === 0;
+    if ((created ? FILE_HEADER_BYTES : size) !== expectedSize) {
       throw new StorageError(`${path} is ${size} bytes, expected ${expectedSize}: another process wrote it`, path, size);
     }
-    if (size === 0) await syncDir(dirname(path)); // the new file's name must survive a power loss
+    if (created) await fsyncDir(dirname(path)); // the new file's name must survive a power loss
+    return created;
   }
 
   private async closeFiles(): Promise<void> {

@@ -2,7 +2,7 @@
 // place, runs of consecutive bytes (one writev entry each), the batch with its settle lists, and
 // the file writes. Kept apart from append-log.ts so the writer itself reads as the protocol.
 
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import type { Arena } from './codec.js';
 
@@ -113,15 +113,4 @@ export async function writeAll(fh: FileHandle, bufs: Buffer[]): Promise<void> {
   const all = Buffer.concat(bufs).subarray(bytesWritten);
   let done = 0;
   while (done < all.length) done += (await fh.write(all, done)).bytesWritten;
-}
-
-export async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } catch {
-    // Some filesystems refuse fsync on directories; the file itself is still synced.
-  } finally {
-    await fh.close();
-  }
 }

@@ -79,6 +79,7 @@ export function encodeFrame(obs: Observation, seq: number, checkpoint: boolean):
  * Throws StorageError, having committed nothing.
  */
 export function encodeFrameAt(arena: Arena, obs: Observation, seq: number, checkpoint: boolean): number {
+  if (typeof obs !== 'object' || obs === null) throw new StorageError(`a record must be an object, got ${obs === null ? 'null' : typeof obs}`);
   const code = TYPE_CODES[obs.type];
   if (code === undefined) throw new StorageError(`unknown record type ${JSON.stringify(obs.type)}`);
   const recvMs = obs.recv_ts;

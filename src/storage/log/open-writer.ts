@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { StorageError } from '../../errors.js';
 import type { Recorded } from '../../schema/observation.js';
 import { AppendLog, type WriterTail } from './append-log.js';
-import { syncDir } from './batch.js';
+import { fsyncDir } from '../durable.js';
 import { acquireLock } from './lock.js';
 import { listDays, lockFilePath, logFilePath, marketDir } from '../paths.js';
 import { recoverLogFile } from './recovery.js';
@@ -28,7 +28,7 @@ export async function openWriter(dataDir: string, key: LogKey, opts: WriterOptio
   if (made) {
     // New folders: their names must survive a power loss too (fsync each new one's parent).
     for (let d = dir; ; d = dirname(d)) {
-      await syncDir(dirname(d));
+      await fsyncDir(dirname(d));
       if (d === made || dirname(d) === d) break;
     }
   }

@@ -1,12 +1,15 @@
 // Tail recovery of one day file, run by the writer on open: trust the index's valid prefix up to
 // its last entry that still matches a frame, scan the log from there, truncate at the first short
 // or damaged frame, and trim/extend the index file to match. Cost ∝ the unindexed tail, not the log.
+// A torn format header (the writer died creating the file) leaves an empty file; an unknown format
+// version or a damaged header throws and the file is left untouched.
 
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { FRAME_OVERHEAD, MAX_FRAME_BYTES, PREFIX_BYTES, decodeRecord, parseFrame, type FrameHead } from './frame.js';
 import { scanFrames, type ScanStop } from '../read/scan.js';
 import { ENTRY_BYTES, IndexEntries, decodeEntry, encodeEntry, entryFlagsOf, type IndexEntry } from './time-index.js';
 import { indexPathOf } from '../paths.js';
+import { isFirstFrameOffset, readFileStart } from './file-header.js';
 import type { Recorded } from '../../schema/observation.js';
 
 /** Reads and checks the single frame at `offset`; null when there is no valid frame there. */
@@ -54,7 +57,7 @@ async function lastGoodEntry(idxPath: string, log: FileHandle, logSize: number):
       await idx.read(chunk, 0, end - start, start);
       for (let at = end - ENTRY_BYTES; at >= start; at -= ENTRY_BYTES) {
         const e = decodeEntry(chunk, at - start);
-        if (!e || e.offset >= logSize || (at === 0 && e.offset !== 0)) continue;
+        if (!e || e.offset >= logSize || (at === 0 && !isFirstFrameOffset(e.offset))) continue;
         const f = await readFrameAt(log, e.offset, logSize);
         if (f && f.head.seq === e.seq && f.head.recvUs === e.recvUs && entryFlagsOf(f.head) === e.flags) {
           return { entry: e, kept: at / ENTRY_BYTES + 1, idxBytes };
@@ -90,17 +93,20 @@ export async function recoverLogFile(logPath: string, everyBytes: number): Promi
   const fh = await open(logPath, 'r+');
   try {
     const size = (await fh.stat()).size;
+    const fileStart = await readFileStart(fh, size, logPath);
     const entries = new IndexEntries();
     const found = await lastGoodEntry(idxPath, fh, size);
     const idxExists = found.idxBytes >= 0;
     if (found.entry) entries.push(found.entry);
     const kept = found.kept; // entries of the index file that stay (the last one is entries[0])
-    const start = found.entry ? found.entry.offset : 0;
+    const start = found.entry ? found.entry.offset : fileStart.dataStart;
     let last: FrameHead | null = null;
-    const stop = await scanFrames(fh, start, size, (head) => {
-      last = head;
-      entries.consider(head, everyBytes);
-    });
+    const stop: ScanStop = fileStart.kind === 'torn'
+      ? { end: 0, reason: 'short' }
+      : await scanFrames(fh, start, size, (head) => {
+        last = head;
+        entries.consider(head, everyBytes);
+      });
     if (stop.reason !== 'eof') {
       await fh.truncate(stop.end);
       await fh.sync();

@@ -3,6 +3,7 @@
 // The rule is deterministic, so a rebuild from the log reproduces exactly what the writer wrote.
 
 import { crc32c } from '@node-rs/crc32';
+import { isFirstFrameOffset } from './file-header.js';
 import { FLAG_CHECKPOINT, readI64, writeI64, type FrameHead } from './frame.js';
 
 export const ENTRY_BYTES = 32;
@@ -160,7 +161,7 @@ export function parseIndex(buf: Buffer, into: IndexEntries, logEnd: number): { a
     if (into.n > 0) {
       const i = into.n - 1;
       if (e.offset <= into.offsets[i] || e.seq <= into.seqs[i] || e.recvUs < into.times[i]) break;
-    } else if (e.offset !== 0) break;
+    } else if (!isFirstFrameOffset(e.offset)) break;
     into.push(e);
   }
   return { accepted: at, clean: at === buf.length };

@@ -15,6 +15,7 @@ import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
 import { readFrames } from '../read/scan.js';
+import { readFileStart } from '../log/file-header.js';
 import type { LogKey } from '../types.js';
 
 /** Every valid record of one day file with its checkpoint mark (stops at a torn tail). */
@@ -28,6 +29,7 @@ export async function* readLogDay(dataDir: string, key: LogKey, day: string): As
   }
   try {
     const { size } = await fh.stat();
+    await readFileStart(fh, size, logFilePath(dataDir, key, day)); // refuses an unknown format version by name
     for await (const f of readFrames(fh, 0, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
   } finally {
     await fh.close();

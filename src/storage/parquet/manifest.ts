@@ -2,11 +2,12 @@
 // `parquet/family=F/dataset=D/date=YYYY-MM-DD/` holding `<dataset>-<date>[-NNNN].parquet` part files
 // and a `_manifest.json` (leading `_`: query engines skip it); see publish.ts for how it appears.
 
-import { open, readFile, readdir, rename, unlink } from 'node:fs/promises';
+import { readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { dayStartMs } from '../../schema/time.js';
 import { DATASETS, type Dataset } from './schema.js';
+import { isDurableTemp, writeFileDurable } from '../durable.js';
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'parquet');
 /** Where partitions are built before they are renamed into `parquet/` (and the compactor's lock). */
@@ -18,7 +19,6 @@ export const partitionRel = (family: Family, dataset: Dataset, date: string): st
 export const partitionDir = (dataDir: string, family: Family, dataset: Dataset, date: string): string =>
   join(parquetRoot(dataDir), partitionRel(family, dataset, date));
 
-export const dataFileName = (dataset: Dataset, date: string): string => `${dataset}-${date}.parquet`;
 /**
  * The name a staging file inside a partition folder would have (earlier layouts; a stray one is
  * removed by the next run): the leading `_` makes Spark/pyarrow/polars skip it and the suffix keeps
@@ -72,27 +72,9 @@ export async function readManifest(dir: string): Promise<Manifest | null> {
   }
 }
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Writes bytes to `dir/name` atomically: temp file, fsync, rename, fsync the directory. */
+/** Writes bytes to `dir/name` atomically (see durable.ts). */
 export async function writeAtomic(dir: string, name: string, data: string | Uint8Array): Promise<void> {
-  const tmp = join(dir, `_tmp-${process.pid}-${name}`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, name));
-  await fsyncDir(dir);
+  await writeFileDurable(join(dir, name), data);
 }
 
 export async function writeManifest(dir: string, m: Manifest): Promise<void> {
@@ -102,7 +84,7 @@ export async function writeManifest(dir: string, m: Manifest): Promise<void> {
 /** Removes leftovers of an interrupted run (staging and temp files); they were never visible. */
 export async function removeStaging(dir: string): Promise<void> {
   for (const name of await readdirOrEmpty(dir)) {
-    if (name.startsWith('_staging-') || name.startsWith('_tmp-')) await unlink(join(dir, name)).catch(() => undefined);
+    if (name.startsWith('_staging-') || name.startsWith('_tmp-') || isDurableTemp(name)) await unlink(join(dir, name)).catch(() => undefined);
   }
 }
 

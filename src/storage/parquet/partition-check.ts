@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listPartitions, readManifest, readdirOrEmpty, removeStaging, MANIFEST } from './manifest.js';
 import type { FileCheck } from '../types.js';
+import { isDurableTemp } from '../durable.js';
 
 export async function checkPartitions(
   dataDir: string,
@@ -21,7 +22,7 @@ export async function checkPartitions(
     const names = await readdirOrEmpty(p.dir);
     const m = await readManifest(p.dir);
     const dataFiles = names.filter((n) => n.endsWith('.parquet') && !n.startsWith('_'));
-    if (repair && names.some((n) => n.startsWith('_staging-') || n.startsWith('_tmp-'))) await removeStaging(p.dir);
+    if (repair && names.some((n) => n.startsWith('_staging-') || n.startsWith('_tmp-') || isDurableTemp(n))) await removeStaging(p.dir);
     if (!m) {
       if (dataFiles.length) out.push({ file: join(p.dir, MANIFEST), ok: false, problem: `missing: data file(s) without a manifest (an interrupted compaction); ${fix}` });
     } else {

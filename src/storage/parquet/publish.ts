@@ -8,8 +8,9 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { fsyncDir, partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
+import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
 import { ParquetFileReader, encodeParquet } from './file.js';
+import { fsyncDir } from '../durable.js';
 import { SCHEMA_VERSION, columnsOf, toColumns, type Dataset } from './schema.js';
 
 /** Rows per row group: small enough that one decoded group is cheap, large enough for ZSTD. */

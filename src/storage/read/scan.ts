@@ -1,9 +1,11 @@
 // Sequential frame reading over a log file: a chunked scan with a synchronous per-frame callback
 // (recovery, index rebuilds, verify: no promise per record) and an async iterator of decoded
-// records (readers). Both stop at the first frame that is short, damaged or out of order.
+// records (readers). Both stop at the first frame that is short, damaged or out of order. A scan
+// from offset 0 steps over the file's format header (log/file-header.ts); legacy files have none.
 
 import type { FileHandle } from 'node:fs/promises';
 import { decodeRecord, parseFrameFast, type FrameHead } from '../log/frame.js';
+import { readFileStart } from '../log/file-header.js';
 import type { Recorded } from '../../schema/observation.js';
 
 const CHUNK = 1024 * 1024;
@@ -26,6 +28,8 @@ export interface ScanPrev {
  * Calls `onFrame` for every valid frame in [start, end). `buf[at]` is the frame's first byte and
  * stays valid only during the call. Returning false stops the scan ('stopped'). A frame whose seq
  * does not increase or whose time goes backwards counts as damage, like a checksum mismatch.
+ * `start` 0 means the file's beginning: its header is skipped; a torn header ends the scan at 0
+ * ('short'); an unknown format version throws a StorageError.
  */
 export async function scanFrames(
   fh: FileHandle,
@@ -35,6 +39,12 @@ export async function scanFrames(
   prev?: ScanPrev | null,
   chunkBytes = CHUNK,
 ): Promise<ScanStop> {
+  if (start === 0 && end > 0) {
+    const fileStart = await readFileStart(fh, end);
+    if (fileStart.kind === 'torn') return { end: 0, reason: 'short' };
+    start = fileStart.dataStart;
+    if (start >= end) return { end: start, reason: 'eof' };
+  }
   let buf = Buffer.allocUnsafe(Math.min(chunkBytes, Math.max(end - start, 64)));
   let bufStart = start; // file offset of buf[0]
   let have = 0; // valid bytes in buf

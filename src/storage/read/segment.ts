@@ -7,6 +7,7 @@ import { LRUCache } from 'lru-cache';
 import { scanFrames } from './scan.js';
 import { readFrameAt } from '../log/recovery.js';
 import { indexPathOf } from '../paths.js';
+import { readFileStart } from '../log/file-header.js';
 import { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, entryFlagsOf, parseIndex, type IndexEntry } from '../log/time-index.js';
 
 export interface Segment {
@@ -19,7 +20,7 @@ export interface Segment {
   idxConsumed: number;
   /** The last entry read from the index file (continuity check for the next read). */
   idxLast: IndexEntry | null;
-  /** End of the valid frames found so far (a frame boundary); entries are complete before it. */
+  /** End of the valid frames found so far (a frame boundary; 0 while the file holds none); entries are complete before it. */
   validEnd: number;
   /** The last valid frame, or seq -1 when the file has none. */
   lastSeq: number;
@@ -29,11 +30,22 @@ export interface Segment {
   stopReason: 'eof' | 'short' | 'bad' | 'stopped';
 }
 
-const cacheBytes = Number(process.env.PMTAPE_INDEX_CACHE_BYTES ?? 64 * 1024 * 1024);
-const cache = new LRUCache<string, Segment>({
-  maxSize: Math.max(1024 * 1024, cacheBytes),
-  sizeCalculation: (s) => s.entries.byteSize + 256,
-});
+const MIN_CACHE_BYTES = 1024 * 1024;
+const newCache = (bytes: number): LRUCache<string, Segment> =>
+  new LRUCache<string, Segment>({ maxSize: Math.max(MIN_CACHE_BYTES, bytes), sizeCalculation: (s) => s.entries.byteSize + 256 });
+let cache = newCache(64 * 1024 * 1024);
+
+/**
+ * Sets the memory bound of the cached indexes (config `storage.indexCacheBytes`; at least 1 MiB).
+ * Call it at startup: what is cached is dropped and rebuilt on demand.
+ */
+export function setIndexCacheBytes(bytes: number): void {
+  if (cache.maxSize === Math.max(MIN_CACHE_BYTES, bytes)) return;
+  cache = newCache(bytes);
+}
+
+/** The memory bound in force (for tests and diagnostics). */
+export const indexCacheBytes = (): number => cache.maxSize;
 /** Per file: the refresh running now, and the one queued to run after it. */
 const running = new Map<string, Promise<Segment | null>>();
 const queued = new Map<string, Promise<Segment | null>>();
@@ -138,6 +150,16 @@ function fresh(path: string, ino: number, size: number, useIndex: boolean): Segm
 async function extend(seg: Segment): Promise<boolean> {
   const fh = await open(seg.path, 'r');
   try {
+    // A fresh view checks the file's format header first (an unknown version throws, naming it).
+    let dataStart = 0;
+    if (seg.validEnd === 0 && seg.size > 0) {
+      const fileStart = await readFileStart(fh, seg.size, seg.path);
+      if (fileStart.kind === 'torn') {
+        seg.stopReason = 'short'; // a writer creating the file, or one that died doing so: no record
+        return true;
+      }
+      dataStart = fileStart.dataStart;
+    }
     const e = seg.entries;
     if (seg.idxConsumed >= 0) {
       const buf = await readFrom(indexPathOf(seg.path), seg.idxConsumed);
@@ -159,15 +181,17 @@ async function extend(seg: Segment): Promise<boolean> {
         seg.lastOffset = -1; // the frame before the jump target is unknown: no order check across it
       }
     }
-    if (seg.validEnd >= seg.size) return true;
+    // validEnd stays 0 while the file holds no frame (readers skip such a file), header or not.
+    const from = seg.validEnd === 0 ? dataStart : seg.validEnd;
+    if (from >= seg.size) return true;
     const prev = seg.lastOffset >= 0 ? { seq: seg.lastSeq, recvUs: seg.lastRecvUs } : null;
-    const stop = await scanFrames(fh, seg.validEnd, seg.size, (head) => {
+    const stop = await scanFrames(fh, from, seg.size, (head) => {
       e.consider(head, DEFAULT_INDEX_EVERY_BYTES);
       seg.lastSeq = head.seq;
       seg.lastRecvUs = head.recvUs;
       seg.lastOffset = head.offset;
     }, prev, 64 * 1024);
-    seg.validEnd = stop.end;
+    seg.validEnd = e.n > 0 ? stop.end : 0;
     seg.stopReason = stop.reason;
     return true;
   } finally {
