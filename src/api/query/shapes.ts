@@ -4,7 +4,7 @@
 
 import type { TokenView } from '../../book/book-state.js';
 import { mirrorLevels } from '../../book/book-state.js';
-import type { CoinMarket, Market, WalletMarket, YesNoMarket } from '../../schema/market.js';
+import type { CoinMarket, WalletMarket, YesNoMarket } from '../../schema/market.js';
 import type { Level, Recorded, YesNoBook } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 
@@ -173,10 +173,4 @@ export function yesnoMarketRecord(m: YesNoMarket): Record<string, unknown> {
     result: m.result,
     native: m.native ?? null,
   };
-}
-
-export function marketRecord(m: Market): Record<string, unknown> {
-  if (m.family === 'wallet-prediction') return walletMarketRecord(m);
-  if (m.family === 'coin') return coinMarketRecord(m);
-  return yesnoMarketRecord(m);
 }
