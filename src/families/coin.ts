@@ -12,7 +12,7 @@ import { coinSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
 import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
 import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { coinMarketSchema, coinSnapshotSchema, gapSchema, q } from '../api/schemas.js';
+import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';
 import type { FamilyDescriptor } from './descriptor.js';
 
@@ -65,8 +65,8 @@ export const coinFamily: FamilyDescriptor = {
     listUrl: (c) => `/v3/${c}/markets`,
     noun: 'market',
     unknownMessage: (pathId, listUrl) => `Unknown market '${pathId.slice(0, 200)}'; list known markets at ${listUrl}.`,
-    marketFilters: { status: q.status, window: q.window },
-    depth: q.depth,
+    marketFilters: { status: paramShapes.status, window: paramShapes.window },
+    depth: paramShapes.depth,
     outcomes: false,
     includeOrderbook: { snapshots: false, latest: true },
     describe: {

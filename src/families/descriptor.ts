@@ -55,7 +55,7 @@ export interface RouteBinding {
   readonly noun: 'market' | 'ticker';
   /** The 404 message for a path id that names no market. */
   unknownMessage(pathId: string, listUrl: string): string;
-  /** Query parameters this family's routes accept beyond the common ones. */
+  /** Query parameters this family's routes accept beyond the common ones (plain JSON Schema). */
   readonly marketFilters: { readonly [K in keyof Omit<MarketFilter, 'start' | 'end'>]?: TSchema };
   readonly depth: TSchema;
   /** `outcome=<label>` on latest and snapshots (a derived, mirrored view). */
@@ -65,8 +65,8 @@ export interface RouteBinding {
   readonly describe: { readonly markets: string; readonly snapshots: string; readonly latest: string };
   /** Response schemas: a market record, a snapshot object, and the snapshots page if it is not a plain list. */
   readonly schemas: { readonly market: object; readonly snapshot: object; readonly snapshotsPage?: object };
-  /** Routes only this family has, registered under each prefix beside the shared ones. */
-  readonly extra?: (app: FastifyInstance, d: FamilyDescriptor) => void;
+  /** Routes only this family has, registered under each prefix beside the shared ones (loaded on use). */
+  readonly extra?: () => Promise<(app: FastifyInstance, d: FamilyDescriptor) => void>;
 }
 
 /** Snapshots sampled on an interval grid (coin): `interval` on the snapshots route. */

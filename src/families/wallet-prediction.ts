@@ -8,9 +8,8 @@ import { walletImporter } from '../recorders/wallet/import.js';
 import { walletSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
 import { walletMarketRecord, walletSnapshot } from '../api/query/shapes.js';
-import { q, walletMarketSchema, walletSnapshotSchema } from '../api/schemas.js';
+import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';
-import walletExtraRoutes from '../api/routes/wallet-prediction.js';
 import type { BookView, FamilyDescriptor } from './descriptor.js';
 
 /** Snapshots of the first outcome's stored book; other outcomes are mirrored when shaped. */
@@ -53,8 +52,8 @@ export const walletFamily: FamilyDescriptor = {
     listUrl: () => LIST_URL,
     noun: 'market',
     unknownMessage: (pathId, listUrl) => `Unknown market '${pathId.slice(0, 200)}'; list known markets at ${listUrl}.`,
-    marketFilters: { coin: q.coin, window: q.window, status: q.status },
-    depth: q.depth,
+    marketFilters: { coin: paramShapes.coin, window: paramShapes.window, status: paramShapes.status },
+    depth: paramShapes.depth,
     outcomes: true,
     includeOrderbook: { snapshots: true, latest: null },
     describe: {
@@ -63,6 +62,7 @@ export const walletFamily: FamilyDescriptor = {
       latest: 'The newest recorded book (stale: true when the recorder is not connected), or the book as of `as_of`.',
     },
     schemas: { market: walletMarketSchema, snapshot: walletSnapshotSchema },
-    extra: walletExtraRoutes,
+    // Loaded when the routes are mounted: recorders and commands that look the family up never load it.
+    extra: async () => (await import('../api/routes/wallet-prediction.js')).default,
   },
 };

@@ -2,7 +2,6 @@
 // order books kept in the venue's native text and units. A ticker's books may be recorded before
 // its catalogue entry, so snapshots need only the ticker.
 
-import { Type } from 'typebox';
 import type { Market, YesNoMarket } from '../schema/market.js';
 import type { Recorded, YesNoBook } from '../schema/observation.js';
 import { yesnoKind } from '../recorders/yesno/feed.js';
@@ -10,7 +9,7 @@ import { yesnoImporter } from '../recorders/yesno/import.js';
 import { yesnoSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
 import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { q, yesnoMarketSchema, yesnoSnapshotSchema } from '../api/schemas.js';
+import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';
 import type { FamilyDescriptor } from './descriptor.js';
 
@@ -52,10 +51,10 @@ export const yesnoFamily: FamilyDescriptor = {
     noun: 'ticker',
     unknownMessage: (pathId, listUrl) => `Unknown ticker '${pathId.slice(0, 200)}'; list recorded tickers at ${listUrl}.`,
     marketFilters: {
-      series: Type.String({ minLength: 1, maxLength: 100 }),
-      status: Type.String({ minLength: 1, maxLength: 40, description: "the venue's own status word" }),
+      series: { type: 'string', minLength: 1, maxLength: 100 },
+      status: { type: 'string', minLength: 1, maxLength: 40, description: "the venue's own status word" },
     },
-    depth: Type.Integer({ minimum: 1, maximum: YESNO_MAX_DEPTH, description: 'levels per side, 1..100 (default all, at most 100)' }),
+    depth: { type: 'integer', minimum: 1, maximum: YESNO_MAX_DEPTH, description: 'levels per side, 1..100 (default all, at most 100)' },
     outcomes: false,
     includeOrderbook: { snapshots: false, latest: true },
     describe: {

@@ -14,5 +14,5 @@ export default async function familyRoutes(app: FastifyInstance, opts: FamilyRou
   const d = opts.descriptor;
   marketsRoute(app, d);
   bookRoutes(app, d);
-  d.routes.extra?.(app, d);
+  if (d.routes.extra) (await d.routes.extra())(app, d);
 }
