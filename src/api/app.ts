@@ -1,7 +1,7 @@
 // The API as a Fastify plugin plus `buildApp`, which makes an instance with the options the plugin
 // relies on (strict query validation, request ids, logger). Plugins, in order: services, errors,
-// request metrics, OpenAPI docs, auth, rate limits, then one route plugin per URL prefix, the
-// datasets (Parquet) and stream plugins, and the static page at `/`.
+// request metrics, OpenAPI docs, auth, rate limits, then the routes of every family (src/families/),
+// coverage, the datasets (Parquet) and stream plugins, and the static page at `/`.
 
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
@@ -20,9 +20,8 @@ import auth from './plugins/auth.js';
 import rateLimits from './plugins/rate-limit.js';
 import requestMetrics from './plugins/request-metrics.js';
 import healthRoutes from './routes/health.js';
-import walletRoutes from './routes/wallet-prediction.js';
-import yesnoRoutes from './routes/yesno-exchange.js';
-import coinRoutes from './routes/coin.js';
+import familyRoutes from './routes/family.js';
+import { DESCRIPTORS } from '../families/index.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
 import streamPlugin from './stream/index.js';
@@ -93,11 +92,9 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(rateLimits, { limits: config.rateLimits });
 
   await fastify.register(healthRoutes);
-  await fastify.register(walletRoutes, { prefix: '/v3/wallet-prediction' });
-  await fastify.register(walletRoutes, { prefix: '/v3/partner-venue' });
-  await fastify.register(yesnoRoutes, { prefix: '/v3/yesno-exchange' });
+  // Every family from its descriptor, under each of its prefixes (an alias answers identically).
+  for (const d of DESCRIPTORS) for (const prefix of d.routes.prefixes) await fastify.register(familyRoutes, { prefix, descriptor: d });
   await fastify.register(coverageRoutes, { prefix: '/v3' });
-  await fastify.register(coinRoutes, { prefix: '/v3' });
   await fastify.register(datasetsRoutes, { prefix: '/v3' });
   await fastify.register(streamPlugin, { prefix: '/v3' });
   await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)

@@ -4,14 +4,14 @@
 
 import type { Command } from 'commander';
 import { commonOptions, configFrom, progress, type Progress } from './common.js';
-import { BACKFILL_FAMILIES, type BackfillFamily } from '../recorders/backfill-sources.js';
+import { FAMILIES, type Family } from '../schema/observation.js';
 
 const DAY_MS = 86_400_000;
 
 /** `--family`: one of the families with a catalogue upstream. */
-export function parseFamily(v: string | undefined): BackfillFamily {
-  if (v !== undefined && (BACKFILL_FAMILIES as readonly string[]).includes(v)) return v as BackfillFamily;
-  throw new Error(`--family must be one of ${BACKFILL_FAMILIES.join(', ')}, got ${v === undefined ? 'nothing' : `"${v}"`}`);
+export function parseFamily(v: string | undefined): Family {
+  if (v !== undefined && (FAMILIES as readonly string[]).includes(v)) return v as Family;
+  throw new Error(`--family must be one of ${FAMILIES.join(', ')}, got ${v === undefined ? 'nothing' : `"${v}"`}`);
 }
 
 /** `--since YYYY-MM-DD` (UTC midnight, not in the future); default: 7 days ago. */
@@ -31,7 +31,7 @@ export function register(program: Command): void {
   const backfill = program.command('backfill').description('import history from upstream REST (catalogue only; never books)');
   commonOptions(backfill.command('catalog'))
     .description('import market catalogue history (metadata, resolution, volume) from upstream REST; never books')
-    .option('--family <family>', `market family: ${BACKFILL_FAMILIES.join(', ')}`)
+    .option('--family <family>', `market family: ${FAMILIES.join(', ')}`)
     .option('--since <date>', 'markets that ended on or after this UTC date, YYYY-MM-DD (default: 7 days ago)')
     .action(async (opts: { dataDir?: string; config?: string; family?: string; since?: string }) => {
       const family = parseFamily(opts.family);

@@ -1,22 +1,21 @@
 // Catalogue listings for `pmtape backfill catalog`: pages through each family's upstream listing of
 // past and current markets since a date and normalizes them with the recorders' own normalizers and
-// change functions (one source of truth for what a market is and what counts as a change).
+// catalogue rules (one source of truth for what a market is and what counts as a change). Each
+// family descriptor (src/families/) names its source.
 
 import type { Config } from '../config.js';
 import type { Family, CatalogEvent } from '../schema/observation.js';
-import type { Market } from '../schema/market.js';
+import { catalogChange } from './catalog-diff.js';
+import type { CoinMarket, Market, WalletMarket, YesNoMarket } from '../schema/market.js';
 import type { LogKey } from '../storage/index.js';
 import { RestClient } from './rest.js';
 import { catalogKey } from './catalog/feed.js';
-import { catalogEvent, marketsIn, normalizeCatalogMarket } from './catalog/normalize.js';
+import { COIN_CATALOG, marketsIn, normalizeCatalogMarket } from './catalog/normalize.js';
 import { yesnoCatalogKey } from './yesno/feed.js';
-import { catalogChange as yesnoChange, eventSeries, marketsPage, normalizeMarket } from './yesno/normalize.js';
+import { YESNO_CATALOG, eventSeries, marketsPage, normalizeMarket } from './yesno/normalize.js';
 import { walletKey } from './wallet/feed.js';
 import { API_KEY_HEADER, PATHS, QUERY, TOPIC, UP_DOWN_VARIANT } from './wallet/fields.js';
-import { catalogChange as walletChange, listPage, normalizeWalletMarket, topicMarketId } from './wallet/normalize.js';
-
-export const BACKFILL_FAMILIES = ['coin', 'wallet-prediction', 'yesno-exchange'] as const satisfies readonly Family[];
-export type BackfillFamily = (typeof BACKFILL_FAMILIES)[number];
+import { WALLET_CATALOG, listPage, normalizeWalletMarket, topicMarketId } from './wallet/normalize.js';
 
 /** One listing (a series, or the whole wallet catalogue): its markets, or why it failed. */
 export interface Listing {
@@ -28,7 +27,9 @@ export interface Listing {
 }
 
 export interface Source {
-  readonly family: BackfillFamily;
+  readonly family: Family;
+  /** What the config must name for there to be listings (for the "nothing to list" message). */
+  readonly selection: string;
   /** Listing names in the order `list` walks them (for progress). */
   readonly names: readonly string[];
   list(name: string): Promise<Listing>;
@@ -54,14 +55,15 @@ const errText = (e: unknown): string => (e as Error).message;
  * `catalog`: `/events?series_slug=` per coin × window, offset paging, twice: the not-yet-closed
  * markets up to the live recorder's lookahead, then the closed ones that ended since `since`.
  */
-function coinSource(config: Config, since: number, onBad: (why: string) => void): Source {
+export function coinSource(config: Config, since: number, onBad: (why: string) => void): Source {
   const rest = client(config, 'catalog', onBad);
   const names = config.coins.flatMap((c) => config.windows.map((w) => `${c}-up-or-down-${w}`));
   return {
     family: 'coin',
+    selection: 'coins/windows',
     names,
     key: (m) => catalogKey(m.market_id),
-    change: (prev, next, recv) => catalogEvent(prev?.family === 'coin' ? prev : null, next as Parameters<typeof catalogEvent>[1], recv, (next as { updated_time: number | null }).updated_time),
+    change: (prev, next, recv) => catalogChange(COIN_CATALOG, prev?.family === 'coin' ? prev : null, next as CoinMarket, recv),
     async list(series) {
       const window = series.split('-').pop() ?? '';
       const now = Date.now();
@@ -96,13 +98,14 @@ function coinSource(config: Config, since: number, onBad: (why: string) => void)
 }
 
 /** `yesno`: `/markets?series_ticker=&min_close_ts=` per series, cursor paging, every status. */
-function yesnoSource(config: Config, since: number, onBad: (why: string) => void): Source {
+export function yesnoSource(config: Config, since: number, onBad: (why: string) => void): Source {
   const rest = client(config, 'yesno', onBad);
   return {
     family: 'yesno-exchange',
+    selection: 'series',
     names: config.series,
     key: (m) => yesnoCatalogKey(m.market_id),
-    change: (prev, next, recv) => yesnoChange(prev?.family === 'yesno-exchange' ? prev : null, next as Parameters<typeof yesnoChange>[1], recv),
+    change: (prev, next, recv) => catalogChange(YESNO_CATALOG, prev?.family === 'yesno-exchange' ? prev : null, next as YesNoMarket, recv),
     async list(series) {
       const raws: unknown[] = [];
       let ignored = 0;
@@ -141,7 +144,7 @@ function yesnoSource(config: Config, since: number, onBad: (why: string) => void
 }
 
 /** `wallet`: topics joined to markets (cursor paging, as the recorder lists them), ended since `since`. */
-function walletSource(config: Config, since: number, onBad: (why: string) => void): Source {
+export function walletSource(config: Config, since: number, onBad: (why: string) => void): Source {
   const rest = client(config, 'wallet', onBad);
   const listAll = async (path: string): Promise<unknown[]> => {
     const out: unknown[] = [];
@@ -157,9 +160,10 @@ function walletSource(config: Config, since: number, onBad: (why: string) => voi
   };
   return {
     family: 'wallet-prediction',
+    selection: 'coins/windows',
     names: ['topics'],
     key: (m) => walletKey(m.market_id, 'catalog'),
-    change: (prev, next, recv) => walletChange(prev?.family === 'wallet-prediction' ? prev : null, next as Parameters<typeof walletChange>[1], recv),
+    change: (prev, next, recv) => catalogChange(WALLET_CATALOG, prev?.family === 'wallet-prediction' ? prev : null, next as WalletMarket, recv),
     async list(name) {
       let topics: unknown[];
       let raws: unknown[];
@@ -194,9 +198,5 @@ function walletSource(config: Config, since: number, onBad: (why: string) => voi
   };
 }
 
-/** The listing source of a family, built from the config's upstream and selection. */
-export function sourceFor(family: BackfillFamily, config: Config, since: number, onBad: (why: string) => void): Source {
-  if (family === 'coin') return coinSource(config, since, onBad);
-  if (family === 'yesno-exchange') return yesnoSource(config, since, onBad);
-  return walletSource(config, since, onBad);
-}
+/** How a family descriptor builds its listing source from the config's upstream and selection. */
+export type SourceFactory = (config: Config, since: number, onBad: (why: string) => void) => Source;

@@ -4,17 +4,18 @@
 
 import type { Config } from '../config.js';
 import { LockedError } from '../errors.js';
-import type { CatalogEvent } from '../schema/observation.js';
+import type { CatalogEvent, Family } from '../schema/observation.js';
 import type { Market } from '../schema/market.js';
 import { openWriter } from '../storage/index.js';
 import { inShard } from './index.js';
-import { sourceFor, type BackfillFamily } from './backfill-sources.js';
+import type { Source } from './backfill-sources.js';
+import { familyOf } from '../families/index.js';
 
 /** Market logs written at once. */
 const WRITERS = 8;
 
 export interface BackfillOptions {
-  readonly family: BackfillFamily;
+  readonly family: Family;
   /** Markets that ended before this time (epoch ms) are left out. */
   readonly since: number;
   /** One line per notable event (a locked market, a failed listing, a malformed item). */
@@ -24,7 +25,7 @@ export interface BackfillOptions {
 }
 
 export interface BackfillSummary {
-  readonly family: BackfillFamily;
+  readonly family: Family;
   readonly since: string;
   /** Distinct markets the listings returned (in this shard). */
   listed: number;
@@ -49,7 +50,7 @@ export interface BackfillSummary {
 export async function runBackfill(config: Config, opts: BackfillOptions): Promise<BackfillSummary> {
   const log = opts.log ?? (() => undefined);
   let malformed = 0;
-  const src = sourceFor(opts.family, config, opts.since, (why) => {
+  const src = familyOf(opts.family).backfill(config, opts.since, (why) => {
     // Retried attempts and malformed items: a few lines, not a flood.
     if (++malformed <= 5) log(`upstream: ${why}`);
   });
@@ -80,7 +81,7 @@ export async function runBackfill(config: Config, opts: BackfillOptions): Promis
     return sum;
   }
   if (src.names.length === 0) {
-    sum.error = `nothing to list: the config names no ${opts.family === 'yesno-exchange' ? 'series' : 'coins/windows'}`;
+    sum.error = `nothing to list: the config names no ${src.selection}`;
     return sum;
   }
   // A few markets at a time: each is its own log, so their fsyncs overlap.
@@ -96,7 +97,7 @@ export async function runBackfill(config: Config, opts: BackfillOptions): Promis
   return sum;
 }
 
-async function writeOne(config: Config, src: ReturnType<typeof sourceFor>, m: Market, sum: BackfillSummary, log: (line: string) => void): Promise<void> {
+async function writeOne(config: Config, src: Source, m: Market, sum: BackfillSummary, log: (line: string) => void): Promise<void> {
   const key = src.key(m);
   let w;
   try {

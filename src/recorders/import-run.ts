@@ -9,7 +9,7 @@ import type { LogKey } from '../storage/index.js';
 import type { BookCheckpoint, Observation } from '../schema/observation.js';
 import { MarketBooks } from '../book/book-state.js';
 import { readCapture, sourceTimeOf, type CapturedMessage } from './capture.js';
-import { IMPORTERS } from './importers.js';
+import { IMPORTERS } from '../families/index.js';
 import { LogSink, keyId } from './sink.js';
 
 export interface ImportSummary {

@@ -1,33 +1,14 @@
 // The recorder host: starts the enabled recorder kinds of one process over one LogSink, keeps the
-// status file fresh, and stops everything cleanly (flush, fsync, close). Kinds register in
-// RECORDER_KINDS with one line each; `inShard` splits markets between record processes.
+// status file fresh, and stops everything cleanly (flush, fsync, close). The kinds are those of the
+// family descriptors (src/families/); `inShard` splits markets between record processes.
 
 import type { Config } from '../config.js';
-import type { Family } from '../schema/observation.js';
+import { FAMILIES, type Family } from '../schema/observation.js';
 import { LogSink } from './sink.js';
 import { LockedError } from '../errors.js';
-import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type RecorderError, type RecorderLogger } from './recorder.js';
+import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type RecorderError, type RecorderKind, type RecorderLogger } from './recorder.js';
 import { removeDeadStatuses, removeStatus, writeStatus, type StatusFile } from './status.js';
-import { catalogKind } from './catalog/feed.js';
-import { clobKind } from './clob/feed.js';
-import { yesnoKind } from './yesno/feed.js';
-import { walletKind } from './wallet/feed.js';
-
-/** A recorder kind: its name, the kinds it needs in the same process, and a factory. */
-export interface RecorderKind {
-  readonly kind: string;
-  /** Kinds that must run before this one in the same process (clob needs catalog's directory). */
-  readonly requires?: readonly string[];
-  create(deps: RecorderDeps): Recorder;
-}
-
-/** Every known kind, in start order. */
-export const RECORDER_KINDS: RecorderKind[] = [
-  catalogKind,
-  clobKind,
-  yesnoKind,
-  walletKind,
-];
+import { RECORDER_KINDS } from '../families/index.js';
 
 export interface HostStatus extends StatusFile {}
 
@@ -113,7 +94,7 @@ export async function startRecorders(config: Config, opts: StartOptions = {}): P
 
   const status = (): HostStatus => {
     const kinds: Record<string, KindStatus> = {};
-    const connected: Record<Family, string[]> = { coin: [], 'wallet-prediction': [], 'yesno-exchange': [] };
+    const connected = Object.fromEntries(FAMILIES.map((f) => [f, [] as string[]])) as Record<Family, string[]>;
     for (const r of recorders) {
       kinds[r.kind] = r.status();
       connected[r.family].push(...r.connectedMarkets());

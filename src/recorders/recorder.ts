@@ -195,3 +195,14 @@ export abstract class Recorder {
     this.openGap(key, 'not_recording', last.recv_ts, Math.max(recvTs, last.recv_ts), 'recorder was not running');
   }
 }
+
+/**
+ * A recorder kind as a family descriptor lists it: its name, the kinds it needs in the same
+ * process, and a factory. Beside the base class so a feed never imports the host that starts it.
+ */
+export interface RecorderKind {
+  readonly kind: string;
+  /** Kinds that must run before this one in the same process (clob needs catalog's directory). */
+  readonly requires?: readonly string[];
+  create(deps: RecorderDeps): Recorder;
+}

@@ -7,6 +7,7 @@ import { listMarkets, openReader } from '../../storage/index.js';
 import type { LogReader } from '../../storage/index.js';
 import type { Market } from '../../schema/market.js';
 import type { CatalogEvent, Family, Recorded } from '../../schema/observation.js';
+import { familyOf } from '../../families/index.js';
 
 export interface IndexedMarket {
   readonly market: Market;
@@ -64,9 +65,7 @@ export class MarketsIndex {
     }
     const alias = new Map<string, string>();
     for (const [id, m] of byId) {
-      const mk = m.market;
-      const names = mk.family === 'yesno-exchange' ? [mk.ticker] : mk.family === 'wallet-prediction' ? [mk.condition_id, mk.slug, mk.topic_id] : [mk.condition_id, mk.slug];
-      for (const n of names) if (n && !byId.has(n)) alias.set(n, id);
+      for (const n of familyOf(m.market.family).aliases(m.market)) if (n && !byId.has(n)) alias.set(n, id);
     }
     const sorted = [...byId.values()].sort((a, b) => a.first_ts - b.first_ts || (a.market.market_id < b.market.market_id ? -1 : a.market.market_id > b.market.market_id ? 1 : 0));
     const withBooks = new Set(await listMarkets(this.dataDir, family, 'books'));

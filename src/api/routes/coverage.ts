@@ -3,11 +3,13 @@
 // a paginated list of every catalogued market with its per-dataset first/last times.
 
 import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { clipCoverage, CoverageCache } from '../query/coverage.js';
-import { listParams, type Query } from '../query/params.js';
-import { coverageSchema, listOf, q, query } from '../schemas.js';
+import { listParams } from '../query/params.js';
+import { coverageSchema, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import type { IndexedMarket } from '../query/markets-index.js';
 import { overlaps } from './helpers.js';
 
@@ -24,24 +26,24 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
     return null;
   }
 
-  app.get('/coverage', {
+  app.withTypeProvider<TypeBoxTypeProvider>().get('/coverage', {
     config: { plan: 'free' },
     schema: {
       description: 'Recorded intervals and gaps (with reasons) and first/last recorded time per dataset.',
-      querystring: query({
-        family: { type: 'string', enum: [...FAMILIES] },
-        market_id: { type: 'string', minLength: 1, maxLength: 200 },
-        ticker: { type: 'string', minLength: 1, maxLength: 200 },
-        start_time: q.start_time, end_time: q.end_time, limit: q.limit, cursor: q.cursor,
+      querystring: typedQuery({
+        family: Type.Optional(oneOf(FAMILIES)),
+        market_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        ticker: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor),
       }),
       response: { 200: { oneOf: [{ type: 'object', properties: { data: coverageSchema }, required: ['data'], additionalProperties: false }, listOf(coverageSchema)] } },
     },
   }, async (req) => {
-    const qs = req.query as Query;
+    const qs = req.query;
     const lp = listParams(qs);
-    const family = qs.family as Family | undefined;
+    const family = qs.family;
     if (qs.market_id !== undefined && qs.ticker !== undefined) throw invalidParameter('ticker', 'cannot be combined with market_id');
-    const id = (qs.market_id ?? qs.ticker) as string | undefined;
+    const id = qs.market_id ?? qs.ticker;
     if (id !== undefined) {
       if (lp.cursor !== undefined) throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not apply to a single market's coverage.");
       const found = await findMarket(family, id);

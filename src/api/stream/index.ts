@@ -11,6 +11,7 @@ import type { StreamTuning } from '../../config.js';
 import { PmtapeError } from '../../errors.js';
 import { streamDisconnects } from '../../metrics.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
+import { familyOf } from '../../families/index.js';
 import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
 import { envelope } from '../plugins/error-handler.js';
 import { loadCursorSecret } from '../query/cursor.js';
@@ -37,8 +38,8 @@ function definedOnly<T extends object>(over: Partial<T> | undefined): Partial<T>
   return Object.fromEntries(Object.entries(over ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** Which plan a family needs: as on REST, wallet-prediction is paid, the others free. */
-const familyPlan = (family: Family): 'free' | 'paid' => (family === 'wallet-prediction' ? 'paid' : 'free');
+/** Which plan a family needs: as on REST (the family descriptor says). */
+const familyPlan = (family: Family): 'free' | 'paid' => familyOf(family).plan;
 
 /** Answers a refused upgrade with a status line and the JSON envelope, then closes the socket. */
 function refuse(socket: Duplex, err: PmtapeError): void {
@@ -59,24 +60,23 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   const hub = new StreamHub(opts.modelFor ?? streamModels, (t) => markets.reader(t.family, 'books', t.logMarket), log);
 
   async function resolveTarget(req: StreamRequest): Promise<StreamTarget> {
+    const d = familyOf(req.family);
     const hit = await markets.resolve(req.family, req.market);
     if (hit) {
       const m = hit.market;
-      if (req.family === 'coin' && m.family === 'coin' && m.coin !== req.coin) {
+      if (d.routes.scope && req.coin !== undefined && d.routes.scope.mismatch(m, req.coin, req.market) !== null) {
         throw new PmtapeError('not_found', `Market '${req.market}' is not a ${req.coin} market; list them at /v3/${req.coin}/markets.`);
       }
-      if (req.outcome !== undefined && (m.family === 'coin' || m.family === 'wallet-prediction') && !m.outcomes.some((o) => o.label === req.outcome)) {
+      if (req.outcome !== undefined && 'outcomes' in m && !m.outcomes.some((o) => o.label === req.outcome)) {
         throw new PmtapeError('invalid_parameter', `Field 'outcome' must be one of ${m.outcomes.map((o) => o.label).join(', ')}.`);
       }
-      const idField = m.family === 'yesno-exchange' ? 'ticker' : 'market_id';
-      return { family: req.family, logMarket: m.market_id, idField, id: m.market_id, market: m };
+      return { family: req.family, logMarket: m.market_id, idField: d.idField, id: m.market_id, market: m };
     }
-    // A yes/no ticker may have books before its catalogue entry: its snapshots need only the ticker.
-    if (req.family === 'yesno-exchange' && (await markets.hasBooks(req.family, req.market))) {
-      return { family: req.family, logMarket: req.market, idField: 'ticker', id: req.market, market: null };
+    // A ticker may have books before its catalogue entry (yes/no): its snapshots need only the id.
+    if (d.booksWithoutCatalog && (await markets.hasBooks(req.family, req.market))) {
+      return { family: req.family, logMarket: req.market, idField: d.idField, id: req.market, market: null };
     }
-    const list = req.family === 'coin' ? `/v3/${req.coin}/markets` : `/v3/${req.family}/markets`;
-    throw new PmtapeError('not_found', `Unknown ${req.family === 'yesno-exchange' ? 'ticker' : 'market'} '${req.market}'; list them at ${list}.`);
+    throw new PmtapeError('not_found', `Unknown ${d.routes.noun} '${req.market}'; list them at ${d.routes.listUrl(req.coin)}.`);
   }
 
   const svc: StreamServices = {

@@ -7,9 +7,7 @@ import { MarketBooks } from '../../book/book-state.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Gap, Recorded } from '../../schema/observation.js';
 import type { BookModel } from '../query/book-pages.js';
-import { coinModel } from '../routes/coin.js';
-import { walletModel } from '../routes/wallet-prediction.js';
-import { yesnoModel } from '../routes/yesno-exchange.js';
+import { familyOf } from '../../families/index.js';
 import { bookMessage, gapMessage } from './protocol.js';
 
 /** One market a client can subscribe to, resolved against the catalogue. */
@@ -116,13 +114,8 @@ export class StreamTracker {
 const EMPTY: BookModel = { replay: true, candidate: () => false, produces: () => false, shape: () => null };
 
 /**
- * The REST routes' own models, always with the book: a `book` message's data is the REST snapshot
- * object for the same seq, produced by the same code.
+ * The REST routes' own models (the family descriptor's), always with the book: a `book` message's
+ * data is the REST snapshot object for the same seq, produced by the same code.
  */
-export const streamModels: ModelFactory = (target: StreamTarget, variant: string | undefined): BookModel => {
-  const m = target.market;
-  if (target.family === 'yesno-exchange') return yesnoModel(target.id, { includeOrderbook: true });
-  if (target.family === 'coin' && m?.family === 'coin') return coinModel(m, { includeOrderbook: true });
-  if (target.family === 'wallet-prediction' && m?.family === 'wallet-prediction') return walletModel(m, { outcome: variant, includeOrderbook: true });
-  return EMPTY;
-};
+export const streamModels: ModelFactory = (target: StreamTarget, variant: string | undefined): BookModel =>
+  familyOf(target.family).bookModel(target.id, target.market, { outcome: variant, includeOrderbook: true }) ?? EMPTY;

@@ -5,6 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { PmtapeError, invalidParameter } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
+import { familyOf } from '../../families/index.js';
 import { parseTimeParam, toIso } from '../../schema/time.js';
 
 /** Where a subscription starts: live only, a time, a snapshots cursor, or after a known seq. */
@@ -33,11 +34,18 @@ export type ParseResult =
   | { readonly ok: false; readonly id: number | string | null; readonly error: PmtapeError };
 
 const COMMON = ['op', 'id', 'channel', 'family'];
-const FIELDS: Record<Family, string[]> = {
-  coin: [...COMMON, 'coin', 'market_id', 'from', 'after_seq'],
-  'wallet-prediction': [...COMMON, 'market_id', 'outcome', 'from', 'after_seq'],
-  'yesno-exchange': [...COMMON, 'ticker', 'market_id', 'from', 'after_seq'],
-};
+
+/**
+ * The fields of a family's book subscription, from its descriptor: the scope (coin), the market id
+ * (a ticker family also takes `market_id`), `outcome` where the family has outcome views.
+ */
+function fieldsOf(family: Family): string[] {
+  const d = familyOf(family);
+  const scope = d.routes.scope ? [d.routes.scope.param] : [];
+  const ids = d.idField === 'ticker' ? ['ticker', 'market_id'] : ['market_id'];
+  return [...COMMON, ...scope, ...ids, ...(d.routes.outcomes ? ['outcome'] : []), 'from', 'after_seq'];
+}
+const FIELDS = Object.fromEntries(FAMILIES.map((f) => [f, fieldsOf(f)])) as Record<Family, string[]>;
 
 /** Longest text accepted in any field: keeps error messages and map keys small. */
 const MAX_TEXT = 512;
@@ -103,12 +111,11 @@ export function parseClientMessage(raw: string): ParseResult {
     for (const k of Object.keys(o)) {
       if (!FIELDS[family].includes(k)) throw invalidParameter(k, `is not a field of a ${family} book subscription (allowed: ${FIELDS[family].join(', ')})`);
     }
+    const d = familyOf(family);
     let market: string;
-    let coin: string | undefined;
-    if (family === 'coin') {
-      coin = text(o, 'coin', true)!.toLowerCase();
-      market = text(o, 'market_id', true)!;
-    } else if (family === 'yesno-exchange') {
+    // The scope (the coin of the coin family) is lower case, as in REST paths.
+    const coin = d.routes.scope ? text(o, d.routes.scope.param, true)!.toLowerCase() : undefined;
+    if (d.idField === 'ticker') {
       if (o.ticker !== undefined && o.market_id !== undefined) throw invalidParameter('ticker', 'and market_id name the same thing; give one');
       market = text(o, o.ticker !== undefined ? 'ticker' : 'market_id', false) ?? (() => { throw invalidParameter('ticker', 'is required'); })();
     } else {

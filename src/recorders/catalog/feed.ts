@@ -11,8 +11,9 @@ import { Recorder, type RecorderDeps, RecorderError } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import { sleep } from '../backoff.js';
 import { coinDirectory, type CoinDirectory } from './directory.js';
-import { catalogEvent, marketsIn, normalizeCatalogMarket, upDownOf } from './normalize.js';
-import type { RecorderKind } from '../index.js';
+import { COIN_CATALOG, marketsIn, normalizeCatalogMarket, upDownOf } from './normalize.js';
+import { catalogChange } from '../catalog-diff.js';
+import type { RecorderKind } from '../recorder.js';
 
 export const catalogKey = (marketId: string): LogKey => ({ family: 'coin', stream: 'catalog', market: marketId });
 
@@ -180,7 +181,7 @@ export class CatalogRecorder extends Recorder {
       const last = await this.deps.sink.lastRecord(key);
       if (last?.type === 'catalog' && last.market.family === 'coin') prev = last.market;
     }
-    const ev = catalogEvent(prev, m, recvTs, m.updated_time);
+    const ev = catalogChange(COIN_CATALOG, prev, m, recvTs);
     this.known.set(m.market_id, m);
     if (ev) void this.deps.sink.append(key, ev);
     if (!prev || ev) this.directory.upsert(m);

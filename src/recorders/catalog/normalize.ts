@@ -3,7 +3,7 @@
 // identifier together; plus the diff that turns two states into one catalogue event. Pure.
 
 import type { CoinMarket, Resolution, MarketStatus } from '../../schema/market.js';
-import type { CatalogEvent, CatalogEventKind } from '../../schema/observation.js';
+import type { CatalogRules } from '../catalog-diff.js';
 
 // ---- raw upstream shapes (private to this file) ----
 interface RawSeries { slug?: unknown; recurrence?: unknown }
@@ -150,22 +150,11 @@ export function marketsIn(body: unknown): unknown[] {
 }
 
 /** Fields whose change is a catalogue event (`native` and `updated_time` alone are not). */
-const TRACKED: readonly (keyof CoinMarket)[] = [
-  'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
-  'created_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity',
-];
-
-/** The catalogue event that takes `prev` to `next`, or null when nothing tracked changed. */
-export function catalogEvent(prev: CoinMarket | null, next: CoinMarket, recvTs: number, sourceTs: number | null): CatalogEvent | null {
-  let kind: CatalogEventKind;
-  let changed: string[];
-  if (!prev) {
-    kind = 'listed';
-    changed = [...TRACKED];
-  } else {
-    changed = TRACKED.filter((f) => JSON.stringify(prev[f]) !== JSON.stringify(next[f]));
-    if (changed.length === 0) return null;
-    kind = next.status === 'resolved' && prev.status !== 'resolved' ? 'resolved' : prev.status !== next.status ? 'status' : 'updated';
-  }
-  return { type: 'catalog', recv_ts: recvTs, source_ts: sourceTs, origin: 'rest', event: kind, changed, market: next };
-}
+export const COIN_CATALOG: CatalogRules<CoinMarket> = {
+  tracked: [
+    'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
+    'created_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity',
+  ],
+  resolves: (prev, next) => next.status === 'resolved' && prev.status !== 'resolved',
+  sourceTs: (m) => m.updated_time,
+};

@@ -11,7 +11,7 @@ import { RecorderBooks } from '../book.js';
 import { WsConnection } from '../ws-connection.js';
 import { coinDirectory, type CoinDirectory } from '../catalog/directory.js';
 import { idsInDamagedFrame, newStats, normalizeClobText } from './normalize.js';
-import type { RecorderKind } from '../index.js';
+import type { RecorderKind } from '../recorder.js';
 
 interface Tracked {
   readonly market: CoinMarket;

@@ -10,10 +10,11 @@ import { sleep } from '../backoff.js';
 import { Recorder, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import { WsConnection } from '../ws-connection.js';
-import type { RecorderKind } from '../index.js';
+import type { RecorderKind } from '../recorder.js';
 import { API_KEY_HEADER, PATHS, QUERY, TOPIC, UP_DOWN_VARIANT, WS, bookTopic } from './fields.js';
-import { catalogChange, frameKind, frameMarketId, listPage, normalizeFrame, normalizeMetrics, normalizeRestBook, normalizeWalletMarket, topicMarketId } from './normalize.js';
+import { WALLET_CATALOG, frameKind, frameMarketId, listPage, normalizeFrame, normalizeMetrics, normalizeRestBook, normalizeWalletMarket, topicMarketId } from './normalize.js';
 import { VersionGate } from './order.js';
+import { catalogChange } from '../catalog-diff.js';
 
 export const walletKey = (marketId: string, stream: 'books' | 'metrics' | 'catalog'): LogKey => ({ family: 'wallet-prediction', stream, market: marketId });
 
@@ -275,7 +276,7 @@ export class WalletRecorder extends Recorder {
       const last = await this.deps.sink.lastRecord(walletKey(id, 'catalog'));
       if (last?.type === 'catalog' && last.market.family === 'wallet-prediction') prev = last.market;
     }
-    const ev = catalogChange(prev, m, Date.now());
+    const ev = catalogChange(WALLET_CATALOG, prev, m, Date.now());
     if (ev) void this.deps.sink.append(walletKey(id, 'catalog'), ev);
     this.markets.set(id, m);
     const want = m.status === 'open';

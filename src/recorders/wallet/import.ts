@@ -2,31 +2,22 @@
 // WS book pushes and REST book bodies need the market's outcome tokens, so topic/market listings
 // (or `{topic, market}` lines) must come first or already be recorded; older versions are dropped.
 
-import { listMarkets, openReader } from '../../storage/index.js';
-import type { Outcome, WalletMarket } from '../../schema/market.js';
-import type { ImportSession, ImportTarget, Importer } from '../importers.js';
+import { openReader } from '../../storage/index.js';
+import type { Outcome } from '../../schema/market.js';
+import { recordedMarkets, type ImportSession, type ImportTarget, type Importer } from '../importer.js';
+import { catalogChange } from '../catalog-diff.js';
 import { BOOK, ENVELOPE, MARKET, METRIC, TOPIC, WS } from './fields.js';
 import { walletKey } from './feed.js';
-import { catalogChange, normalizeBookData, normalizeFrame, normalizeMetrics, normalizeWalletMarket, frameMarketId, topicMarketId, bookMarketId } from './normalize.js';
+import { WALLET_CATALOG, normalizeBookData, normalizeFrame, normalizeMetrics, normalizeWalletMarket, frameMarketId, topicMarketId, bookMarketId } from './normalize.js';
 import { VersionGate } from './order.js';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Latest catalogue state of every recorded wallet market, by market id. */
-export async function recordedWalletMarkets(dataDir: string): Promise<Map<string, WalletMarket>> {
-  const out = new Map<string, WalletMarket>();
-  for (const id of await listMarkets(dataDir, 'wallet-prediction', 'catalog')) {
-    const last = await openReader(dataDir, walletKey(id, 'catalog')).latest().catch(() => null);
-    if (last?.rec.type === 'catalog' && last.rec.market.family === 'wallet-prediction') out.set(id, last.rec.market);
-  }
-  return out;
-}
-
 export const walletImporter: Importer = {
   kind: 'wallet',
   async open(dataDir): Promise<ImportSession> {
-    const state = await recordedWalletMarkets(dataDir);
+    const state = await recordedMarkets(dataDir, 'wallet-prediction');
     const topics = new Map<string, unknown>(); // market id → topic
     const rawMarkets = new Map<string, unknown>(); // market id → underlying market
     const gate = new VersionGate();
@@ -39,7 +30,7 @@ export const walletImporter: Importer = {
         if (!topics.has(id) || !rawMarkets.has(id)) continue;
         const m = normalizeWalletMarket(topics.get(id), rawMarkets.get(id));
         if (!m) continue;
-        const ev = catalogChange(state.get(id) ?? null, m, recvTs);
+        const ev = catalogChange(WALLET_CATALOG, state.get(id) ?? null, m, recvTs);
         state.set(id, m);
         if (ev) out.push({ key: walletKey(id, 'catalog'), obs: ev });
       }

@@ -2,7 +2,8 @@
 // unverified, so every wire name comes from ./fields.ts). Pure mapping of raw frames and REST bodies
 // to normalized records; heartbeats and replies map to nothing; bad input is reported and skipped.
 
-import type { Ladder, Level, MetricSample, BookSnapshot, Observation, CatalogEvent, CatalogEventKind } from '../../schema/observation.js';
+import type { Ladder, Level, MetricSample, BookSnapshot, Observation } from '../../schema/observation.js';
+import type { CatalogRules } from '../catalog-diff.js';
 import type { MarketStatus, Outcome, Resolution, WalletMarket } from '../../schema/market.js';
 import { BOOK, ENVELOPE, MARKET, METRIC, OUTCOME, RESOLUTION, RESOLUTION_WORDS, STATUS_WORDS, TOPIC, WS } from './fields.js';
 
@@ -261,20 +262,12 @@ export function normalizeWalletMarket(topic: unknown, market: unknown, onBad: On
   };
 }
 
-/** Fields whose change is a catalogue event (`native` and `updated_time` alone are not). */
-const TRACKED = ['topic_id', 'condition_id', 'slug', 'outcomes', 'start_time', 'end_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants', 'chain', 'start_price', 'end_price'] as const;
-
-/** The catalogue event for `next` after the last recorded `prev`, or null when nothing changed. */
-export function catalogChange(prev: WalletMarket | null, next: WalletMarket, recvTs: number): CatalogEvent | null {
-  let event: CatalogEventKind = 'listed';
-  let changed: string[] = [];
-  if (prev !== null) {
-    changed = TRACKED.filter((f) => JSON.stringify(prev[f]) !== JSON.stringify(next[f]));
-    if (changed.length === 0) return null;
-    event = changed.includes('resolution') || changed.includes('winning_outcome') ? 'resolved' : changed.includes('status') ? 'status' : 'updated';
-  }
-  return { type: 'catalog', recv_ts: recvTs, source_ts: next.updated_time, event, changed, market: next };
-}
+/** Catalogue rules (`native` and `updated_time` alone are not events); settling is a resolution or winner. */
+export const WALLET_CATALOG: CatalogRules<WalletMarket> = {
+  tracked: ['topic_id', 'condition_id', 'slug', 'outcomes', 'start_time', 'end_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants', 'chain', 'start_price', 'end_price'],
+  resolves: (_prev, _next, changed) => changed.includes('resolution') || changed.includes('winning_outcome'),
+  sourceTs: (m) => m.updated_time,
+};
 
 /** A listing page `{success, data: [...], cursor}` → items and next cursor ('' = last page). */
 export function listPage(body: unknown, onBad: OnBad = ignore): { items: unknown[]; cursor: string } | null {

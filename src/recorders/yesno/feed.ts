@@ -9,9 +9,10 @@ import type { LogKey } from '../../storage/index.js';
 import { Backoff, sleep } from '../backoff.js';
 import { Recorder, RecorderError, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
-import type { RecorderKind } from '../index.js';
+import type { RecorderKind } from '../recorder.js';
 import { PollCadence } from './cadence.js';
-import { catalogChange, eventSeries, marketsPage, normalizeMarket, normalizeOrderbook } from './normalize.js';
+import { catalogChange } from '../catalog-diff.js';
+import { YESNO_CATALOG, eventSeries, marketsPage, normalizeMarket, normalizeOrderbook } from './normalize.js';
 
 export const yesnoBooksKey = (ticker: string): LogKey => ({ family: 'yesno-exchange', stream: 'books', market: ticker });
 export const yesnoCatalogKey = (ticker: string): LogKey => ({ family: 'yesno-exchange', stream: 'catalog', market: ticker });
@@ -198,7 +199,7 @@ export class YesNoRecorder extends Recorder {
       const last = await this.deps.sink.lastRecord(yesnoCatalogKey(m.ticker));
       if (last?.type === 'catalog' && last.market.family === 'yesno-exchange') prev = last.market;
     }
-    const ev = catalogChange(prev, m, recv);
+    const ev = catalogChange(YESNO_CATALOG, prev, m, recv);
     if (ev) void this.deps.sink.append(yesnoCatalogKey(m.ticker), ev);
     const wasActive = this.markets.get(m.ticker)?.status === ACTIVE;
     this.markets.set(m.ticker, m);

@@ -2,26 +2,15 @@
 // book body does not name its market, so its capture line carries `"ticker"` beside `msg`; market
 // bodies and `/markets` pages become catalogue events against what is already recorded.
 
-import { listMarkets, openReader } from '../../storage/index.js';
-import type { YesNoMarket } from '../../schema/market.js';
-import type { ImportSession, ImportTarget, Importer } from '../importers.js';
+import { recordedMarkets, type ImportSession, type ImportTarget, type Importer } from '../importer.js';
+import { catalogChange } from '../catalog-diff.js';
 import { yesnoBooksKey, yesnoCatalogKey } from './feed.js';
-import { catalogChange, classify, eventSeries, marketsPage, normalizeMarket, normalizeOrderbook } from './normalize.js';
-
-/** Latest catalogue state of every recorded yes/no market, by ticker. */
-export async function recordedYesNoMarkets(dataDir: string): Promise<Map<string, YesNoMarket>> {
-  const out = new Map<string, YesNoMarket>();
-  for (const t of await listMarkets(dataDir, 'yesno-exchange', 'catalog')) {
-    const last = await openReader(dataDir, yesnoCatalogKey(t)).latest().catch(() => null);
-    if (last?.rec.type === 'catalog' && last.rec.market.family === 'yesno-exchange') out.set(t, last.rec.market);
-  }
-  return out;
-}
+import { YESNO_CATALOG, classify, eventSeries, marketsPage, normalizeMarket, normalizeOrderbook } from './normalize.js';
 
 export const yesnoImporter: Importer = {
   kind: 'yesno',
   async open(dataDir): Promise<ImportSession> {
-    const state = await recordedYesNoMarkets(dataDir);
+    const state = await recordedMarkets(dataDir, 'yesno-exchange');
     const seriesOfEvent = new Map<string, string>();
     for (const m of state.values()) seriesOfEvent.set(m.event_ticker, m.series_ticker);
     const catalog = (raws: unknown[], recvTs: number): { out: ImportTarget[]; skip?: string } => {
@@ -30,7 +19,7 @@ export const yesnoImporter: Importer = {
       for (const raw of raws) {
         const m = normalizeMarket(raw, (e) => seriesOfEvent.get(e), () => bad++);
         if (!m) continue;
-        const ev = catalogChange(state.get(m.ticker) ?? null, m, recvTs);
+        const ev = catalogChange(YESNO_CATALOG, state.get(m.ticker) ?? null, m, recvTs);
         state.set(m.ticker, m);
         if (ev) out.push({ key: yesnoCatalogKey(m.ticker), obs: ev });
       }

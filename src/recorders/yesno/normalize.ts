@@ -2,7 +2,8 @@
 // Pure mapping of raw REST bodies to normalized records: books keep the venue's native text and
 // units, best first; markets keep series → event → market tickers. Bad input is reported, never thrown.
 
-import type { CatalogEvent, CatalogEventKind, Ladder, Level, YesNoBook } from '../../schema/observation.js';
+import type { Ladder, Level, YesNoBook } from '../../schema/observation.js';
+import type { CatalogRules } from '../catalog-diff.js';
 import type { YesNoMarket } from '../../schema/market.js';
 
 /** At most this many levels per side are stored (the venue's own depth cap). */
@@ -213,34 +214,17 @@ export function eventSeries(raw: unknown): Array<[string, string]> {
   return out;
 }
 
-/** The fields whose change is a catalogue event (prices and volumes move every poll: not events). */
-const TRACKED = ['status', 'result', 'settlement_value_dollars', 'settlement_ts', 'open_time', 'close_time', 'title', 'event_ticker', 'series_ticker'] as const;
-
-function tracked(m: YesNoMarket, f: (typeof TRACKED)[number]): unknown {
-  if (f === 'settlement_value_dollars' || f === 'settlement_ts') {
-    return isObj(m.native) ? (m.native as Record<string, unknown>)[f] ?? null : null;
-  }
-  return m[f];
-}
-
-/**
- * The catalogue event for `next` given the last recorded state `prev` (null: never seen), or null
- * when nothing tracked changed, so an unchanged market is never re-written.
- */
-export function catalogChange(prev: YesNoMarket | null, next: YesNoMarket, recvTs: number): CatalogEvent | null {
-  let event: CatalogEventKind;
-  let changed: string[];
-  if (prev === null) {
-    event = 'listed';
-    changed = [];
-  } else {
-    changed = TRACKED.filter((f) => JSON.stringify(tracked(prev, f)) !== JSON.stringify(tracked(next, f)));
-    if (changed.length === 0) return null;
+/** Catalogue rules: prices and volumes move every poll and are not events; settling is a result or settlement. */
+export const YESNO_CATALOG: CatalogRules<YesNoMarket> = {
+  tracked: ['status', 'result', 'settlement_value_dollars', 'settlement_ts', 'open_time', 'close_time', 'title', 'event_ticker', 'series_ticker'],
+  // Settlement fields exist only in the native object.
+  value: (m, f) => (f === 'settlement_value_dollars' || f === 'settlement_ts' ? (isObj(m.native) ? (m.native as Record<string, unknown>)[f] ?? null : null) : m[f as keyof YesNoMarket]),
+  resolves: (_prev, next, changed) => {
     const settled = changed.includes('result') || changed.includes('settlement_value_dollars') || changed.includes('settlement_ts');
-    event = settled && (next.result !== '' || tracked(next, 'settlement_ts') !== null) ? 'resolved' : changed.includes('status') ? 'status' : 'updated';
-  }
-  return { type: 'catalog', recv_ts: recvTs, source_ts: null, event, changed, market: next };
-}
+    return settled && (next.result !== '' || YESNO_CATALOG.value!(next, 'settlement_ts') !== null);
+  },
+  sourceTs: () => null,
+};
 
 /** A `/markets` page → its markets and the next cursor ('' or absent: last page). */
 export function marketsPage(raw: unknown, onBad: OnBad = ignore): { markets: unknown[]; cursor: string } | null {

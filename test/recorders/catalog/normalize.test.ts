@@ -4,7 +4,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { catalogEvent, marketsIn, normalizeCatalogMarket, parseDate } from '../../../src/recorders/catalog/normalize.js';
+import { COIN_CATALOG, marketsIn, normalizeCatalogMarket, parseDate } from '../../../src/recorders/catalog/normalize.js';
+import { catalogChange } from '../../../src/recorders/catalog-diff.js';
 
 const fx = (name: string): Record<string, unknown> =>
   JSON.parse(readFileSync(fileURLToPath(new URL(`../../../../test/fixtures/catalog/${name}`, import.meta.url)), 'utf8'));
@@ -66,13 +67,13 @@ t.test('dates in both of the venue styles parse', async (t) => {
 
 t.test('one catalogue event per change, none for an unchanged poll', async (t) => {
   const a = normalizeCatalogMarket(real, START - 1000)!;
-  const listed = catalogEvent(null, a, 1, null)!;
+  const listed = catalogChange(COIN_CATALOG, null, a, 1)!;
   t.equal(listed.event, 'listed');
-  t.equal(catalogEvent(a, normalizeCatalogMarket({ ...real, updatedAt: '2026-03-12T09:00:00Z', bestBid: 0.4 }, START - 500)!, 2, null), null, 'native-only change');
-  const vol = catalogEvent(a, normalizeCatalogMarket({ ...real, volumeNum: 20 }, START - 500)!, 3, null)!;
+  t.equal(catalogChange(COIN_CATALOG, a, normalizeCatalogMarket({ ...real, updatedAt: '2026-03-12T09:00:00Z', bestBid: 0.4 }, START - 500)!, 2), null, 'native-only change');
+  const vol = catalogChange(COIN_CATALOG, a, normalizeCatalogMarket({ ...real, volumeNum: 20 }, START - 500)!, 3)!;
   t.match(vol, { event: 'updated', changed: ['volume'] });
-  const open = catalogEvent(a, normalizeCatalogMarket(real, START)!, 4, null)!;
+  const open = catalogChange(COIN_CATALOG, a, normalizeCatalogMarket(real, START)!, 4)!;
   t.match(open, { event: 'status', changed: ['status'] });
   const res = normalizeCatalogMarket({ ...real, closed: true, outcomePrices: '["1","0"]' }, END + 1)!;
-  t.match(catalogEvent(a, res, 5, null), { event: 'resolved', market: { winning_outcome: 'Up' } });
+  t.match(catalogChange(COIN_CATALOG, a, res, 5), { event: 'resolved', market: { winning_outcome: 'Up' } });
 });

@@ -2,8 +2,9 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
-  normalizeFrame, normalizeRestBook, normalizeMetrics, normalizeWalletMarket, catalogChange, frameKind, frameMarketId, listPage, topicMarketId,
+  normalizeFrame, normalizeRestBook, normalizeMetrics, normalizeWalletMarket, WALLET_CATALOG, frameKind, frameMarketId, listPage, topicMarketId,
 } from '../../../src/recorders/wallet/normalize.js';
+import { catalogChange } from '../../../src/recorders/catalog-diff.js';
 import { VersionGate } from '../../../src/recorders/wallet/order.js';
 import type { BookSnapshot } from '../../../src/schema/observation.js';
 import type { Outcome } from '../../../src/schema/market.js';
@@ -103,16 +104,16 @@ t.test('a tie resolves as a push with no winner; a win names its outcome', async
 
 t.test('catalogue changes: listed, then status, resolution and volume changes; nothing when unchanged', async (t) => {
   const a = normalizeWalletMarket(load('topic.json'), load('market.json'))!;
-  t.equal(catalogChange(null, a, 1)!.event, 'listed');
+  t.equal(catalogChange(WALLET_CATALOG, null, a, 1)!.event, 'listed');
   const touched = normalizeWalletMarket(load('topic.json'), { ...load('market.json'), updatedAt: '2026-07-26T12:01:00.000Z' })!;
-  t.equal(catalogChange(a, touched, 2), null, 'an updated time alone is not a change');
+  t.equal(catalogChange(WALLET_CATALOG, a, touched, 2), null, 'an updated time alone is not a change');
   const vol = normalizeWalletMarket(load('topic.json'), { ...load('market.json'), volumeUsd: 16000, participants: 43 })!;
-  t.same(catalogChange(a, vol, 3)!.changed, ['volume', 'participants']);
-  t.equal(catalogChange(a, vol, 3)!.event, 'updated');
+  t.same(catalogChange(WALLET_CATALOG, a, vol, 3)!.changed, ['volume', 'participants']);
+  t.equal(catalogChange(WALLET_CATALOG, a, vol, 3)!.event, 'updated');
   const closed = normalizeWalletMarket(load('topic.json'), { ...load('market.json'), status: 'CLOSED' })!;
-  t.equal(catalogChange(a, closed, 4)!.event, 'status');
+  t.equal(catalogChange(WALLET_CATALOG, a, closed, 4)!.event, 'status');
   const res = normalizeWalletMarket(load('topic.json'), { ...load('market.json'), status: 'RESOLVED', resolution: { status: 'RESOLVED', winningIndexSet: 1 } })!;
-  t.equal(catalogChange(closed, res, 5)!.event, 'resolved');
+  t.equal(catalogChange(WALLET_CATALOG, closed, res, 5)!.event, 'resolved');
 });
 
 t.test('malformed catalogue entries are counted and skipped', async (t) => {

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { normalizeOrderbook, normalizeMarket, catalogChange, eventSeries, classify, MAX_LEVELS } from '../../../src/recorders/yesno/normalize.js';
+import { normalizeOrderbook, normalizeMarket, YESNO_CATALOG, eventSeries, classify, MAX_LEVELS } from '../../../src/recorders/yesno/normalize.js';
+import { catalogChange } from '../../../src/recorders/catalog-diff.js';
 
 // Compiled to dist/test/recorders/yesno/: the fixtures stay in the source tree.
 const FIX = fileURLToPath(new URL('../../../../test/fixtures/yesno/', import.meta.url));
@@ -90,19 +91,19 @@ t.test('event bodies give event → series pairs', async (t) => {
 t.test('catalogue events: listed once, then only on status, result or settlement changes', async (t) => {
   const raw = (load('market_KXELONMARS-99.json') as { market: Record<string, unknown> }).market;
   const a = normalizeMarket(raw)!;
-  const first = catalogChange(null, a, 10)!;
+  const first = catalogChange(YESNO_CATALOG, null, a, 10)!;
   t.equal(first.event, 'listed');
   t.equal(first.market, a);
   const samePrices = normalizeMarket({ ...raw, yes_bid_dollars: '0.0900', volume_fp: '1.00' })!;
-  t.equal(catalogChange(a, samePrices, 11), null, 'price and volume moves are not catalogue events');
+  t.equal(catalogChange(YESNO_CATALOG, a, samePrices, 11), null, 'price and volume moves are not catalogue events');
   const closed = normalizeMarket({ ...raw, status: 'closed' })!;
-  const ev = catalogChange(a, closed, 12)!;
+  const ev = catalogChange(YESNO_CATALOG, a, closed, 12)!;
   t.same([ev.event, ev.changed], ['status', ['status']]);
   const settled = normalizeMarket({ ...raw, status: 'finalized', result: 'no', settlement_value_dollars: '0.0000', settlement_ts: '2099-08-08T15:00:00Z' })!;
-  const res = catalogChange(closed, settled, 13)!;
+  const res = catalogChange(YESNO_CATALOG, closed, settled, 13)!;
   t.equal(res.event, 'resolved');
   t.same(res.changed, ['status', 'result', 'settlement_value_dollars', 'settlement_ts']);
-  t.equal(catalogChange(settled, settled, 14), null);
+  t.equal(catalogChange(YESNO_CATALOG, settled, settled, 14), null);
 });
 
 t.test('malformed markets are reported and skipped', async (t) => {

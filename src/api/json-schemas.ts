@@ -1,0 +1,118 @@
+// Plain JSON Schema pieces, without TypeBox: the response shapes of API.md (fast serialization and the
+// OpenAPI document) and the parameter shapes a family descriptor declares. The family descriptors
+// import only this module, so the recorders and commands that look them up never load TypeBox.
+
+const str = { type: 'string' } as const;
+const strOrNull = { type: ['string', 'null'] } as const;
+const numOrNull = { type: ['number', 'null'] } as const;
+
+/** Parameter shapes families choose from (routes type them through TypeBox in schemas.ts). */
+export const paramShapes = {
+  depth: { type: 'integer', minimum: 1, maximum: 1000, description: 'levels per side (default all)' },
+  status: { type: 'string', enum: ['upcoming', 'open', 'closed', 'resolved', 'cancelled'] },
+  window: { type: 'string', pattern: '^[0-9]{1,4}[smhd]$', maxLength: 8 },
+  coin: { type: 'string', pattern: '^[a-z0-9]{1,16}$' },
+} as const;
+
+export const listOf = (item: object): object => ({
+  type: 'object',
+  properties: { data: { type: 'array', items: item }, next_cursor: strOrNull },
+  required: ['data', 'next_cursor'],
+});
+
+export const single = (item: object): object => ({ type: 'object', properties: { data: item }, required: ['data'] });
+
+const numLevels = { type: 'array', items: { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 } } as const;
+const outcomes = {
+  type: 'array',
+  items: { type: 'object', properties: { label: str, token_id: str }, required: ['label', 'token_id'] },
+} as const;
+
+export const walletMarketSchema = {
+  type: 'object',
+  properties: {
+    topic_id: str, market_id: str, condition_id: str, outcomes, coin: str, window: strOrNull,
+    start_time: strOrNull, end_time: strOrNull, created_time: strOrNull, updated_time: strOrNull,
+    status: str, resolution: strOrNull, winning_outcome: strOrNull, resolved_time: strOrNull,
+    volume: numOrNull, liquidity: numOrNull, participants: { type: ['integer', 'null'] },
+    chain: {
+      type: ['object', 'null'],
+      properties: { chain_id: { type: 'integer' }, exchange_contract: str },
+    },
+  },
+} as const;
+
+export const walletSnapshotSchema = {
+  type: 'object',
+  properties: {
+    market_id: str, outcome: str, token_id: str, source_time: strOrNull, receive_time: str,
+    seq: { type: 'integer' }, bids: numLevels, asks: numLevels, stale: { type: 'boolean' },
+  },
+} as const;
+
+export const sampleSchema = {
+  type: 'object',
+  properties: { time: str, metric: str, outcome: str, value: { type: 'number' }, seq: { type: 'integer' } },
+} as const;
+
+export const coinMarketSchema = {
+  type: 'object',
+  properties: {
+    market_id: str, event_id: strOrNull, condition_id: str, question: str, outcomes,
+    start_time: strOrNull, end_time: strOrNull, status: str, native: {},
+  },
+} as const;
+
+export const coinSnapshotSchema = {
+  type: 'object',
+  properties: {
+    market_id: str, source_time: strOrNull, receive_time: str, seq: { type: 'integer' },
+    books: {
+      type: 'array',
+      items: { type: 'object', properties: { outcome: str, token_id: str, bids: numLevels, asks: numLevels } },
+    },
+    stale: { type: 'boolean' },
+  },
+} as const;
+
+export const gapSchema = {
+  type: 'object',
+  properties: { start: str, end: strOrNull, reason: str },
+} as const;
+
+export const yesnoMarketSchema = {
+  type: 'object',
+  properties: {
+    ticker: str, event_ticker: str, series_ticker: str, title: str, status: str,
+    open_time: strOrNull, close_time: strOrNull, result: str, native: {},
+  },
+} as const;
+
+const ladderText = { type: 'object', properties: { prices: { type: 'array', items: str }, sizes: { type: 'array', items: str } } } as const;
+
+export const yesnoSnapshotSchema = {
+  type: 'object',
+  properties: {
+    ticker: str, observed_time: str, receive_time: str, seq: { type: 'integer' }, units: str,
+    yes: ladderText, no: ladderText,
+    levels: { type: 'object', properties: { yes: { type: 'integer' }, no: { type: 'integer' } } },
+    stale: { type: 'boolean' },
+  },
+} as const;
+
+const datasetSpan = {
+  type: ['object', 'null'],
+  properties: { first_time: str, last_time: str, first_seq: { type: 'integer' }, last_seq: { type: 'integer' } },
+} as const;
+
+export const coverageSchema = {
+  type: 'object',
+  properties: {
+    family: str,
+    market_id: str,
+    datasets: { type: 'object', properties: { books: datasetSpan, metrics: datasetSpan, catalog: datasetSpan } },
+    intervals: { type: 'array', items: { type: 'object', properties: { start: str, end: str } } },
+    gaps: { type: 'array', items: gapSchema },
+    connected: { type: 'boolean' },
+  },
+} as const;

@@ -1,0 +1,92 @@
+// The coin-scoped family (API.md §5, free plan): the CTF-style `clob` venue's books, described by its
+// `catalog` REST. Markets live under `/v3/{coin}`; a path id may be the market id, condition id or
+// slug; snapshots may be sampled on an interval grid.
+
+import { notFound } from '../errors.js';
+import type { CoinMarket, Market } from '../schema/market.js';
+import { catalogKind } from '../recorders/catalog/feed.js';
+import { clobKind } from '../recorders/clob/feed.js';
+import { catalogImporter } from '../recorders/catalog/import.js';
+import { clobImporter } from '../recorders/clob/import.js';
+import { coinSource } from '../recorders/backfill-sources.js';
+import type { BookModel } from '../api/query/book-pages.js';
+import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
+import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
+import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../api/json-schemas.js';
+import { overlaps } from '../api/routes/helpers.js';
+import type { FamilyDescriptor } from './descriptor.js';
+
+/** Every book-changing record of the market's outcome tokens is a snapshot of all its books. */
+export function coinModel(market: CoinMarket, opts: BookShapeOptions = {}): BookModel {
+  const tokens = new Set(market.outcomes.map((o) => o.token_id));
+  return {
+    replay: true,
+    candidate: (rec) => (rec.type === 'book' || rec.type === 'book_delta') && tokens.has(rec.token_id),
+    produces: (_rec, changed) => changed.length > 0,
+    shape: (rec, books) => coinSnapshot(market, rec, books, opts),
+  };
+}
+
+const coin = (m: Market): CoinMarket => m as CoinMarket;
+
+export const coinFamily: FamilyDescriptor = {
+  family: 'coin',
+  plan: 'free',
+  kinds: [catalogKind, clobKind],
+  importers: [clobImporter, catalogImporter],
+  backfill: coinSource,
+  aliases: (m) => [coin(m).condition_id, coin(m).slug],
+  booksWithoutCatalog: false,
+  idField: 'market_id',
+  marketRecord: (m) => coinMarketRecord(coin(m)),
+  keep: (m, f) => {
+    const c = coin(m);
+    return (f.coin === undefined || c.coin === f.coin) && (f.status === undefined || c.status === f.status) &&
+      (f.window === undefined || c.window === f.window) && overlaps(c.start_time, c.end_time, f.start, f.end);
+  },
+  bookModel: (_id, market, view) => (market?.family === 'coin' ? coinModel(market, view) : null),
+  sampling: { intervals: INTERVAL_MS, page: (reader, market, req, view) => intervalPage(reader, coin(market), req, view) },
+  routes: {
+    name: 'coin',
+    prefixes: ['/v3'],
+    marketsPath: '/:coin/markets',
+    marketPath: '/:coin/markets/:market_id',
+    idParam: 'market_id',
+    scope: {
+      param: 'coin',
+      async check(app, value) {
+        if (app.pmtape.config.coins.includes(value)) return;
+        const known = (await app.pmtape.markets.list('coin')).some((e) => coin(e.market).coin === value);
+        if (!known) throw notFound(`Unknown coin '${value.slice(0, 50)}'; recorded coins: ${app.pmtape.config.coins.join(', ')}.`);
+      },
+      mismatch: (m, value, pathId) =>
+        coin(m).coin === value ? null : `Market '${pathId.slice(0, 200)}' is not a ${value.slice(0, 50)} market; see /v3/${coin(m).coin}/markets.`,
+    },
+    listUrl: (c) => `/v3/${c}/markets`,
+    noun: 'market',
+    unknownMessage: (pathId, listUrl) => `Unknown market '${pathId.slice(0, 200)}'; list known markets at ${listUrl}.`,
+    marketFilters: { status: paramShapes.status, window: paramShapes.window },
+    depth: paramShapes.depth,
+    outcomes: false,
+    includeOrderbook: { snapshots: false, latest: true },
+    describe: {
+      markets: 'Up/down markets of one coin from the catalogue, with the native upstream object.',
+      snapshots: 'Book snapshots of one market: every observation (interval=raw) or one per bucket; uncovered buckets are listed in gaps.',
+      latest: 'The newest recorded books of a market (stale: true when not recorded live), or as of `as_of`.',
+    },
+    schemas: {
+      market: coinMarketSchema,
+      snapshot: coinSnapshotSchema,
+      snapshotsPage: {
+        type: 'object',
+        properties: {
+          data: { type: 'array', items: { ...coinSnapshotSchema, properties: { ...coinSnapshotSchema.properties, bucket_start: { type: 'string' } } } },
+          next_cursor: { type: ['string', 'null'] },
+          gaps: { type: 'array', items: gapSchema },
+        },
+        required: ['data', 'next_cursor'],
+      },
+    },
+  },
+};
+

@@ -1,0 +1,67 @@
+// The yes/no exchange family (API.md §4, free plan): series → event → market tickers, public REST
+// order books kept in the venue's native text and units. A ticker's books may be recorded before
+// its catalogue entry, so snapshots need only the ticker.
+
+import type { Market, YesNoMarket } from '../schema/market.js';
+import type { Recorded, YesNoBook } from '../schema/observation.js';
+import { yesnoKind } from '../recorders/yesno/feed.js';
+import { yesnoImporter } from '../recorders/yesno/import.js';
+import { yesnoSource } from '../recorders/backfill-sources.js';
+import type { BookModel } from '../api/query/book-pages.js';
+import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
+import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
+import { overlaps } from '../api/routes/helpers.js';
+import type { FamilyDescriptor } from './descriptor.js';
+
+/** Every stored yes/no book is complete: no replay, each one is a snapshot. */
+export function yesnoModel(ticker: string, opts: BookShapeOptions = {}): BookModel {
+  return {
+    replay: false,
+    candidate: (rec) => rec.type === 'yesno_book',
+    produces: () => true,
+    shape: (rec) => yesnoSnapshot(ticker, rec as Recorded<YesNoBook>, opts),
+  };
+}
+
+const yesno = (m: Market): YesNoMarket => m as YesNoMarket;
+
+export const yesnoFamily: FamilyDescriptor = {
+  family: 'yesno-exchange',
+  plan: 'free',
+  kinds: [yesnoKind],
+  importers: [yesnoImporter],
+  backfill: yesnoSource,
+  aliases: (m) => [yesno(m).ticker],
+  booksWithoutCatalog: true,
+  idField: 'ticker',
+  marketRecord: (m) => yesnoMarketRecord(yesno(m)),
+  keep: (m, f) => {
+    const y = yesno(m);
+    return (f.series === undefined || y.series_ticker === f.series) && (f.status === undefined || y.status === f.status) &&
+      overlaps(y.open_time, y.close_time, f.start, f.end);
+  },
+  bookModel: (id, _market, view) => yesnoModel(id, view),
+  routes: {
+    name: 'yesno',
+    prefixes: ['/v3/yesno-exchange'],
+    marketsPath: '/markets',
+    marketPath: '/:market_ticker',
+    idParam: 'market_ticker',
+    listUrl: () => '/v3/yesno-exchange/markets',
+    noun: 'ticker',
+    unknownMessage: (pathId, listUrl) => `Unknown ticker '${pathId.slice(0, 200)}'; list recorded tickers at ${listUrl}.`,
+    marketFilters: {
+      series: { type: 'string', minLength: 1, maxLength: 100 },
+      status: { type: 'string', minLength: 1, maxLength: 40, description: "the venue's own status word" },
+    },
+    depth: { type: 'integer', minimum: 1, maximum: YESNO_MAX_DEPTH, description: 'levels per side, 1..100 (default all, at most 100)' },
+    outcomes: false,
+    includeOrderbook: { snapshots: false, latest: true },
+    describe: {
+      markets: 'Yes/no markets with their native upstream object.',
+      snapshots: 'Order-book snapshots of one exact ticker, native units untouched.',
+      latest: 'The newest recorded book of a ticker (stale: true when not recorded live), or as of `as_of`.',
+    },
+    schemas: { market: yesnoMarketSchema, snapshot: yesnoSnapshotSchema },
+  },
+};
