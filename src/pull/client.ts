@@ -79,7 +79,8 @@ export async function get(o: ClientOptions, url: string, headers: Record<string,
   try {
     res = await fetch(url, {
       headers: { ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), 'accept-encoding': 'identity', ...headers },
-      redirect: 'error',
+      // Not followed: the key would go along to wherever the server points (see the 3xx below).
+      redirect: 'manual',
       signal: o.signal,
     });
   } catch (e) {
@@ -87,6 +88,10 @@ export async function get(o: ClientOptions, url: string, headers: Record<string,
     throw new TransientError(networkMessage(e));
   }
   if ((res.status >= 200 && res.status < 300) || pass.includes(res.status)) return res;
+  if (res.status >= 300 && res.status < 400) {
+    await res.arrayBuffer().catch(() => undefined);
+    throw new FatalError(`HTTP ${res.status}: the server redirects to ${res.headers.get('location') ?? '(no Location)'}; pull follows no redirects, pass the final URL`);
+  }
   const why = await reason(res);
   if (res.status === 429) throw new TransientError(why, retryAfterMs(res.headers.get('retry-after')) ?? 1000);
   if (res.status >= 500) throw new TransientError(why);

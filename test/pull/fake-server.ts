@@ -5,6 +5,8 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 export interface FakeFile {
   path: string;
@@ -100,4 +102,15 @@ export function bytes(n: number, seed: number): Buffer {
 export function summaryOf(stdout: string): { files: number; downloaded: number; skipped: number; bytes: number; failed: number } {
   const last = stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(last) as ReturnType<typeof summaryOf>;
+}
+
+/** A listed path in the layout the real server uses. */
+export const P = (name: string): string => `family=coin/dataset=books/date=2026-07-26/${name}.parquet`;
+/** Where pull stages the download of `path` under `out`. */
+export const partOf = (out: string, path: string): string => join(out, path.replace(/([^/]+)$/, '_$1.part'));
+
+/** Every file under `dir`, relative. */
+export function tree(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1)).sort();
 }

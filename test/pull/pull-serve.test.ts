@@ -15,6 +15,10 @@ import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { getJson, runCli, runCliOnce, tempDir } from '../selfhost/helpers.js';
 import { summaryOf } from './fake-server.js';
 
+// Generous bounds: six engineers share two cores, and every run is a fresh node process.
+t.setTimeout(300_000);
+const SLOW = { timeoutMs: 150_000 };
+
 interface Listed {
   path: string;
   rows: number;
@@ -55,7 +59,7 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
   writeFileSync(join(out, 'notes.txt'), 'mine');
   writeFileSync(join(out, 'family=coin', 'my-own.parquet'), 'not from the server');
 
-  const first = await runCliOnce(['pull', url, '--key', paid, '--out', out, '--concurrency', '3']);
+  const first = await runCliOnce(['pull', url, '--key', paid, '--out', out, '--concurrency', '3'], SLOW);
   t.equal(first.code, 0, first.stderr);
   t.same(summaryOf(first.stdout), { files: files.length, downloaded: files.length, skipped: 0, bytes: total, failed: 0 });
   for (const f of files) {
@@ -66,7 +70,7 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
   t.same(staged(out), [], 'no staging file is left');
 
   t.test('a second run over the unchanged tree downloads nothing (key from PMTAPE_KEY)', async (t) => {
-    const r = await runCliOnce(['pull', url, '--out', out], { env: { PMTAPE_KEY: paid } });
+    const r = await runCliOnce(['pull', url, '--out', out], { ...SLOW, env: { PMTAPE_KEY: paid } });
     t.equal(r.code, 0, r.stderr);
     t.same(summaryOf(r.stdout), { files: files.length, downloaded: 0, skipped: files.length, bytes: 0, failed: 0 });
   });
@@ -80,7 +84,7 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
     bytes[Math.floor(bytes.length / 2)] ^= 0xff;
     writeFileSync(bFile, bytes);
     utimesSync(bFile, before.atime, before.mtime); // only ctime still tells
-    const r = await runCliOnce(['pull', url, '--key', paid, '--out', out]);
+    const r = await runCliOnce(['pull', url, '--key', paid, '--out', out], SLOW);
     t.equal(r.code, 0, r.stderr);
     t.same(summaryOf(r.stdout), { files: files.length, downloaded: 2, skipped: files.length - 2, bytes: a.bytes + b.bytes, failed: 0 });
     t.match(r.stderr, `${a.path}: the local copy has ${Math.floor(a.bytes / 2)} bytes`);
@@ -112,23 +116,30 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
   t.test('filters narrow the mirror to what the server lists under them', async (t) => {
     const dest = tempDir(t, 'pmtape-pull-filter-');
     const coin = await listing(url, paid, `&family=coin&start_date=${days[1]}`);
-    const r = await runCliOnce(['pull', url, '--key', paid, '--out', dest, '--family', 'coin', '--start-date', days[1]]);
+    const r = await runCliOnce(['pull', url, '--key', paid, '--out', dest, '--family', 'coin', '--start-date', days[1]], SLOW);
     t.equal(r.code, 0, r.stderr);
     t.same(summaryOf(r.stdout), { files: coin.length, downloaded: coin.length, skipped: 0, bytes: coin.reduce((n, f) => n + f.bytes, 0), failed: 0 });
     t.ok(coin.length > 0 && coin.every((f) => existsSync(join(dest, f.path))));
     t.notOk(existsSync(join(dest, 'family=wallet-prediction')), 'nothing of other families');
+    const dataset = /dataset=([^/]+)/.exec(files[0].path)![1];
+    const only = files.filter((f) => f.path.includes(`/dataset=${dataset}/`));
+    const d = await runCliOnce(['pull', url, '--key', paid, '--out', dest, '--dataset', dataset], SLOW);
+    t.equal(d.code, 0, d.stderr);
+    const got = summaryOf(d.stdout);
+    t.equal(got.files, only.length, `--dataset ${dataset}: only its files are listed`);
+    t.equal(got.downloaded + got.skipped, only.length);
   });
 
   t.test('a bad key (401) and a free key on wallet-prediction (403) exit non-zero and write nothing', async (t) => {
     const dest = join(tempDir(t, 'pmtape-pull-denied-'), 'm');
-    const bad = await runCliOnce(['pull', url, '--key', 'pmt_not-a-key', '--out', dest]);
+    const bad = await runCliOnce(['pull', url, '--key', 'pmt_not-a-key', '--out', dest], SLOW);
     t.equal(bad.code, 1);
     t.match(bad.stderr, /HTTP 401 unauthorized/);
-    const plan = await runCliOnce(['pull', url, '--key', free, '--out', dest, '--family', 'wallet-prediction']);
+    const plan = await runCliOnce(['pull', url, '--key', free, '--out', dest, '--family', 'wallet-prediction'], SLOW);
     t.equal(plan.code, 1);
     t.match(plan.stderr, /HTTP 403 plan_required/);
     t.notOk(existsSync(dest), 'no output folder was even created');
-    const freeAll = await runCliOnce(['pull', url, '--key', free, '--out', dest]);
+    const freeAll = await runCliOnce(['pull', url, '--key', free, '--out', dest], SLOW);
     t.equal(freeAll.code, 0, 'a free key mirrors what its plan lists');
     t.equal(summaryOf(freeAll.stdout).files, files.filter((f) => !f.path.startsWith('family=wallet-prediction/')).length);
   });
