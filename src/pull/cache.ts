@@ -1,7 +1,7 @@
 // The sidecar `DIR/.pmtape-pull.json` of `pmtape pull`: which local files were verified against
-// which sha256 (so a second run does not re-hash gigabytes) and which staged downloads may be
-// resumed (with the ETag the server gave when the download began, sent back as `If-Range`).
-// It is only a cache: a missing or unreadable sidecar costs a re-hash, never a wrong file.
+// which sha256, so a second run does not re-hash gigabytes. It is only a cache: a missing,
+// unreadable or out-of-date sidecar costs a re-hash, never a wrong file. Written at most every
+// few seconds and at the end, so mirroring many small files stays linear.
 
 import type { BigIntStats } from 'node:fs';
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
@@ -21,19 +21,13 @@ interface Verified {
   readonly sha256: string;
 }
 
-/** A staged download that may be resumed: it holds a prefix of the file with this sha256. */
-export interface StagedDownload {
-  readonly sha256: string;
-  readonly bytes: number;
-  /** The ETag of the response the staged bytes came from (null: the server sent none, no resume). */
-  readonly etag: string | null;
-}
-
 interface Sidecar {
   version: 1;
   verified: Record<string, Verified>;
-  partial: Record<string, StagedDownload>;
 }
+
+/** How often verified files are written down while a pull runs (a crash loses at most this). */
+const SAVE_EVERY_MS = 2000;
 
 const fingerprint = (st: BigIntStats): Omit<Verified, 'sha256'> => ({
   size: String(st.size), mtime_ns: String(st.mtimeNs), ctime_ns: String(st.ctimeNs), ino: String(st.ino),
@@ -42,17 +36,18 @@ const fingerprint = (st: BigIntStats): Omit<Verified, 'sha256'> => ({
 export class PullCache {
   private writing: Promise<void> = Promise.resolve();
   private dirty = false;
+  private timer: NodeJS.Timeout | null = null;
 
   private constructor(private readonly file: string, private readonly data: Sidecar) {}
 
   /** Reads `DIR/.pmtape-pull.json`; anything unreadable starts an empty cache. */
   static async open(outDir: string): Promise<PullCache> {
     const file = join(outDir, CACHE_FILE);
-    let data: Sidecar = { version: 1, verified: {}, partial: {} };
+    let data: Sidecar = { version: 1, verified: {} };
     try {
       const parsed = JSON.parse(await readFile(file, 'utf8')) as Partial<Sidecar> | null;
-      if (parsed && parsed.version === 1 && typeof parsed.verified === 'object' && typeof parsed.partial === 'object') {
-        data = { version: 1, verified: { ...parsed.verified }, partial: { ...parsed.partial } } as Sidecar;
+      if (parsed && parsed.version === 1 && typeof parsed.verified === 'object' && parsed.verified !== null) {
+        data = { version: 1, verified: { ...parsed.verified } };
       }
     } catch {
       // no sidecar yet, or a damaged one: every local file is hashed once more
@@ -73,21 +68,20 @@ export class PullCache {
   async setVerified(path: string, file: string, sha256: string): Promise<void> {
     const st = await stat(file, { bigint: true });
     this.data.verified[path] = { ...fingerprint(st), sha256 };
-    delete this.data.partial[path];
-    await this.save();
+    this.timer ??= setTimeout(() => {
+      this.timer = null;
+      this.save().catch(() => undefined); // retried by the next save; the last one reports
+    }, SAVE_EVERY_MS);
   }
 
   forgetVerified(path: string): void {
     delete this.data.verified[path];
   }
 
-  partial(path: string): StagedDownload | undefined {
-    return this.data.partial[path];
-  }
-
-  async setPartial(path: string, p: StagedDownload | null): Promise<void> {
-    if (p) this.data.partial[path] = p;
-    else delete this.data.partial[path];
+  /** The final save: cancels the pending one and writes now. */
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     await this.save();
   }
 

@@ -5,9 +5,10 @@
 
 import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { PullCache } from './cache.js';
+import { dropStaged, readStaged, writeStaged } from './staged.js';
 import { FatalError, get, networkMessage, TransientError, withRetries, type ClientOptions } from './client.js';
 import { fileUrlPath, type LocalPaths } from './paths.js';
 
@@ -34,7 +35,6 @@ export async function hashFile(file: string, length?: number): Promise<Hash> {
   return h;
 }
 
-const removeQuietly = (file: string): Promise<void> => unlink(file).catch(() => undefined);
 
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
@@ -46,15 +46,14 @@ async function fsyncDir(dir: string): Promise<void> {
 }
 
 /** How many staged bytes may be resumed: a prefix of this very file, with an ETag to check it by. */
-async function resumableBytes(ctx: DownloadContext, e: FileEntry, part: string): Promise<number> {
-  const staged = ctx.cache.partial(e.path);
+async function resumable(e: FileEntry, part: string): Promise<{ from: number; etag: string | null }> {
+  const staged = await readStaged(part);
   const size = (await stat(part).catch(() => null))?.size ?? 0;
-  if (size > 0 && staged && staged.sha256 === e.sha256 && staged.bytes === e.bytes && staged.etag !== null && size <= e.bytes) return size;
-  if (size > 0 || staged) {
-    await removeQuietly(part);
-    await ctx.cache.setPartial(e.path, null);
+  if (size > 0 && staged && staged.sha256 === e.sha256 && staged.bytes === e.bytes && staged.etag !== null && size <= e.bytes) {
+    return { from: size, etag: staged.etag };
   }
-  return 0;
+  await dropStaged(part); // another file's bytes, or bytes that cannot be checked: start over
+  return { from: 0, etag: null };
 }
 
 /** The bytes of `Content-Range: bytes a-b/total` must be exactly the rest of the file. */
@@ -71,7 +70,8 @@ function checkContentRange(header: string | null, from: number, total: number): 
  * transfer broke off (the staged bytes stay for the next try), FatalError on a refusal.
  */
 async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promise<{ sha256: string; resumed: boolean }> {
-  let from = await resumableBytes(ctx, e, part);
+  const staged = await resumable(e, part);
+  let from = staged.from;
   const url = new URL(`v3/datasets/files/${fileUrlPath(e.path)}`, ctx.client.baseUrl.endsWith('/') ? ctx.client.baseUrl : `${ctx.client.baseUrl}/`);
   let hash: Hash;
   let fh: FileHandle;
@@ -83,13 +83,11 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
   const signal = ctx.client.signal ? AbortSignal.any([ctx.client.signal, idle.signal]) : idle.signal;
   let timer = setTimeout(() => idle.abort(), ctx.client.idleTimeoutMs);
   try {
-    const etag = ctx.cache.partial(e.path)?.etag;
-    const headers: Record<string, string> = from > 0 && etag ? { range: `bytes=${from}-`, 'if-range': etag } : {};
+    const headers: Record<string, string> = from > 0 && staged.etag ? { range: `bytes=${from}-`, 'if-range': staged.etag } : {};
     const res = await get({ ...ctx.client, signal }, url.href, headers, [416]);
     if (res.status === 416) {
       await res.arrayBuffer().catch(() => undefined);
-      await ctx.cache.setPartial(e.path, null);
-      await removeQuietly(part);
+      await dropStaged(part);
       throw new TransientError(`the server refused the range bytes=${from}- (416); starting over`);
     }
     if (res.status === 206) {
@@ -101,7 +99,7 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
       from = 0;
       hash = createHash('sha256');
       await mkdir(dirname(part), { recursive: true });
-      await ctx.cache.setPartial(e.path, { sha256: e.sha256, bytes: e.bytes, etag: res.headers.get('etag') });
+      await writeStaged(part, { sha256: e.sha256, bytes: e.bytes, etag: res.headers.get('etag') });
       fh = await open(part, 'w');
     }
     let at = from;
@@ -150,21 +148,20 @@ export async function download(ctx: DownloadContext, e: FileEntry, paths: LocalP
       // A resumed prefix may come from bytes that are no longer the server's: start over once.
       if (got.resumed && !restarted) {
         restarted = true;
-        await ctx.cache.setPartial(e.path, null);
-        await removeQuietly(paths.part);
+        await dropStaged(paths.part);
         continue;
       }
       throw new FatalError(`sha256 mismatch: the server sent ${e.bytes} bytes hashing to ${got.sha256}, the listing says ${e.sha256}`);
     }
     ctx.cache.forgetVerified(e.path);
+    await dropStaged(paths.part, true);
     await rename(paths.part, paths.dest);
     await fsyncDir(dirname(paths.dest));
     await ctx.cache.setVerified(e.path, paths.dest, e.sha256);
   } catch (err) {
     // Interrupted or broken off: keep the staged bytes to resume. Refused or wrong: leave nothing.
     if (!(err instanceof TransientError) && !ctx.client.signal?.aborted) {
-      await removeQuietly(paths.part);
-      await ctx.cache.setPartial(e.path, null).catch(() => undefined);
+      await dropStaged(paths.part);
     }
     throw err;
   }

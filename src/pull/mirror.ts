@@ -132,7 +132,7 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(o.concurrency, todo.length)) }, worker));
-  await cache.save().catch((err: Error) => o.note(`could not write the sidecar cache: ${err.message}`));
+  await cache.close().catch((err: Error) => o.note(`could not write the sidecar cache: ${err.message}`));
   if (interrupted > 0) o.note(`interrupted: ${interrupted} file(s) not finished; run the same command again to resume`);
   return summary;
 }
