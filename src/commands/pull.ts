@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { clientKey } from '../config.js';
+import { dayStartMs } from '../schema/time.js';
 import { pull, type PullSummary } from '../pull/mirror.js';
 import { progress, type Progress } from './common.js';
 
@@ -53,6 +54,9 @@ export function register(program: Command): void {
       const concurrency = intFlag(opts.concurrency, '--concurrency', 1, 64);
       const retries = intFlag(opts.retries, '--retries', 0, 100);
       if (concurrency === null || retries === null) return;
+      for (const [flag, day] of [['--start-date', opts.startDate], ['--end-date', opts.endDate]] as const) {
+        if (day !== undefined && dayStartMs(day) === null) return usage(`${flag} must be a UTC day like 2026-07-26, got "${day}"`);
+      }
       const outDir = resolve(opts.out);
 
       // First signal: stop, keep staged downloads for the next run, print the summary. Second: exit.

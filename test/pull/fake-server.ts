@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface FakeFile {
@@ -113,4 +114,21 @@ export const partOf = (out: string, path: string): string => join(out, path.repl
 export function tree(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1)).sort();
+}
+
+/**
+ * Flips one byte of `file` in place and sets its atime and mtime back to the nanosecond (through
+ * `touch -r` from a copy made with `cp -p`): only the ctime, which no user call sets, still tells.
+ */
+export function flipByteKeepTimes(file: string, at: number): void {
+  const ref = `${file}.times`;
+  execFileSync('cp', ['-p', file, ref]);
+  const fd = openSync(file, 'r+');
+  const b = Buffer.alloc(1);
+  readSync(fd, b, 0, 1, at);
+  b[0] ^= 0xff;
+  writeSync(fd, b, 0, 1, at);
+  closeSync(fd);
+  execFileSync('touch', ['-r', ref, file]);
+  unlinkSync(ref);
 }

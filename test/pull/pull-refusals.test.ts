@@ -63,6 +63,9 @@ t.test('bad flags are usage errors (exit 2); an unreachable server exits 1 namin
   await new Promise((r) => probe.close(r));
   t.equal((await runCliOnce(['pull', 'ftp://x', '--out', out], SLOW)).code, 2);
   t.equal((await runCliOnce(['pull', closed, '--out', out, '--concurrency', '0'], SLOW)).code, 2);
+  const badDay = await runCliOnce(['pull', closed, '--out', out, '--start-date', '2026-02-30'], SLOW);
+  t.equal(badDay.code, 2);
+  t.match(badDay.stderr, /--start-date must be a UTC day/);
   const r = await runCliOnce(['pull', closed, '--out', out, '--retries', '0'], SLOW);
   t.equal(r.code, 1);
   t.match(r.stderr, /ECONNREFUSED/);
