@@ -75,7 +75,7 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
   const url = new URL(`v3/datasets/files/${fileUrlPath(e.path)}`, ctx.client.baseUrl.endsWith('/') ? ctx.client.baseUrl : `${ctx.client.baseUrl}/`);
   let hash: Hash;
   let fh: FileHandle;
-  if (from === e.bytes) {
+  if (from > 0 && from === e.bytes) {
     hash = await hashFile(part, from); // staged completely by an earlier run that stopped before publishing
     return { sha256: hash.digest('hex'), resumed: true };
   }
@@ -91,11 +91,18 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
       throw new TransientError(`the server refused the range bytes=${from}- (416); starting over`);
     }
     if (res.status === 206) {
-      checkContentRange(res.headers.get('content-range'), from, e.bytes);
+      try {
+        checkContentRange(res.headers.get('content-range'), from, e.bytes);
+      } catch (err) {
+        await dropStaged(part); // the next try asks for the whole file
+        throw err;
+      }
+    }
+    if (res.status === 206 && from > 0) {
       hash = await hashFile(part, from);
       fh = await open(part, 'r+');
     } else {
-      // 200: the whole file (first try, or If-Range found that the file changed since staging).
+      // The whole file: first try, or If-Range found that the file changed since it was staged.
       from = 0;
       hash = createHash('sha256');
       await mkdir(dirname(part), { recursive: true });

@@ -17,6 +17,7 @@ t.test('refusals and lies fail their file by name, leave nothing partial, and th
   const good = bytes(50_000, 1);
   const files: FakeFile[] = [
     { path: P('good'), body: good },
+    { path: P('empty'), body: Buffer.alloc(0) },
     { path: P('missing'), body: bytes(10, 2), status: 404 },
     { path: P('unauthorized'), body: bytes(10, 3), status: 401 },
     { path: P('plan'), body: bytes(10, 4), status: 403 },
@@ -28,13 +29,14 @@ t.test('refusals and lies fail their file by name, leave nothing partial, and th
   const r = await runCliOnce(['pull', url, '--key', 'k', '--out', out, '--concurrency', '3'], SLOW);
   t.equal(r.code, 1, 'exit code is non-zero');
   const sum = summaryOf(r.stdout);
-  t.same({ ...sum, bytes: 0 }, { files: 6, downloaded: 1, skipped: 0, bytes: 0, failed: 5 });
+  t.same({ ...sum, bytes: 0 }, { files: 7, downloaded: 2, skipped: 0, bytes: 0, failed: 5 });
   // `bytes` counts what came over the network: the liar's whole body too, never more than listed.
   t.ok(sum.bytes >= good.length + 30_000 && sum.bytes <= good.length + 30_000 + 1000, `bytes received (${sum.bytes})`);
   for (const [name, why] of [['missing', /404/], ['unauthorized', /401/], ['plan', /403/], ['liar', /sha256 mismatch/], ['too-long', /more than the 1000 bytes/]] as const) {
     t.match(r.stderr, new RegExp(`failed ${P(name).replaceAll('.', '\\.')}: .*${why.source}`), `stderr names ${name} and why`);
   }
-  t.same(tree(out), ['.pmtape-pull.json', P('good')], 'only the verified file and the sidecar: no partial file, no staging name');
+  t.same(tree(out), ['.pmtape-pull.json', P('empty'), P('good')], 'only the verified files and the sidecar: no partial file, no staging name');
+  t.equal(readFileSync(join(out, P('empty'))).length, 0, 'an empty file is mirrored too');
   t.ok(readFileSync(join(out, P('good'))).equals(good));
 });
 
