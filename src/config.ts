@@ -335,3 +335,12 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   };
   return Object.freeze(cfg);
 }
+
+/**
+ * The API key a client command (`pmtape pull`) sends: the `--key` flag, else `PMTAPE_KEY`, else
+ * none (the server then answers 401, which the command explains).
+ */
+export function clientKey(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | null {
+  const key = flag ?? env.PMTAPE_KEY;
+  return key && key.trim() !== '' ? key.trim() : null;
+}

@@ -11,6 +11,7 @@ import { register as keys } from './keys.js';
 import { register as start } from './start.js';
 import { register as compact } from './compact.js';
 import { register as backfill } from './backfill.js';
+import { register as pull } from './pull.js';
 
 const commands: Array<(program: Command) => void> = [
   verify,
@@ -23,6 +24,7 @@ const commands: Array<(program: Command) => void> = [
   start,
   compact,
   backfill,
+  pull,
 ];
 
 export function registerCommands(program: Command): void {

@@ -1,0 +1,101 @@
+// `pmtape pull <url>`: mirrors a pmtape server's Parquet datasets into a local tree (src/pull/).
+// Progress on stderr (a bar on a TTY), one JSON summary line last on stdout; exit 0 only when every
+// listed file is in place and verified, 1 when any failed or the listing could not be had, 2 on usage.
+
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { clientKey } from '../config.js';
+import { dayStartMs } from '../schema/time.js';
+import { pull, type PullSummary } from '../pull/mirror.js';
+import { progress, type Progress } from './common.js';
+
+interface PullFlags {
+  key?: string;
+  out: string;
+  family?: string;
+  dataset?: string;
+  startDate?: string;
+  endDate?: string;
+  concurrency: string;
+  retries: string;
+  rehash?: boolean;
+}
+
+function usage(msg: string): void {
+  process.stderr.write(`pmtape pull: ${msg}\n`);
+  process.exitCode = 2;
+}
+
+function intFlag(text: string, name: string, min: number, max: number): number | null {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max) {
+    usage(`${name} must be an integer from ${min} to ${max}, got "${text}"`);
+    return null;
+  }
+  return n;
+}
+
+export function register(program: Command): void {
+  program
+    .command('pull')
+    .description("mirror a server's Parquet datasets into DIR/<path>: parallel, resumable, sha256-verified, unchanged files skipped")
+    .argument('<url>', 'the server, e.g. http://127.0.0.1:8080')
+    .option('--key <key>', 'API key (env PMTAPE_KEY); wallet-prediction datasets need a paid key')
+    .option('--out <dir>', 'local folder the tree is mirrored into', './parquet')
+    .option('--family <family>', 'only this family (coin, wallet-prediction, yesno-exchange)')
+    .option('--dataset <dataset>', 'only this dataset')
+    .option('--start-date <day>', 'only partitions on or after this UTC day (YYYY-MM-DD)')
+    .option('--end-date <day>', 'only partitions on or before this UTC day (YYYY-MM-DD)')
+    .option('--concurrency <n>', 'downloads in flight at once', '4')
+    .option('--retries <n>', 'retries of a network error, 5xx or cut transfer per file, with backoff', '5')
+    .option('--rehash', 'hash every local file again instead of trusting the sidecar cache')
+    .action(async (url: string, opts: PullFlags) => {
+      if (!/^https?:\/\/[^/]/.test(url)) return usage(`<url> must be an http:// or https:// URL, got "${url}"`);
+      const concurrency = intFlag(opts.concurrency, '--concurrency', 1, 64);
+      const retries = intFlag(opts.retries, '--retries', 0, 100);
+      if (concurrency === null || retries === null) return;
+      for (const [flag, day] of [['--start-date', opts.startDate], ['--end-date', opts.endDate]] as const) {
+        if (day !== undefined && dayStartMs(day) === null) return usage(`${flag} must be a UTC day like 2026-07-26, got "${day}"`);
+      }
+      const outDir = resolve(opts.out);
+
+      // First signal: stop, keep staged downloads for the next run, print the summary. Second: exit.
+      const stop = new AbortController();
+      const onSignal = (): void => {
+        if (stop.signal.aborted) process.exit(1);
+        stop.abort(new Error('interrupted'));
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+
+      let bar: Progress | null = null;
+      let summary: PullSummary = { files: 0, downloaded: 0, skipped: 0, bytes: 0, failed: 0 };
+      let ok = true;
+      try {
+        summary = await pull({
+          baseUrl: url.replace(/\/+$/, '').replace(/\/v3$/, ''),
+          key: clientKey(opts.key),
+          outDir,
+          filters: { family: opts.family, dataset: opts.dataset, startDate: opts.startDate, endDate: opts.endDate },
+          concurrency,
+          retries,
+          rateLimitRetries: 10,
+          idleTimeoutMs: 60_000,
+          rehash: opts.rehash === true,
+          signal: stop.signal,
+          onListed: (files, bytes) => {
+            process.stderr.write(`pull: ${files} file(s), ${(bytes / 1e6).toFixed(1)} MB listed by ${url}\n`);
+            bar = progress('pull', files);
+          },
+          onFile: (path, outcome) => (bar as Progress | null)?.tick(1, `${outcome} ${path}`),
+          note: (line) => process.stderr.write(`pull: ${line}\n`),
+        });
+      } catch (e) {
+        ok = false;
+        process.stderr.write(`pmtape pull: ${stop.signal.aborted ? 'interrupted' : (e as Error).message}\n`);
+      }
+      (bar as Progress | null)?.done(`${summary.downloaded} downloaded, ${summary.skipped} unchanged, ${summary.failed} failed into ${outDir}`);
+      process.stdout.write(JSON.stringify(summary) + '\n');
+      process.exitCode = ok && summary.failed === 0 && !stop.signal.aborted ? 0 : 1;
+    });
+}
