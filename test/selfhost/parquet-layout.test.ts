@@ -29,11 +29,11 @@ function walk(dir: string): string[] {
 /** Spark, Hive and Trino skip files and folders whose name starts with `_` or `.`. */
 const hidden = (name: string): boolean => name.startsWith('_') || name.startsWith('.');
 
-/** The DuckDB query of the README's self-hosting section, pointed at `dataDir`. */
+/** The DuckDB query of the datasets docs page, pointed at `dataDir`. */
 function readmeDuckdbQuery(dataDir: string): string {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  const readme = readFileSync(join(REPO, 'docs', '_incoming', 'datasets.md'), 'utf8');
   const m = /<!-- query:duckdb -->\s*```sql\n([\s\S]*?)```/.exec(readme);
-  if (!m) throw new Error('README has no <!-- query:duckdb --> block');
+  if (!m) throw new Error('the datasets page has no <!-- query:duckdb --> block');
   return m[1].replaceAll("'data/parquet/", `'${dataDir}/parquet/`);
 }
 
@@ -44,10 +44,10 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
   await writeFixture(dataDir, { days, booksPerDay: 120, coinMarkets: 2, seed: 11 });
   for (const day of days) await compactDay(dataDir, day);
   // A crashed compaction leaves its staging file behind: it must be invisible to every engine.
-  const someDir = join(dataDir, 'parquet', 'family=coin', 'dataset=books', `date=${days[1]}`);
-  const staging = join(someDir, stagingFileName('books', days[1]));
+  const someDir = join(dataDir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${days[1]}`);
+  const staging = join(someDir, stagingFileName('book_changes', days[1]));
   writeFileSync(staging, 'PAR1 torn staging file from a crashed compaction');
-  t.ok(hidden(stagingFileName('books', days[1])), 'staging files start with _');
+  t.ok(hidden(stagingFileName('book_changes', days[1])), 'staging files start with _');
 
   const root = join(dataDir, 'parquet');
   const dataFiles: string[] = [];
@@ -98,7 +98,7 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
   // The README's DuckDB query reads the tree as documented, skipping the staging file.
   const got = await rows(readmeDuckdbQuery(dataDir));
   const manifestRows = dataFiles
-    .filter((f) => f.includes(`family=coin${sep}dataset=books${sep}`))
+    .filter((f) => f.includes(`family=coin${sep}dataset=book_changes${sep}`))
     .reduce((n, f) => n + (JSON.parse(readFileSync(join(f, '..', '_manifest.json'), 'utf8')) as { files: { rows: number }[] }).files[0].rows, 0);
   const total = got.reduce((n, r) => n + Number(r.rows), 0);
   t.equal(total, manifestRows, 'the README query counts exactly the manifest-listed rows (staging skipped)');

@@ -65,7 +65,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const cpu = process.cpuUsage(u0);
     const compactCpuS = (cpu.user + cpu.system) / 1e6;
     const rows = results.reduce((a, r) => a + r.rows, 0);
-    const coinBooks = results.find((r) => r.family === 'coin' && r.dataset === 'books')!;
+    const coinBooks = results.find((r) => r.family === 'coin' && r.dataset === 'book_changes')!;
 
     log('building the Tardis-style CSV.gz of the same books');
     const csv = await tardisCsv(dir, day);
@@ -95,7 +95,7 @@ export async function run(): Promise<Record<string, unknown>> {
 
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    const file = join(dir, 'parquet', 'family=coin', 'dataset=books', `date=${day}`, `books-${day}.parquet`);
+    const file = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`, `book_changes-${day}.parquet`);
     const sql = `SELECT * FROM read_parquet('${file}') WHERE market_id = '${market}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`;
     let duckRows = 0;
     const duck: number[] = [];

@@ -8,9 +8,9 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { fsyncDir, partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
+import { fsyncDir, partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader, encodeParquet } from './file.js';
-import { SCHEMA_VERSION, columnsOf, toColumns, type Dataset } from './schema.js';
+import { SCHEMA_VERSION, columnsOf, toColumns, type AnyDataset, type Dataset } from './schema.js';
 
 /** Rows per row group: small enough that one decoded group is cheap, large enough for ZSTD. */
 export const ROW_GROUP_ROWS = 2048;
@@ -18,10 +18,10 @@ export const ROW_GROUP_ROWS = 2048;
 export const FILE_ROWS = 100_000;
 
 export { stagingRoot };
-const stagingDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
-const retiredDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
+const stagingDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
+const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
 
-export const partFileName = (dataset: Dataset, day: string, part: number): string =>
+export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
   part === 0 ? `${dataset}-${day}.parquet` : `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -148,9 +148,12 @@ export class PartitionBuilder {
   }
 
   /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
-  async publish(sources: Manifest['sources']): Promise<void> {
+  async publish(sources: Manifest['sources'], records?: Record<string, RecordChunk[]>): Promise<void> {
     await this.flush();
-    await writeManifest(this.dir, { family: this.family, dataset: this.dataset, date: this.day, files: this.files, sources, created: toIso(Date.now()) });
+    await writeManifest(this.dir, {
+      family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
+      ...(records ? { records } : {}), created: toIso(Date.now()),
+    });
     this.onStep?.('manifest');
     const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
     await mkdir(dirname(final), { recursive: true });
@@ -176,7 +179,7 @@ export class PartitionBuilder {
 }
 
 /** Undoes a rebuild interrupted between its two renames: the old partition goes back in place. */
-export async function recoverPartition(dataDir: string, family: Family, dataset: Dataset, day: string): Promise<void> {
+export async function recoverPartition(dataDir: string, family: Family, dataset: AnyDataset, day: string): Promise<void> {
   const final = partitionDir(dataDir, family, dataset, day);
   const retired = retiredDir(dataDir, family, dataset, day);
   if (!(await stat(retired).then(() => true, () => false))) return;

@@ -7,7 +7,7 @@ import { DAY_MS, dayStartMs, utcDay } from '../../schema/time.js';
 import { msToUs } from '../log/frame.js';
 import { listDays } from '../paths.js';
 import { parquetStore, type MarketDay, type ParquetStore } from '../parquet/reader.js';
-import type { Dataset } from '../parquet/schema.js';
+import type { Stream as Dataset } from '../parquet/schema.js';
 import type { FileLogReader } from './reader.js';
 import type { LogKey, LogReader, Position, ReadItem, ReadOptions } from '../types.js';
 
