@@ -8,7 +8,7 @@ import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { FLAG_CHECKPOINT } from '../log/frame.js';
-import { manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
+import { listPartitions, manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
 import { SCHEMA_VERSION, datasetsOfStream, type Dataset, type Stream } from './schema.js';
 import type { SourceRecord } from './rows.js';
 import { buildStream, legacyPartition } from './stream-compaction.js';
@@ -122,9 +122,16 @@ export async function compactStream(dataDir: string, family: Family, stream: Str
   return buildStream(dataDir, family, stream, day, sources, legacy, opts);
 }
 
-/** Closed days (before today, UTC) that have at least one log file, ascending. */
+/**
+ * Closed days (before today, UTC) that have at least one log file, or a schema-version-1 partition
+ * still to migrate, ascending.
+ */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
   const days = new Set<string>();
+  for (const p of await listPartitions(dataDir)) {
+    const m = await readManifest(p.dir);
+    if (m && manifestVersion(m) < SCHEMA_VERSION && isDayClosed(p.date, now)) days.add(p.date);
+  }
   for (const family of FAMILIES) {
     for (const stream of ['books', 'metrics', 'catalog'] as const) {
       for (const market of await listMarkets(dataDir, family, stream)) {
