@@ -120,7 +120,7 @@ t.test('routes answer identically before and after compaction', async (t) => {
     // The docs' one-liner, verbatim, from inside the data dir.
     await conn.run(`SET file_search_path = '${dir}'`);
     const doc = (await conn.runAndReadAll(docQuery('duckdb').replaceAll("'data/parquet/", "'parquet/"))).getRowObjectsJS();
-    t.ok(doc.length >= 1 && doc.some((r) => r.market_id === '540817' && Number(r.records) > 400), 'the docs query reads the tree as is');
+    t.ok(doc.length >= 1 && doc.some((r) => r.market_id === '540817' && Number(r.records) > 300 && Number(r.rows) > Number(r.records)), 'the docs query reads the tree as is');
     t.ok(rows.length >= 20);
     t.same(rows.map((r) => ({ seq: Number(r.seq), receive_time: r.receive_time, yes: { prices: r.yes_prices, sizes: r.yes_sizes }, no: r.no_prices })),
       snaps.map((s) => ({ seq: s.seq, receive_time: s.receive_time, yes: { prices: s.yes.prices, sizes: s.yes.sizes }, no: s.no.prices })));

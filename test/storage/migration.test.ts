@@ -59,7 +59,7 @@ async function writeV1Day(dataDir: string, day: string): Promise<void> {
       await mkdir(dir, { recursive: true });
       const files = [];
       if (rows.length) {
-        const metadata = new Map([['pmtape.schema_version', '1'], ['pmtape.segments', JSON.stringify(segmentsOf(rows))]]);
+        const metadata = new Map([['pmtape.schema_version', '1'], ['pmtape.segments', JSON.stringify(segmentsOf(rows.map((r) => r.market_id), rows.map((r) => r.receive_time), rows.map((r) => r.seq)))]]);
         const bytes = encodeParquet(V1, V1.map((c) => rows.map((r) => r[c.name] ?? null)) as never, { rowGroupRows: ROW_GROUP_ROWS, metadata });
         const file = `${stream}-${day}.parquet`;
         await writeFile(join(dir, file), bytes);

@@ -5,9 +5,51 @@
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
+import type { ColumnSpec } from './file.js';
 import { scalesOf, type Dataset } from './schema.js';
 
-export type Row = Record<string, unknown>;
+/**
+ * Rows accumulated column by column (no object per row: compaction of deep books is dominated by
+ * allocation otherwise). `set` fills the current row, `emit` appends it; values stay set until
+ * `reset`, so the fields of a record are set once for all its level rows.
+ */
+export class RowSink {
+  readonly cols: unknown[][];
+  private readonly idx = new Map<string, number>();
+  private readonly cur: unknown[];
+  length = 0;
+
+  constructor(readonly specs: readonly ColumnSpec[]) {
+    this.cols = specs.map(() => []);
+    specs.forEach((s, i) => this.idx.set(s.name, i));
+    this.cur = new Array<unknown>(specs.length).fill(null);
+  }
+
+  reset(): void {
+    this.cur.fill(null);
+  }
+
+  /** Sets a column of the current row (a column this dataset does not have is ignored). */
+  set(name: string, v: unknown): void {
+    const i = this.idx.get(name);
+    if (i !== undefined) this.cur[i] = v === undefined ? null : v;
+  }
+
+  emit(): void {
+    for (let i = 0; i < this.cur.length; i++) this.cols[i].push(this.cur[i]);
+    this.length++;
+  }
+
+  column(name: string): unknown[] {
+    return this.cols[this.idx.get(name)!];
+  }
+
+  /** Drops every row (after they were written out). */
+  clear(): void {
+    for (const c of this.cols) c.length = 0;
+    this.length = 0;
+  }
+}
 
 /** A stored record and whether its log frame was checkpoint-marked. */
 export interface SourceRecord {
@@ -30,110 +72,137 @@ function exactTime(ms: number, market: string, seq: number, field: string): numb
   return ms;
 }
 
-function base(market: string, r: Recorded, checkpoint: boolean): Row {
-  return {
-    market_id: market,
-    receive_time: exactTime(r.recv_ts, market, r.seq, 'receive_time'),
-    source_time: r.source_ts === null ? null : exactTime(r.source_ts, market, r.seq, 'source_time'),
-    seq: r.seq,
-    origin: r.origin ?? null,
-    import_id: r.import_id ?? null,
-    checkpoint,
-  };
+function base(o: RowSink, market: string, r: Recorded, checkpoint: boolean): void {
+  o.reset();
+  o.set('market_id', market);
+  o.set('receive_time', exactTime(r.recv_ts, market, r.seq, 'receive_time'));
+  o.set('source_time', r.source_ts === null ? null : exactTime(r.source_ts, market, r.seq, 'source_time'));
+  o.set('seq', r.seq);
+  o.set('origin', r.origin ?? null);
+  o.set('import_id', r.import_id ?? null);
+  o.set('checkpoint', checkpoint);
 }
 
-/** Sets `<name>` and `<name>_decimals` on a row from decimal text (null/undefined → nulls). */
-function putDec(row: Row, name: string, text: string | undefined | null, scale: number, w: string): void {
-  if (text === undefined || text === null) return;
+/** Sets `<name>` and `<name>_decimals` from decimal text (null/undefined → nulls). */
+function putDec(o: RowSink, name: string, text: string | undefined | null, scale: number, w: string): void {
+  if (text === undefined || text === null) {
+    o.set(name, null);
+    o.set(`${name}_decimals`, null);
+    return;
+  }
   const e = encodeDecimal(text, scale, `${w} ${name}`);
-  row[name] = e.unscaled;
-  row[`${name}_decimals`] = e.form;
+  o.set(name, e.unscaled);
+  o.set(`${name}_decimals`, e.form);
 }
 
-function bookRows(family: Family, market: string, sr: SourceRecord, ctx: RowContext, out: Row[]): void {
+function bookRows(family: Family, market: string, sr: SourceRecord, ctx: RowContext, o: RowSink): void {
   const { rec: r, checkpoint } = sr;
   const sc = scalesOf(family);
   const w = where(market, r.seq);
-  const b = base(market, r, checkpoint);
-  b.record_type = r.type;
-  const level = (extra: Row, side: string | null, price?: string, size?: string): void => {
-    const row: Row = { ...b, ...extra, side };
-    putDec(row, 'price', price, sc.price, w);
-    putDec(row, 'size', size, sc.size, w);
-    out.push(row);
+  base(o, market, r, checkpoint);
+  o.set('record_type', r.type);
+  const n0 = o.length;
+  const token = (t: string | null, outcome: string | null): void => {
+    o.set('token_id', t);
+    o.set('outcome', outcome ?? (t === null ? null : ctx.outcomes.get(t) ?? null));
+  };
+  const level = (side: string | null, price?: string, size?: string): void => {
+    o.set('side', side);
+    putDec(o, 'price', price, sc.price, w);
+    putDec(o, 'size', size, sc.size, w);
+    o.emit();
   };
   /** A full book's ladders: one row per level, or one price-null row for an empty side. */
-  const ladder = (extra: Row, side: string, l: Ladder): void => {
-    if (l.length === 0) level(extra, side);
-    for (const [p, s] of l) level(extra, side, p, s);
+  const ladder = (side: string, l: Ladder): void => {
+    if (l.length === 0) level(side);
+    for (const [p, s] of l) level(side, p, s);
   };
-  const n0 = out.length;
   switch (r.type) {
-    case 'book': {
-      const extra: Row = { token_id: r.token_id, outcome: ctx.outcomes.get(r.token_id) ?? null, is_snapshot: true, units: r.units, version: r.version ?? null, hash: r.hash ?? null };
-      ladder(extra, 'bid', r.bids);
-      ladder(extra, 'ask', r.asks);
+    case 'book':
+      token(r.token_id, null);
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
+      o.set('version', r.version ?? null);
+      o.set('hash', r.hash ?? null);
+      ladder('bid', r.bids);
+      ladder('ask', r.asks);
       break;
-    }
     case 'book_checkpoint':
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
       for (const bk of r.books) {
-        const extra: Row = { token_id: bk.token_id, outcome: ctx.outcomes.get(bk.token_id) ?? null, is_snapshot: true, units: r.units };
-        ladder(extra, 'bid', bk.bids);
-        ladder(extra, 'ask', bk.asks);
+        token(bk.token_id, null);
+        ladder('bid', bk.bids);
+        ladder('ask', bk.asks);
       }
-      if (r.books.length === 0) level({ token_id: null, outcome: null, is_snapshot: true, units: r.units }, null);
+      if (r.books.length === 0) level(null);
       break;
-    case 'book_delta': {
-      const extra: Row = { token_id: r.token_id, outcome: ctx.outcomes.get(r.token_id) ?? null, is_snapshot: false };
-      putDec(extra, 'best_bid', r.best_bid, sc.price, w);
-      putDec(extra, 'best_ask', r.best_ask, sc.price, w);
-      for (const ch of r.changes) level(extra, ch.side, ch.price, ch.size);
-      if (r.changes.length === 0) level(extra, null);
+    case 'book_delta':
+      token(r.token_id, null);
+      o.set('is_snapshot', false);
+      putDec(o, 'best_bid', r.best_bid, sc.price, w);
+      putDec(o, 'best_ask', r.best_ask, sc.price, w);
+      for (const ch of r.changes) level(ch.side, ch.price, ch.size);
+      if (r.changes.length === 0) level(null);
       break;
-    }
     case 'tick_size':
-      level({ token_id: r.token_id, outcome: ctx.outcomes.get(r.token_id) ?? null, is_snapshot: false }, null, r.new_tick_size, r.old_tick_size);
+      token(r.token_id, null);
+      o.set('is_snapshot', false);
+      level(null, r.new_tick_size, r.old_tick_size);
       break;
-    case 'yesno_book': {
-      const extra = (o: string): Row => ({ token_id: null, outcome: o, is_snapshot: true, units: r.units, poll_interval_ms: r.poll_interval_ms ?? null });
-      ladder(extra('yes'), 'yes', r.yes);
-      ladder(extra('no'), 'no', r.no);
+    case 'yesno_book':
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
+      o.set('poll_interval_ms', r.poll_interval_ms ?? null);
+      token(null, 'yes');
+      ladder('yes', r.yes);
+      token(null, 'no');
+      ladder('no', r.no);
       break;
-    }
     default:
       return;
   }
-  if (out.length === n0) throw new Error(`${w}: a ${r.type} record produced no row`);
+  if (o.length === n0) throw new Error(`${w}: a ${r.type} record produced no row`);
 }
 
-function tradeRow(family: Family, market: string, sr: SourceRecord, ctx: RowContext): Row | null {
+function tradeRow(family: Family, market: string, sr: SourceRecord, ctx: RowContext, o: RowSink): void {
   const r = sr.rec;
-  if (r.type !== 'trade') return null;
+  if (r.type !== 'trade') return;
   const sc = scalesOf(family);
   const w = where(market, r.seq);
-  const row: Row = { ...base(market, r, sr.checkpoint), token_id: r.token_id, outcome: ctx.outcomes.get(r.token_id) ?? null, side: r.side ?? null, tx_hash: r.tx_hash ?? null };
-  putDec(row, 'price', r.price, sc.price, w);
-  putDec(row, 'size', r.size, sc.size, w);
-  putDec(row, 'fee_rate_bps', r.fee_rate_bps, 8, w);
-  return row;
+  base(o, market, r, sr.checkpoint);
+  o.set('token_id', r.token_id);
+  o.set('outcome', ctx.outcomes.get(r.token_id) ?? null);
+  o.set('side', r.side ?? null);
+  o.set('tx_hash', r.tx_hash ?? null);
+  putDec(o, 'price', r.price, sc.price, w);
+  putDec(o, 'size', r.size, sc.size, w);
+  putDec(o, 'fee_rate_bps', r.fee_rate_bps, 8, w);
+  o.emit();
 }
 
-function gapRow(market: string, sr: SourceRecord): Row | null {
+function gapRow(market: string, sr: SourceRecord, o: RowSink): void {
   const r = sr.rec;
-  if (r.type !== 'gap') return null;
-  return {
-    ...base(market, r, sr.checkpoint), reason: r.reason,
-    start_time: exactTime(r.start_ts, market, r.seq, 'start_time'),
-    end_time: r.end_ts === null ? null : exactTime(r.end_ts, market, r.seq, 'end_time'),
-    token_id: r.token_id ?? null, detail: r.detail ?? null,
-  };
+  if (r.type !== 'gap') return;
+  base(o, market, r, sr.checkpoint);
+  o.set('reason', r.reason);
+  o.set('start_time', exactTime(r.start_ts, market, r.seq, 'start_time'));
+  o.set('end_time', r.end_ts === null ? null : exactTime(r.end_ts, market, r.seq, 'end_time'));
+  o.set('token_id', r.token_id ?? null);
+  o.set('detail', r.detail ?? null);
+  o.emit();
 }
 
-function metricRow(market: string, sr: SourceRecord): Row | null {
+function metricRow(market: string, sr: SourceRecord, o: RowSink): void {
   const r = sr.rec;
-  if (r.type !== 'metric') return null;
+  if (r.type !== 'metric') return;
   if (typeof r.value !== 'number') throw new DecimalError(`${where(market, r.seq)}: metric value ${JSON.stringify(r.value)} is not a number`);
-  return { ...base(market, r, sr.checkpoint), metric: r.metric, outcome: r.outcome, token_id: r.token_id ?? null, value: r.value };
+  base(o, market, r, sr.checkpoint);
+  o.set('metric', r.metric);
+  o.set('outcome', r.outcome);
+  o.set('token_id', r.token_id ?? null);
+  o.set('value', r.value);
+  o.emit();
 }
 
 /** Market fields of each family's catalogue entry and how they are stored (see records.ts). */
@@ -148,13 +217,13 @@ export const CATALOG_FIELDS: Record<Family, readonly string[]> = {
 export const TIME_FIELDS = new Set(['start_time', 'end_time', 'created_time', 'updated_time', 'resolved_time', 'open_time', 'close_time']);
 export const NUMBER_FIELDS = new Set(['volume', 'liquidity', 'participants', 'start_price', 'end_price']);
 
-function catalogRow(family: Family, market: string, sr: SourceRecord): Row | null {
+function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink): void {
   const r = sr.rec;
-  if (r.type !== 'catalog') return null;
+  if (r.type !== 'catalog') return;
   const w = where(market, r.seq);
   const m = r.market as unknown as Record<string, unknown>;
   const known = new Set(CATALOG_FIELDS[family]);
-  const row: Row = { ...base(market, r, sr.checkpoint), event: r.event, changed: [...r.changed], fields: Object.keys(m) };
+  const row: Record<string, unknown> = { event: r.event, changed: [...r.changed], fields: Object.keys(m) };
   const bad = (k: string, why: string): never => { throw new DecimalError(`${w}: catalogue field ${k} = ${JSON.stringify(m[k])} ${why}`); };
   for (const [k, v] of Object.entries(m)) {
     if (!known.has(k)) bad(k, `is not a ${family} catalogue field`);
@@ -188,24 +257,22 @@ function catalogRow(family: Family, market: string, sr: SourceRecord): Row | nul
     } else if (typeof v !== 'string') bad(k, 'is not text');
     else row[k] = v;
   }
-  return row;
+  base(o, market, r, sr.checkpoint);
+  for (const [k, v] of Object.entries(row)) o.set(k, v);
+  o.emit();
 }
 
-/** Turns one market's records (in seq order) into rows of `dataset`. */
-export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, ctx: RowContext): Row[] {
-  const out: Row[] = [];
+/** Appends the rows of one market's records (in seq order) for `dataset` to `out`. */
+export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, ctx: RowContext, out: RowSink): void {
   for (const sr of recs) {
-    let row: Row | null = null;
     switch (dataset) {
-      case 'book_changes': bookRows(family, market, sr, ctx, out); continue;
-      case 'trades': row = tradeRow(family, market, sr, ctx); break;
-      case 'gaps': row = gapRow(market, sr); break;
-      case 'metrics': row = metricRow(market, sr); break;
-      case 'catalog': row = catalogRow(family, market, sr); break;
+      case 'book_changes': bookRows(family, market, sr, ctx, out); break;
+      case 'trades': tradeRow(family, market, sr, ctx, out); break;
+      case 'gaps': gapRow(market, sr, out); break;
+      case 'metrics': metricRow(market, sr, out); break;
+      case 'catalog': catalogRow(family, market, sr, out); break;
     }
-    if (row) out.push(row);
   }
-  return out;
 }
 
 /** Record types each books-stream dataset holds (a record of any other type cannot be stored). */

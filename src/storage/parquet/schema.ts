@@ -157,8 +157,3 @@ export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec
   }
   return cols;
 }
-
-/** Rows → one value array per column of `specs` (missing values become null). */
-export function toColumns(specs: readonly ColumnSpec[], rows: readonly Record<string, unknown>[]): unknown[][] {
-  return specs.map((s) => rows.map((r) => (r[s.name] === undefined ? null : r[s.name])));
-}

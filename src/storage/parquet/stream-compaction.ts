@@ -136,10 +136,16 @@ export async function buildStream(
       const ctx = await contextOf(dataDir, family, market);
       const rowsPerSeq = new Map<number, number>();
       for (const [i, b] of builders.entries()) {
-        const rows = rowsOf(family, b.dataset as never, market, recs, ctx);
-        if (b.dataset === 'book_changes') for (const r of rows) rowsPerSeq.set(r.seq as number, (rowsPerSeq.get(r.seq as number) ?? 0) + 1);
-        if (opts.dryRun) dryRows[i] += rows.length;
-        else await b.add(rows);
+        const start = b.sink.length;
+        rowsOf(family, b.dataset as never, market, recs, ctx, b.sink);
+        if (b.dataset === 'book_changes') {
+          const seqs = b.sink.column('seq') as number[];
+          for (let k = start; k < seqs.length; k++) rowsPerSeq.set(seqs[k], (rowsPerSeq.get(seqs[k]) ?? 0) + 1);
+        }
+        if (opts.dryRun) {
+          dryRows[i] += b.sink.length - start;
+          b.sink.clear();
+        } else await b.added();
       }
       if (recs.length) index[market] = chunksOf(recs, rowsPerSeq);
     }
