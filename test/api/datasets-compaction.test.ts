@@ -3,11 +3,14 @@
 // values the API returns for the same range.
 
 import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listDays } from '../../src/storage/paths.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
+import { REPO } from '../selfhost/helpers.js';
 
 const DAY = '2026-07-26';
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -43,6 +46,14 @@ const ROUTES = [
 ];
 
 type Get = (path: string) => Promise<{ status: number; body: any }>;
+
+/** A SQL block of the datasets docs page, marked `<!-- query:NAME -->`. */
+function docQuery(name: string): string {
+  const page = readFileSync(join(REPO, 'docs', 'datasets.md'), 'utf8');
+  const m = new RegExp(`<!-- query:${name} -->\\s*\`\`\`sql\\n([\\s\\S]*?)\`\`\``).exec(page);
+  if (!m) throw new Error(`the datasets page has no <!-- query:${name} --> block`);
+  return m[1];
+}
 
 /** Every page of a route, following next_cursor (bounded). */
 async function allPages(get: Get, path: string): Promise<unknown[]> {
@@ -98,26 +109,36 @@ t.test('routes answer identically before and after compaction', async (t) => {
       headers: { authorization: `Bearer ${paid}` },
     });
     const snaps = api.json().data as { seq: number; receive_time: string; yes: { prices: string[]; sizes: string[] }; no: { prices: string[] } }[];
-    const rows = (await conn.runAndReadAll(`SELECT seq, strftime(receive_time AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS receive_time,
-        yes_prices, yes_sizes, no_prices FROM read_parquet('${dir}/parquet/family=yesno-exchange/dataset=books/**/*.parquet', hive_partitioning=true)
-        WHERE market_id = '${TICKER}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`)).getRowObjectsJS();
+    // Each poll is a full book: its rows, in file order, are the two ladders best first.
+    const rows = (await conn.runAndReadAll(`SELECT seq, strftime(any_value(receive_time) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS receive_time,
+        list(price::VARCHAR ORDER BY file_row_number) FILTER (side = 'yes') AS yes_prices, list(size::VARCHAR ORDER BY file_row_number) FILTER (side = 'yes') AS yes_sizes,
+        list(price::VARCHAR ORDER BY file_row_number) FILTER (side = 'no') AS no_prices, bool_and(price_decimals = 4) AS four
+        FROM read_parquet('${dir}/parquet/family=yesno-exchange/dataset=book_changes/**/*.parquet', hive_partitioning=true, file_row_number=true)
+        WHERE market_id = '${TICKER}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) GROUP BY seq ORDER BY seq`)).getRowObjectsJS();
     t.equal(rows.length, snaps.length);
-    // The one-liner of docs/datasets.md ("Open the data"), verbatim, from inside the data dir.
+    t.ok(rows.every((r) => r.four === true), 'dollar prices were written with four decimals: DECIMAL(18,4) prints them as sent');
+    // The docs' one-liner, verbatim, from inside the data dir.
     await conn.run(`SET file_search_path = '${dir}'`);
-    const readme = (await conn.runAndReadAll(`SELECT * FROM read_parquet('parquet/family=coin/dataset=books/**/*.parquet', hive_partitioning=true)
-WHERE market_id = '540817' AND receive_time >= '2026-07-26 12:00:00+00' ORDER BY seq;`)).getRowObjectsJS();
-    t.ok(readme.length > 400 && readme.every((r, i) => i === 0 || Number(r.seq) > Number(readme[i - 1].seq)), 'the docs/datasets.md query reads the tree as is');
+    const doc = (await conn.runAndReadAll(docQuery('duckdb').replaceAll("'data/parquet/", "'parquet/"))).getRowObjectsJS();
+    t.ok(doc.length >= 1 && doc.some((r) => r.market_id === '540817' && Number(r.records) > 300 && Number(r.rows) > Number(r.records)), 'the docs query reads the tree as is');
     t.ok(rows.length >= 20);
     t.same(rows.map((r) => ({ seq: Number(r.seq), receive_time: r.receive_time, yes: { prices: r.yes_prices, sizes: r.yes_sizes }, no: r.no_prices })),
       snaps.map((s) => ({ seq: s.seq, receive_time: s.receive_time, yes: { prices: s.yes.prices, sizes: s.yes.sizes }, no: s.no.prices })));
 
-    const w = await app.inject({ method: 'GET', url: `/v3/wallet-prediction/w-9001/snapshots?start_time=${from}&end_time=${to}&limit=1000`, headers: { authorization: `Bearer ${paid}` } });
-    const ws = w.json().data as { seq: number; bids: [number, number][]; asks: [number, number][] }[];
-    const wr = (await conn.runAndReadAll(`SELECT seq, bid_prices, bid_sizes, ask_prices, ask_sizes FROM read_parquet('${dir}/parquet/family=wallet-prediction/dataset=books/**/*.parquet', hive_partitioning=true)
-        WHERE market_id = 'w-9001' AND bid_prices IS NOT NULL AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`)).getRowObjectsJS();
-    const zip = (p: number[], s: number[]) => p.map((x, i) => [x, s[i]]);
-    t.ok(ws.length > 50);
-    t.same(wr.map((r) => ({ seq: Number(r.seq), bids: zip(r.bid_prices as number[], r.bid_sizes as number[]), asks: zip(r.ask_prices as number[], r.ask_sizes as number[]) })),
-      ws.map((s) => ({ seq: s.seq, bids: s.bids, asks: s.asks })), 'full books after every delta match the API snapshots');
+    // The docs' book rebuild from book_changes alone equals the API's as-of book, level for level.
+    const rebuild = docQuery('rebuild-book');
+    let compared = 0;
+    for (const at of [T0 + 1, T0 + 7_777, T0 + 33_333, T0 + 50_001, T0 + 59_999]) {
+      const api = await app.inject({ method: 'GET', url: `/v3/wallet-prediction/w-9001/orderbook/latest?as_of=${at}`, headers: { authorization: `Bearer ${paid}` } });
+      const book = api.json().data as { bids: [number, number][]; asks: [number, number][] };
+      const sql = rebuild.replace(/SET VARIABLE as_of = [^;]+;/, `SET VARIABLE as_of = TIMESTAMPTZ '${iso(at)}';`);
+      const stmts = sql.split(';').map((x) => x.trim()).filter(Boolean);
+      for (const st of stmts.slice(0, -1)) await conn.run(st);
+      const lv = (await conn.runAndReadAll(stmts[stmts.length - 1])).getRowObjectsJS();
+      const side = (s: string) => lv.filter((r) => r.side === s && r.token_id === '7001').map((r) => [Number(r.price), Number(r.size)]);
+      t.same({ bids: side('bid'), asks: side('ask') }, { bids: book.bids, asks: book.asks }, `as of ${iso(at)}`);
+      compared += book.bids.length + book.asks.length;
+    }
+    t.ok(compared > 20, `${compared} levels compared`);
   });
 });

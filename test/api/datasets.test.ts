@@ -31,21 +31,22 @@ t.test('datasets routes', async (t) => {
     t.equal(status, 200);
     const paths = body.data.map((e: { path: string }) => e.path).sort();
     t.same(paths, [
-      `family=coin/dataset=books/date=${DAY}/books-${DAY}.parquet`,
+      `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
       `family=coin/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
       `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`,
-      `family=wallet-prediction/dataset=books/date=${DAY}/books-${DAY}.parquet`,
+      `family=coin/dataset=trades/date=${DAY}/trades-${DAY}.parquet`,
+      `family=wallet-prediction/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
       `family=wallet-prediction/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
       `family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`,
-      `family=yesno-exchange/dataset=books/date=${DAY}/books-${DAY}.parquet`,
+      `family=yesno-exchange/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
       `family=yesno-exchange/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
     ]);
     t.equal(body.next_cursor, null);
-    const e = body.data.find((x: { path: string }) => x.path.startsWith('family=coin/dataset=books'));
+    const e = body.data.find((x: { path: string }) => x.path.startsWith('family=coin/dataset=book_changes'));
     const bytes = await readFile(join(dir, 'parquet', e.path));
     t.equal(e.bytes, bytes.length);
     t.equal(e.sha256, createHash('sha256').update(bytes).digest('hex'));
-    t.ok(e.rows > 400, `rows counts every record of the day (${e.rows})`);
+    t.ok(e.rows > 400, `rows counts every level change of the day (${e.rows})`);
     t.match(e.min_time, /^2026-07-26T12:00:00\.000Z$/);
     t.match(e.max_time, /^2026-07-26T\d\d:\d\d:\d\d\.\d{3}Z$/);
     t.same(Object.keys(e).sort(), ['bytes', 'max_time', 'min_time', 'path', 'rows', 'sha256']);
@@ -53,10 +54,10 @@ t.test('datasets routes', async (t) => {
 
   t.test('filters by family and date; pages with a cursor that never repeats', async (t) => {
     const coin = await json('/v3/datasets?family=coin');
-    t.equal(coin.body.data.length, 3);
+    t.equal(coin.body.data.length, 4);
     t.equal((await json(`/v3/datasets?start_date=2026-07-27`)).body.data.length, 0);
     t.equal((await json(`/v3/datasets?end_date=2026-07-25`)).body.data.length, 0);
-    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 8);
+    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 9);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -64,8 +65,8 @@ t.test('datasets routes', async (t) => {
       seen.push(...page.body.data.map((x: { path: string }) => x.path));
       cursor = page.body.next_cursor;
     } while (cursor);
-    t.equal(seen.length, 8);
-    t.equal(new Set(seen).size, 8);
+    t.equal(seen.length, 9);
+    t.equal(new Set(seen).size, 9);
   });
 
   t.test('rejects bad dates, tampered cursors and unknown parameters with the envelope', async (t) => {
@@ -88,14 +89,21 @@ t.test('datasets routes', async (t) => {
     t.equal(listed.status, 200);
     t.notOk(listed.body.data.some((e: { path: string }) => e.path.includes('wallet-prediction')), 'hidden from a free key');
     t.equal((await json('/v3/datasets?family=wallet-prediction', free)).body.error.code, 'plan_required');
-    const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=books/date=${DAY}/books-${DAY}.parquet`, free);
+    const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`, free);
     t.equal(r.status, 403);
     t.equal(((await r.json()) as any).error.code, 'plan_required');
-    t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=books/date=${DAY}/books-${DAY}.parquet`, paid)).status, 200);
+    t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`, paid)).status, 200);
     t.equal((await json('/v3/datasets', null)).body.error.code, 'unauthorized');
   });
 
-  const file = `family=coin/dataset=books/date=${DAY}/books-${DAY}.parquet`;
+  const file = `family=coin/dataset=trades/date=${DAY}/trades-${DAY}.parquet`;
+
+  t.test('a book_changes file downloads like any other', async (t) => {
+    const bc = `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`;
+    const r = await get(`/v3/datasets/files/${bc}`, free);
+    t.equal(r.status, 200);
+    t.ok(Buffer.from(await r.arrayBuffer()).equals(await readFile(join(dir, 'parquet', bc))));
+  });
 
   t.test('downloads stream the exact file with Content-Length and ETag; If-None-Match answers 304', async (t) => {
     const onDisk = await readFile(join(dir, 'parquet', file));
@@ -177,7 +185,7 @@ t.test('datasets routes', async (t) => {
     t.teardown(() => rm(outside, { recursive: true, force: true }));
     const secret = Buffer.from('PAR1 a file outside the data dir PAR1');
     await writeFile(join(outside, 'secret.parquet'), secret);
-    const partition = join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}`);
+    const partition = join(dir, 'parquet', `family=coin/dataset=trades/date=${DAY}`);
     const manifestPath = join(partition, '_manifest.json');
     const original = await readFile(manifestPath, 'utf8');
     t.teardown(() => writeFile(manifestPath, original));
@@ -190,22 +198,22 @@ t.test('datasets routes', async (t) => {
     m.files = [...m.files, list('escape.parquet', secret.length, createHash('sha256').update(secret).digest('hex')),
       list('alias.parquet', onDisk.length, first.sha256)];
     await writeFile(manifestPath, JSON.stringify(m));
-    const escape = await get(`/v3/datasets/files/family=coin/dataset=books/date=${DAY}/escape.parquet`, paid);
+    const escape = await get(`/v3/datasets/files/family=coin/dataset=trades/date=${DAY}/escape.parquet`, paid);
     t.equal(escape.status, 404, 'a listed symlink to a file outside is not followed');
     const body = await escape.text();
     t.notMatch(body, /outside the data dir/);
     t.match(body, /"code":"not_found".*"request_id":"[^"]+"/, 'the error envelope');
-    const alias = await get(`/v3/datasets/files/family=coin/dataset=books/date=${DAY}/alias.parquet`, paid);
+    const alias = await get(`/v3/datasets/files/family=coin/dataset=trades/date=${DAY}/alias.parquet`, paid);
     t.equal(alias.status, 200, 'a symlink inside the root is an ordinary file');
     t.ok(Buffer.from(await alias.arrayBuffer()).equals(onDisk));
 
     // A whole partition folder that is a symlink to another place, with its own manifest.
     const date = '2026-07-20';
     await mkdir(join(outside, 'part'));
-    await writeFile(join(outside, 'part', `books-${date}.parquet`), secret);
-    await writeFile(join(outside, 'part', '_manifest.json'), JSON.stringify({ ...m, date, files: [list(`books-${date}.parquet`, secret.length, 'ab')] }));
-    await symlink(join(outside, 'part'), join(dir, 'parquet', `family=coin/dataset=books/date=${date}`));
-    const folder = await get(`/v3/datasets/files/family=coin/dataset=books/date=${date}/books-${date}.parquet`, paid);
+    await writeFile(join(outside, 'part', `trades-${date}.parquet`), secret);
+    await writeFile(join(outside, 'part', '_manifest.json'), JSON.stringify({ ...m, date, files: [list(`trades-${date}.parquet`, secret.length, 'ab')] }));
+    await symlink(join(outside, 'part'), join(dir, 'parquet', `family=coin/dataset=trades/date=${date}`));
+    const folder = await get(`/v3/datasets/files/family=coin/dataset=trades/date=${date}/trades-${date}.parquet`, paid);
     t.equal(folder.status, 404, 'a partition folder linked to outside the root is not served');
     t.notMatch(await folder.text(), /outside the data dir/);
   });
@@ -223,16 +231,16 @@ t.test('datasets routes', async (t) => {
   });
 
   t.test('no path leaves the Parquet root or reaches an unpublished file', async (t) => {
-    await writeFile(join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}/_staging-books-${DAY}.parquet.partial`), 'x');
-    await writeFile(join(dir, 'parquet', `family=coin/dataset=books/date=${DAY}/extra.parquet`), 'not listed');
+    await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}.parquet.partial`), 'x');
+    await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/extra.parquet`), 'not listed');
     const attempts = [
-      '../../api/keys.json', '..%2F..%2Fapi%2Fkeys.json', `family=coin/dataset=books/date=${DAY}/../../../../etc/passwd`,
-      `family=coin/dataset=books/date=${DAY}/%2e%2e%2f%2e%2e%2fx.parquet`, `family=coin/dataset=books/date=${DAY}/_manifest.json`,
-      `family=coin/dataset=books/date=${DAY}/_staging-books-${DAY}.parquet.partial`, `family=coin/dataset=books/date=${DAY}/extra.parquet`,
-      `family=nope/dataset=books/date=${DAY}/books-${DAY}.parquet`, `family=coin/dataset=books/date=2026-02-30/books-2026-02-30.parquet`,
-      'family=coin/dataset=books/date=2026-07-26/', '', '%00', `family=coin/dataset=books/date=${DAY}/books-${DAY}.parquet%00.txt`,
-      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=books/date=${DAY}/..%2F..%2F..%2Fdataset=books%2Fdate=${DAY}%2Fbooks-${DAY}.parquet`,
-      `family=coin/dataset=books/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=books/date=${DAY}/books-${DAY}.parquet`,
+      '../../api/keys.json', '..%2F..%2Fapi%2Fkeys.json', `family=coin/dataset=gaps/date=${DAY}/../../../../etc/passwd`,
+      `family=coin/dataset=gaps/date=${DAY}/%2e%2e%2f%2e%2e%2fx.parquet`, `family=coin/dataset=gaps/date=${DAY}/_manifest.json`,
+      `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}.parquet.partial`, `family=coin/dataset=gaps/date=${DAY}/extra.parquet`,
+      `family=nope/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`, `family=coin/dataset=gaps/date=2026-02-30/gaps-2026-02-30.parquet`,
+      'family=coin/dataset=gaps/date=2026-07-26/', '', '%00', `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet%00.txt`,
+      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=gaps/date=${DAY}/..%2F..%2F..%2Fdataset=gaps%2Fdate=${DAY}%2Fgaps-${DAY}.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`,
     ];
     for (const a of attempts) {
       const r = await get(`/v3/datasets/files/${a}`, paid);

@@ -29,8 +29,8 @@ function walk(dir: string): string[] {
 /** Spark, Hive and Trino skip files and folders whose name starts with `_` or `.`. */
 const hidden = (name: string): boolean => name.startsWith('_') || name.startsWith('.');
 
-/** The pages that print a `<!-- query:duckdb -->` query: the README's tour and the self-hosting page. */
-const QUERY_PAGES = ['README.md', 'docs/self-hosting.md'];
+/** The pages that print a `<!-- query:duckdb -->` query: the README's tour, the self-hosting page and the datasets page. */
+const QUERY_PAGES = ['README.md', 'docs/self-hosting.md', 'docs/datasets.md'];
 
 /** The DuckDB query printed on `page`, pointed at `dataDir`. */
 function printedDuckdbQuery(page: string, dataDir: string): string {
@@ -47,10 +47,10 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
   await writeFixture(dataDir, { days, booksPerDay: 120, coinMarkets: 2, seed: 11 });
   for (const day of days) await compactDay(dataDir, day);
   // A crashed compaction leaves its staging file behind: it must be invisible to every engine.
-  const someDir = join(dataDir, 'parquet', 'family=coin', 'dataset=books', `date=${days[1]}`);
-  const staging = join(someDir, stagingFileName('books', days[1]));
+  const someDir = join(dataDir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${days[1]}`);
+  const staging = join(someDir, stagingFileName('book_changes', days[1]));
   writeFileSync(staging, 'PAR1 torn staging file from a crashed compaction');
-  t.ok(hidden(stagingFileName('books', days[1])), 'staging files start with _');
+  t.ok(hidden(stagingFileName('book_changes', days[1])), 'staging files start with _');
 
   const root = join(dataDir, 'parquet');
   const dataFiles: string[] = [];
@@ -100,7 +100,7 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
 
   // The DuckDB query each page prints reads the tree as documented, skipping the staging file.
   const manifestRows = dataFiles
-    .filter((f) => f.includes(`family=coin${sep}dataset=books${sep}`))
+    .filter((f) => f.includes(`family=coin${sep}dataset=book_changes${sep}`))
     .reduce((n, f) => n + (JSON.parse(readFileSync(join(f, '..', '_manifest.json'), 'utf8')) as { files: { rows: number }[] }).files[0].rows, 0);
   for (const page of QUERY_PAGES) {
     const got = await rows(printedDuckdbQuery(page, dataDir));

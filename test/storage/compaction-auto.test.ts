@@ -21,7 +21,7 @@ t.test('compacts closed days in the background and keeps logs within retention',
   const logged: string[] = [];
   const logger = { info: (_o: object, m?: string) => void logged.push(`info ${m}`), error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`) };
   const auto = startAutoCompaction(config, logger, 50);
-  const manifest = join(dir, 'parquet', 'family=coin', 'dataset=books', `date=${day}`, '_manifest.json');
+  const manifest = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`, '_manifest.json');
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline && !logged.includes('info compacted')) await new Promise((r) => setTimeout(r, 50));
   await auto.stop();

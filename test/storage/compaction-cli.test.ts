@@ -33,7 +33,7 @@ t.test('compact and verify on the command line', async (t) => {
 
   const dry = await run(['compact', '--all', '--dry-run', '--data-dir', dir]);
   t.equal(dry.code, 0);
-  t.match(dry.stdout, new RegExp(`would-write family=coin/dataset=books/date=${d3} rows=\\d+`));
+  t.match(dry.stdout, new RegExp(`would-write family=coin/dataset=book_changes/date=${d3} rows=\\d+`));
   t.same(await readdir(dir), ['logs'], 'a dry run writes nothing');
 
   const bad = await run(['compact', '--date', '2026-13-45', '--data-dir', dir]);
@@ -42,8 +42,8 @@ t.test('compact and verify on the command line', async (t) => {
 
   const all = await run(['compact', '--all', '--data-dir', dir]);
   t.equal(all.code, 0, all.stderr);
-  t.match(all.stdout, new RegExp(`written family=coin/dataset=books/date=${d2}`));
-  t.match(all.stdout, new RegExp(`written family=yesno-exchange/dataset=books/date=${d3}`));
+  t.match(all.stdout, new RegExp(`written family=coin/dataset=book_changes/date=${d2}`));
+  t.match(all.stdout, new RegExp(`written family=yesno-exchange/dataset=book_changes/date=${d3}`));
   t.notMatch(all.stdout, /deleted/, 'logs inside the retention period are kept');
   t.match(all.stderr, /compact: 2\/2 done/, 'plain progress lines when not on a TTY');
 
@@ -51,14 +51,14 @@ t.test('compact and verify on the command line', async (t) => {
   t.equal(ok.code, 0, ok.stdout);
   t.match(ok.stdout, /no damage/);
 
-  const pdir = join(dir, 'parquet', 'family=coin', 'dataset=books', `date=${d2}`);
-  const file = join(pdir, `books-${d2}.parquet`);
+  const pdir = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${d2}`);
+  const file = join(pdir, `book_changes-${d2}.parquet`);
   const fh = await open(file, 'r+');
   await fh.write(Buffer.from([0x42]), 0, 1, 200);
   await fh.close();
   const damaged = await run(['verify', '--data-dir', dir]);
   t.equal(damaged.code, 1);
-  t.match(damaged.stdout, new RegExp(`damaged: .*books-${d2}\\.parquet: sha256 differs from the manifest; run \`pmtape compact --date ${d2}\``));
+  t.match(damaged.stdout, new RegExp(`damaged: .*book_changes-${d2}\\.parquet: sha256 differs from the manifest; run \`pmtape compact --date ${d2}\``));
 
   await writeFile(join(pdir, 'stray.parquet'), 'x');
   await unlink(join(dir, 'parquet', 'family=coin', 'dataset=metrics', `date=${d2}`, '_manifest.json'));
@@ -69,7 +69,7 @@ t.test('compact and verify on the command line', async (t) => {
   // The fix the message names: the logs are still there, so a rerun rebuilds both partitions.
   await unlink(join(pdir, 'stray.parquet'));
   const fixd = await run(['compact', '--date', d2, '--data-dir', dir]);
-  t.match(fixd.stdout, new RegExp(`written family=coin/dataset=books/date=${d2}`));
+  t.match(fixd.stdout, new RegExp(`written family=coin/dataset=book_changes/date=${d2}`));
   t.match(fixd.stdout, new RegExp(`written family=coin/dataset=metrics/date=${d2}`));
   t.equal((await run(['verify', '--data-dir', dir])).code, 0);
 });

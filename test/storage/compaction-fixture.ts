@@ -19,10 +19,13 @@ export function rng(seed: number): () => number {
 }
 
 const p2 = (x: number): string => x.toFixed(2);
+/** Price tick of the coin/wallet books: 0.01 (two decimals), or 0.001 for deep books. */
+let tick = 0.01;
+const px = (x: number): string => (tick === 0.01 ? p2(x) : x.toFixed(3));
 
 function ladder(r: () => number, best: number, dir: 1 | -1, levels: number): [string, string][] {
   const out: [string, string][] = [];
-  for (let i = 0; i < levels; i++) out.push([p2(best + dir * i * 0.01), String(Math.round(r() * 5000) / 10)]);
+  for (let i = 0; i < levels; i++) out.push([px(best + dir * i * tick), String(Math.round(r() * 5000) / 10)]);
   return out.filter(([p]) => Number(p) > 0 && Number(p) < 1);
 }
 
@@ -32,6 +35,8 @@ export interface FixtureOptions {
   readonly booksPerDay: number;
   readonly coinMarkets?: number;
   readonly seed?: number;
+  /** Levels a side of full books (default 12; checkpoints hold 5), at a 0.001 tick when above 40. */
+  readonly levels?: number;
 }
 
 type Writer = Awaited<ReturnType<typeof openWriter>>;
@@ -39,6 +44,8 @@ type Writer = Awaited<ReturnType<typeof openWriter>>;
 /** Writes the fixture logs; returns the number of records written per (family/stream/market). */
 export async function writeFixture(dataDir: string, o: FixtureOptions): Promise<Map<string, number>> {
   const r = rng(o.seed ?? 7);
+  const levels = o.levels ?? 12;
+  tick = levels > 40 ? 0.001 : 0.01;
   const counts = new Map<string, number>();
   const writers = new Map<string, Writer>();
   const w = async (family: Family, stream: StreamName, market: string, obs: Observation, checkpoint = false): Promise<void> => {
@@ -70,15 +77,15 @@ export async function writeFixture(dataDir: string, o: FixtureOptions): Promise<
           const src = i % 5 === 0 ? null : Math.floor(t) - 3;
           const mid = 0.3 + r() * 0.4;
           if (i === 0 || i % 50 === 0) {
-            await w(family, 'books', m, { type: 'book', recv_ts: t, source_ts: src, token_id: up, units: 'decimal', bids: ladder(r, mid - 0.01, -1, 12), asks: ladder(r, mid + 0.01, 1, 12) });
+            await w(family, 'books', m, { type: 'book', recv_ts: t, source_ts: src, token_id: up, units: 'decimal', bids: ladder(r, mid - tick, -1, levels), asks: ladder(r, mid + tick, 1, levels) });
           } else if (i % 37 === 0) {
-            await w(family, 'books', m, { type: 'book_checkpoint', recv_ts: t, source_ts: src, units: 'decimal', books: [{ token_id: up, bids: ladder(r, mid - 0.01, -1, 5), asks: ladder(r, mid + 0.01, 1, 5) }] }, true);
+            await w(family, 'books', m, { type: 'book_checkpoint', recv_ts: t, source_ts: src, units: 'decimal', books: [{ token_id: up, bids: ladder(r, mid - tick, -1, levels === 12 ? 5 : levels), asks: ladder(r, mid + tick, 1, levels === 12 ? 5 : levels) }] }, true);
           } else if (i % 41 === 0) {
-            await w(family, 'books', m, { type: 'trade', recv_ts: t, source_ts: src, token_id: up, price: p2(mid), size: '12.5', side: 'buy' });
+            await w(family, 'books', m, { type: 'trade', recv_ts: t, source_ts: src, token_id: up, price: px(mid), size: '12.5', side: 'buy' });
           } else if (i % 97 === 0) {
             await w(family, 'books', m, { type: 'gap', recv_ts: t, source_ts: null, reason: 'disconnected', start_ts: Math.floor(t) - 100, end_ts: i % 2 ? Math.floor(t) : null, detail: 'socket closed' });
           } else {
-            await w(family, 'books', m, { type: 'book_delta', recv_ts: t, source_ts: src, token_id: up, changes: [{ side: r() < 0.5 ? 'bid' : 'ask', price: p2(mid), size: r() < 0.2 ? '0' : String(Math.round(r() * 900)) }] });
+            await w(family, 'books', m, { type: 'book_delta', recv_ts: t, source_ts: src, token_id: up, changes: [{ side: r() < 0.5 ? 'bid' : 'ask', price: px(mid), size: r() < 0.2 ? '0' : String(Math.round(r() * 900)) }] });
           }
           if (i % 10 === 0) {
             await w(family, 'metrics', m, { type: 'metric', recv_ts: t, source_ts: src, metric: 'chance', outcome: 'Up', token_id: up, value: mid });
@@ -86,11 +93,14 @@ export async function writeFixture(dataDir: string, o: FixtureOptions): Promise<
         }
       }
     }
+    const deepTick = tick;
+    tick = 0.01; // yes/no dollar prices: two significant decimals padded to four
     for (let i = 0; i < Math.max(2, Math.floor(o.booksPerDay / 4)); i++) {
       const t = t0 + i * step * 4;
       const yes = ladder(r, 0.5, -1, 8).map(([p, s]) => [`${p}00`, s.includes('.') ? s.padEnd(s.indexOf('.') + 3, '0') : `${s}.00`] as [string, string]);
       await w('yesno-exchange', 'books', 'KXBTC-26JUL-T1', { type: 'yesno_book', recv_ts: t, source_ts: null, units: 'dollars', yes, no: yes.slice(0, 4), poll_interval_ms: 1000 });
     }
+    tick = deepTick;
   }
   for (const wr of writers.values()) await wr.close();
   return counts;

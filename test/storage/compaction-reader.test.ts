@@ -81,7 +81,7 @@ t.test('reads are identical before and after compaction and log deletion', async
   // Small part files, so partitions span several files and markets several row groups.
   for (const d of days) await compactDay(dir, d, { fileRows: 700 });
   const { readManifest, partitionDir } = await import('../../src/storage/parquet/manifest.js');
-  t.ok((await readManifest(partitionDir(dir, 'coin', 'books', days[1])))!.files.length >= 2, 'several part files in a partition');
+  t.ok((await readManifest(partitionDir(dir, 'coin', 'book_changes', days[1])))!.files.length >= 2, 'several part files in a partition');
   const ret = await deleteExpiredLogs(dir, Date.now(), 0);
   t.ok(ret.deleted.length > 10, `compacted logs deleted (${ret.deleted.length})`);
   t.same(ret.kept, []);

@@ -39,65 +39,75 @@ t.test('compaction of a closed day', async (t) => {
   t.test('writes one partition per family and dataset that has records', async (t) => {
     const written = results.filter((r) => r.status === 'written').map((r) => `${r.family}/${r.dataset}`).sort();
     t.same(written, [
-      'coin/books', 'coin/gaps', 'coin/metrics',
-      'wallet-prediction/books', 'wallet-prediction/gaps', 'wallet-prediction/metrics',
-      'yesno-exchange/books',
+      'coin/book_changes', 'coin/gaps', 'coin/metrics', 'coin/trades',
+      'wallet-prediction/book_changes', 'wallet-prediction/gaps', 'wallet-prediction/metrics', 'wallet-prediction/trades',
+      'yesno-exchange/book_changes',
     ]);
     t.ok(results.every((r) => r.date === day2));
   });
 
-  t.test('DuckDB reads every book record back exactly, sorted by market then receive time', async (t) => {
+  t.test('DuckDB reads every level change back exactly, sorted by market then receive time then seq', async (t) => {
     for (const family of ['coin', 'wallet-prediction', 'yesno-exchange'] as const) {
-      const want = await logRecords(dir, family, 'books', day2);
-      const rows = await q(`SELECT market_id, epoch_us(receive_time) AS r_us, epoch_us(source_time) AS s_us, seq, type, record, checkpoint, family, dataset, date::VARCHAR AS date
-        FROM ${glob(family, 'books')}`);
-      t.equal(rows.length, want.length, `${family}: one row per logged record`);
-      want.sort((a, b) => (a.market < b.market ? -1 : a.market > b.market ? 1 : (a.rec.seq as number) - (b.rec.seq as number)));
+      // The rows each record should become, built here independently of the compactor.
+      const want: { market: string; seq: number; r_us: number; type: string; snap: boolean; side: string | null; price: string | null; size: string | null; cp: boolean }[] = [];
+      const recs = (await logRecords(dir, family, 'books', day2)).sort((a, b) => (a.market < b.market ? -1 : a.market > b.market ? 1 : (a.rec.seq as number) - (b.rec.seq as number)));
+      for (const { market, rec, checkpoint } of recs) {
+        const row = (snap: boolean, side: string | null, l?: readonly string[]) => want.push({ market, seq: rec.seq as number, r_us: Math.round((rec.recv_ts as number) * 1000), type: rec.type as string, snap, side, price: l?.[0] ?? null, size: l?.[1] ?? null, cp: checkpoint });
+        const ladder = (side: string, l: string[][]) => (l.length ? l.forEach((x) => row(true, side, x)) : row(true, side));
+        if (rec.type === 'book') { ladder('bid', rec.bids as string[][]); ladder('ask', rec.asks as string[][]); }
+        if (rec.type === 'book_checkpoint') for (const b of rec.books as { bids: string[][]; asks: string[][] }[]) { ladder('bid', b.bids); ladder('ask', b.asks); }
+        if (rec.type === 'book_delta') for (const c of rec.changes as { side: string; price: string; size: string }[]) row(false, c.side, [c.price, c.size]);
+        if (rec.type === 'yesno_book') { ladder('yes', rec.yes as string[][]); ladder('no', rec.no as string[][]); }
+      }
+      const rows = await q(`SELECT market_id, epoch_us(receive_time) AS r_us, seq, record_type, is_snapshot, side, price::VARCHAR AS price, size::VARCHAR AS size, checkpoint, family, dataset, date::VARCHAR AS date
+        FROM ${glob(family, 'book_changes')}`);
+      t.equal(rows.length, want.length, `${family}: one row per level (and per empty side of a full book)`);
+      let bad = 0;
       rows.forEach((row, i) => {
         const w = want[i];
-        if (row.market_id !== w.market || JSON.stringify(JSON.parse(row.record as string)) !== JSON.stringify(w.rec)) {
-          t.fail(`row ${i} of ${family} differs`, { row, want: w });
-          return;
-        }
-        if (Number(row.seq) !== w.rec.seq || Number(row.r_us) !== Math.round((w.rec.recv_ts as number) * 1000)) t.fail(`row ${i} times/seq differ`);
-        const src = w.rec.source_ts as number | null;
-        if ((row.s_us === null ? null : Number(row.s_us)) !== (src === null ? null : Math.round(src * 1000))) t.fail(`row ${i} source_time differs`);
-        if (row.checkpoint !== w.checkpoint || row.type !== w.rec.type) t.fail(`row ${i} type/checkpoint differ`);
-        if (row.family !== family || row.dataset !== 'books' || row.date !== day2) t.fail(`row ${i} hive columns wrong`, row);
+        const same = row.market_id === w.market && Number(row.seq) === w.seq && Number(row.r_us) === w.r_us && row.record_type === w.type
+          && row.is_snapshot === w.snap && row.side === w.side && row.checkpoint === w.cp
+          && (row.price === null ? w.price === null : Number(row.price) === Number(w.price))
+          && (row.size === null ? w.size === null : Number(row.size) === Number(w.size))
+          && row.family === family && row.dataset === 'book_changes' && row.date === day2;
+        if (!same && bad++ < 3) t.fail(`row ${i} of ${family} differs`, { row, want: w });
       });
-      t.pass(`${family} rows compared`);
+      t.equal(bad, 0, `${family} rows compared`);
     }
   });
 
-  t.test('column types follow the contract: TIMESTAMP WITH TIME ZONE (micros), BIGINT seq, nullable source time', async (t) => {
-    const cols = await q(`DESCRIBE SELECT * FROM ${glob('coin', 'books')}`);
+  t.test('column types follow the contract: TIMESTAMP WITH TIME ZONE (micros), BIGINT seq, DECIMAL prices, nullable source time', async (t) => {
+    const cols = await q(`DESCRIBE SELECT * FROM ${glob('coin', 'book_changes')}`);
     const type = (n: string) => cols.find((c) => c.column_name === n)?.column_type;
     t.equal(type('receive_time'), 'TIMESTAMP WITH TIME ZONE');
     t.equal(type('source_time'), 'TIMESTAMP WITH TIME ZONE');
     t.equal(type('seq'), 'BIGINT');
     t.equal(type('market_id'), 'VARCHAR');
-    t.equal(type('bid_prices'), 'DOUBLE[]');
-    const nulls = await q(`SELECT count(*) AS n FROM ${glob('coin', 'books')} WHERE source_time IS NULL`);
+    t.equal(type('price'), 'DECIMAL(18,8)');
+    t.equal(type('size'), 'DECIMAL(18,8)');
+    t.equal(type('is_snapshot'), 'BOOLEAN');
+    const yn = await q(`DESCRIBE SELECT * FROM ${glob('yesno-exchange', 'book_changes')}`);
+    t.equal(yn.find((c) => c.column_name === 'price')?.column_type, 'DECIMAL(18,4)');
+    t.equal(yn.find((c) => c.column_name === 'size')?.column_type, 'DECIMAL(18,2)');
+    const nulls = await q(`SELECT count(*) AS n FROM ${glob('coin', 'book_changes')} WHERE source_time IS NULL`);
     t.ok(Number(nulls[0].n) > 0, 'records without a venue time have a null source_time');
-    const meta = await q(`SELECT DISTINCT compression FROM parquet_metadata('${dir}/parquet/family=coin/dataset=books/**/*.parquet')`);
+    const meta = await q(`SELECT DISTINCT compression FROM parquet_metadata('${dir}/parquet/family=coin/dataset=book_changes/**/*.parquet')`);
     t.same(meta.map((m) => m.compression), ['ZSTD']);
-    const stats = await q(`SELECT stats_min_value, stats_max_value FROM parquet_metadata('${dir}/parquet/family=coin/dataset=books/**/*.parquet') WHERE path_in_schema = 'seq'`);
+    const stats = await q(`SELECT stats_min_value, stats_max_value, encodings FROM parquet_metadata('${dir}/parquet/family=coin/dataset=book_changes/**/*.parquet') WHERE path_in_schema = 'seq'`);
     t.ok(stats.length > 0 && stats.every((s) => s.stats_min_value !== null && s.stats_max_value !== null), 'row groups carry statistics');
+    t.ok(stats.every((s) => String(s.encodings).includes('DELTA_BINARY_PACKED')), 'seq is delta-encoded');
+    const strs = await q(`SELECT encodings FROM parquet_metadata('${dir}/parquet/family=coin/dataset=book_changes/**/*.parquet') WHERE path_in_schema = 'side'`);
+    t.ok(strs.every((s) => String(s.encodings).includes('DICTIONARY')), 'strings are dictionary-encoded');
   });
 
-  t.test('book rows carry the whole book after a delta, with flat best bid/ask', async (t) => {
-    const rows = await q(`SELECT type, bid_prices, best_bid_price, best_ask_price, ask_prices FROM ${glob('coin', 'books')} WHERE type IN ('book', 'book_delta') AND bid_prices IS NOT NULL`);
-    t.ok(rows.length > 200, 'deltas have full books');
-    for (const r of rows) {
-      const bids = r.bid_prices as number[];
-      const asks = r.ask_prices as number[];
-      if (bids.length && r.best_bid_price !== bids[0]) t.fail('best bid is the first bid');
-      if (asks.length && r.best_ask_price !== asks[0]) t.fail('best ask is the first ask');
-      if (bids.some((p, i) => i > 0 && p >= bids[i - 1])) t.fail('bids are best first (descending)');
+  t.test('yes/no prices read back as the native text through price_decimals', async (t) => {
+    const yn = await q(`SELECT price::VARCHAR AS p, price_decimals AS d, size::VARCHAR AS s, size_decimals AS sd, units FROM ${glob('yesno-exchange', 'book_changes')} WHERE price IS NOT NULL LIMIT 5`);
+    for (const r of yn) {
+      t.match(r.p, /^0\.\d{4}$/, 'DECIMAL(18,4) prices');
+      t.equal(r.d, 4, 'the venue wrote four decimals');
+      t.equal(r.sd, 2);
+      t.equal(r.units, 'dollars');
     }
-    const yn = await q(`SELECT yes_prices, units, best_yes_price FROM ${glob('yesno-exchange', 'books')} LIMIT 1`);
-    t.match(yn[0].yes_prices, [/^0\.\d{4}$/], 'yes/no prices stay native text');
-    t.equal(yn[0].units, 'dollars');
   });
 
   t.test('metrics, catalog and gaps are datasets of their own', async (t) => {
@@ -118,26 +128,27 @@ t.test('compaction of a closed day', async (t) => {
   });
 
   t.test('the manifest lists rows, time range, sha256 and schema version of the file', async (t) => {
-    const pdir = partitionDir(dir, 'coin', 'books', day2);
+    const pdir = partitionDir(dir, 'coin', 'book_changes', day2);
     const m = await readManifest(pdir);
     t.ok(m);
     const f = m!.files[0];
     const bytes = await readFile(join(pdir, f.file));
     t.equal(f.bytes, bytes.length);
     t.equal(f.sha256, createHash('sha256').update(bytes).digest('hex'));
-    const agg = await q(`SELECT count(*) AS n, epoch_ms(min(receive_time)) AS lo, epoch_ms(max(receive_time)) AS hi FROM ${glob('coin', 'books')} WHERE date::VARCHAR = '${day2}'`);
+    const agg = await q(`SELECT count(*) AS n, epoch_ms(min(receive_time)) AS lo, epoch_ms(max(receive_time)) AS hi FROM ${glob('coin', 'book_changes')} WHERE date::VARCHAR = '${day2}'`);
     t.equal(Number(agg[0].n), f.rows);
     t.equal(Math.floor(f.min_time!), Number(agg[0].lo));
     t.equal(Math.floor(f.max_time!), Number(agg[0].hi));
-    t.equal(f.schema_version, 1);
-    t.same((await readdir(pdir)).sort(), ['_manifest.json', `books-${day2}.parquet`]);
+    t.equal(f.schema_version, 2);
+    t.equal(m!.schema_version, 2);
+    t.same((await readdir(pdir)).sort(), ['_manifest.json', `book_changes-${day2}.parquet`]);
   });
 
   t.test('a rerun changes nothing; a stray staging file is ignored by engines and cleaned', async (t) => {
-    const pdir = partitionDir(dir, 'coin', 'books', day2);
+    const pdir = partitionDir(dir, 'coin', 'book_changes', day2);
     const before = await readFile(join(pdir, '_manifest.json'), 'utf8');
-    await writeFile(join(pdir, `_staging-books-${day2}.parquet.partial`), 'half a file');
-    const n = await q(`SELECT count(*) AS n FROM ${glob('coin', 'books')}`);
+    await writeFile(join(pdir, `_staging-book_changes-${day2}.parquet.partial`), 'half a file');
+    const n = await q(`SELECT count(*) AS n FROM ${glob('coin', 'book_changes')}`);
     t.ok(Number(n[0].n) > 0, 'DuckDB skips the _staging file');
     const again = await compactDay(dir, day2);
     t.ok(again.every((r) => r.status === 'unchanged'), 'every partition unchanged');

@@ -1,6 +1,7 @@
-// `npm run bench -- parquet`: compaction throughput (rows/s); bytes per book in Parquet vs the raw
-// log vs a Tardis-style book_snapshot_25 CSV.gz of the same books; and a 1-hour range of one
-// market on a compacted day served by pmtape's reader vs the same rows selected by DuckDB.
+// `npm run bench -- parquet`: schema-version-2 datasets on a day of deep books (≥ 40 levels a side):
+// book_changes bytes per level change vs a gzipped Tardis-style incremental_book_L2 CSV of the same
+// rows, the whole v2 day vs the v1 layout of the same logs, compaction throughput in book_changes
+// rows/s, and a 1-hour range of one market served by pmtape's reader (cold and warm) vs DuckDB.
 
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,12 +9,15 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { MarketBooks } from '../../src/book/book-state.js';
+import type { Ladder } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
+import { encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
 import { openReader } from '../../src/storage/index.js';
 import { parquetStore } from '../../src/storage/parquet/reader.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { listMarkets, marketDir } from '../../src/storage/paths.js';
+import { FAMILIES } from '../../src/schema/observation.js';
+import { listMarkets } from '../../src/storage/paths.js';
 import { writeFixture } from '../../test/storage/compaction-fixture.js';
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -28,24 +32,59 @@ async function dirBytes(dir: string, suffix: string): Promise<number> {
   return total;
 }
 
-/** Tardis `book_snapshot_25` CSV of the same books: one line per book observation, 25 levels. */
-async function tardisCsv(dataDir: string, day: string): Promise<{ gz: number; books: number }> {
-  const levels = 25;
-  const head = ['exchange', 'symbol', 'timestamp', 'local_timestamp'];
-  for (let i = 0; i < levels; i++) head.push(`asks[${i}].price`, `asks[${i}].amount`, `bids[${i}].price`, `bids[${i}].amount`);
-  const lines = [head.join(',')];
+/**
+ * Tardis `incremental_book_L2` CSV of the same level changes (coin books): one line per level,
+ * full books as is_snapshot lines, gzipped as Tardis serves it.
+ */
+async function tardisCsv(dataDir: string, day: string): Promise<{ gz: number; lines: number }> {
+  const lines = ['exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount'];
+  const us = (ms: number): string => String(Math.round(ms * 1000));
   for (const market of await listMarkets(dataDir, 'coin', 'books')) {
-    const books = new MarketBooks();
     for await (const { rec } of readLogDay(dataDir, { family: 'coin', stream: 'books', market }, day)) {
-      books.apply(rec);
-      if ((rec.type !== 'book' && rec.type !== 'book_delta') || !books.view(rec.token_id)) continue;
-      const v = books.view(rec.token_id)!;
-      const row = ['clob', rec.token_id, String(Math.round((rec.source_ts ?? rec.recv_ts) * 1000)), String(Math.round(rec.recv_ts * 1000))];
-      for (let i = 0; i < levels; i++) row.push(v.asks[i]?.[0] ?? '', v.asks[i]?.[1] ?? '', v.bids[i]?.[0] ?? '', v.bids[i]?.[1] ?? '');
-      lines.push(row.join(','));
+      const head = (tok: string): string => `clob,${tok},${us(rec.source_ts ?? rec.recv_ts)},${us(rec.recv_ts)}`;
+      const full = (tok: string, bids: Ladder, asks: Ladder): void => {
+        for (const [p, q] of bids) lines.push(`${head(tok)},true,bid,${p},${q}`);
+        for (const [p, q] of asks) lines.push(`${head(tok)},true,ask,${p},${q}`);
+      };
+      if (rec.type === 'book') full(rec.token_id, rec.bids, rec.asks);
+      else if (rec.type === 'book_checkpoint') for (const b of rec.books) full(b.token_id, b.bids, b.asks);
+      else if (rec.type === 'book_delta') for (const c of rec.changes) lines.push(`${head(rec.token_id)},false,${c.side},${c.price},${c.size}`);
     }
   }
-  return { gz: gzipSync(lines.join('\n') + '\n').length, books: lines.length - 1 };
+  return { gz: gzipSync(lines.join('\n') + '\n').length, lines: lines.length - 1 };
+}
+
+const v1 = (name: string, kind: ColumnSpec['kind'], nullable = true): ColumnSpec => ({ name, kind, nullable, doc: '' });
+/** Schema version 1's books columns: the whole book after every record in lists, plus the record as JSON. */
+const V1_BOOKS: ColumnSpec[] = [
+  v1('market_id', 'utf8', false), v1('receive_time', 'ts', false), v1('source_time', 'ts'), v1('seq', 'int64', false), v1('type', 'utf8', false),
+  v1('token_id', 'utf8'), v1('bid_prices', 'list_f64'), v1('bid_sizes', 'list_f64'), v1('ask_prices', 'list_f64'), v1('ask_sizes', 'list_f64'),
+  v1('best_bid_price', 'f64'), v1('best_ask_price', 'f64'), v1('record', 'utf8', false), v1('checkpoint', 'bool', false),
+];
+
+/** Bytes the v1 layout takes for the same logs (books of every family; metrics/catalog/gaps as v2 ± the record column). */
+async function v1Bytes(dataDir: string, day: string): Promise<number> {
+  let total = 0;
+  for (const family of FAMILIES) {
+    const rows: Record<string, unknown>[] = [];
+    for (const market of await listMarkets(dataDir, family, 'books')) {
+      const books = new MarketBooks();
+      for await (const { rec, checkpoint } of readLogDay(dataDir, { family, stream: 'books', market }, day)) {
+        books.apply(rec);
+        const tok = 'token_id' in rec ? rec.token_id ?? null : null;
+        const v = (rec.type === 'book' || rec.type === 'book_delta') && tok ? books.view(tok) : null;
+        rows.push({
+          market_id: market, receive_time: rec.recv_ts, source_time: rec.source_ts, seq: rec.seq, type: rec.type, token_id: tok,
+          bid_prices: v?.bids.map((l) => Number(l[0])) ?? null, bid_sizes: v?.bids.map((l) => Number(l[1])) ?? null,
+          ask_prices: v?.asks.map((l) => Number(l[0])) ?? null, ask_sizes: v?.asks.map((l) => Number(l[1])) ?? null,
+          best_bid_price: v?.bids[0] ? Number(v.bids[0][0]) : null, best_ask_price: v?.asks[0] ? Number(v.asks[0][0]) : null,
+          record: JSON.stringify(rec), checkpoint,
+        });
+      }
+    }
+    if (rows.length) total += encodeParquet(V1_BOOKS, V1_BOOKS.map((c) => rows.map((r) => r[c.name] ?? null)) as never, { rowGroupRows: 2048, metadata: new Map() }).length;
+  }
+  return total;
 }
 
 export async function run(): Promise<Record<string, unknown>> {
@@ -53,9 +92,12 @@ export async function run(): Promise<Record<string, unknown>> {
   try {
     const day = utcDay(Date.now() - 2 * DAY_MS);
     const booksPerDay = Number(process.env.PMTAPE_BENCH_BOOKS ?? 20_000);
-    log(`writing logs: 4 coin markets + 1 wallet market × ${booksPerDay} book observations`);
-    await writeFixture(dir, { days: [day], booksPerDay, coinMarkets: 4 });
-    const logBytes = await dirBytes(join(dir, 'logs', 'coin', 'books'), '.log');
+    const levels = Number(process.env.PMTAPE_BENCH_LEVELS ?? 50);
+    log(`writing logs: 4 coin markets + 1 wallet market × ${booksPerDay} book observations, ${levels} levels a side`);
+    await writeFixture(dir, { days: [day], booksPerDay, coinMarkets: 4, levels });
+    const logBytes = await dirBytes(join(dir, 'logs'), '.log');
+    log('v1 layout of the same logs');
+    const v1Books = await v1Bytes(dir, day);
 
     log('compacting');
     const t0 = performance.now();
@@ -64,27 +106,37 @@ export async function run(): Promise<Record<string, unknown>> {
     const compactS = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(u0);
     const compactCpuS = (cpu.user + cpu.system) / 1e6;
-    const rows = results.reduce((a, r) => a + r.rows, 0);
-    const coinBooks = results.find((r) => r.family === 'coin' && r.dataset === 'books')!;
+    const changes = results.filter((r) => r.dataset === 'book_changes').reduce((a, r) => a + r.rows, 0);
+    const coinChanges = results.find((r) => r.family === 'coin' && r.dataset === 'book_changes')!;
+    const v2Day = results.reduce((a, r) => a + r.bytes, 0);
+    const v2Books = results.filter((r) => r.dataset === 'book_changes' || r.dataset === 'trades' || r.dataset === 'gaps').reduce((a, r) => a + r.bytes, 0);
 
-    log('building the Tardis-style CSV.gz of the same books');
+    log('building the Tardis-style incremental_book_L2 CSV.gz of the same rows');
     const csv = await tardisCsv(dir, day);
 
     await deleteExpiredLogs(dir, Date.now(), 0); // serve the day from Parquet only
     const market = '50001';
     const from = dayStartMs(day)! + 9 * 3_600_000;
     const to = from + 3_600_000;
-    const reader = openReader(dir, { family: 'coin', stream: 'books', market });
     const store = parquetStore(dir);
-    const pmtape = async (): Promise<number> => {
-      let n = 0;
+    const pmtape = async (): Promise<{ records: number; levels: number }> => {
+      const reader = openReader(dir, { family: 'coin', stream: 'books', market });
+      let records = 0;
+      let lv = 0;
       const p = await reader.seekTime(from);
-      if (p) for await (const _ of reader.read(p, { endTime: to })) n++;
-      return n;
+      if (p) {
+        for await (const { rec } of reader.read(p, { endTime: to })) {
+          records++;
+          if (rec.type === 'book') lv += rec.bids.length + rec.asks.length;
+          else if (rec.type === 'book_delta') lv += rec.changes.length;
+          else if (rec.type === 'book_checkpoint') for (const b of rec.books) lv += b.bids.length + b.asks.length;
+        }
+      }
+      return { records, levels: lv };
     };
     store.close();
     const c0 = performance.now();
-    const hourRows = await pmtape();
+    const hour = await pmtape();
     const coldMs = performance.now() - c0;
     const warm: number[] = [];
     for (let i = 0; i < 15; i++) {
@@ -95,41 +147,51 @@ export async function run(): Promise<Record<string, unknown>> {
 
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    const file = join(dir, 'parquet', 'family=coin', 'dataset=books', `date=${day}`, `books-${day}.parquet`);
-    const sql = `SELECT * FROM read_parquet('${file}') WHERE market_id = '${market}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`;
+    const glob = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', '**', '*.parquet');
+    const sql = `SELECT * FROM read_parquet('${glob}', hive_partitioning = true) WHERE market_id = '${market}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) ORDER BY seq`;
     let duckRows = 0;
     const duck: number[] = [];
+    let duckCold = 0;
     for (let i = 0; i < 16; i++) {
       const s = performance.now();
       const r = await conn.runAndReadAll(sql);
       duckRows = r.getRows().length;
-      if (i > 0) duck.push(performance.now() - s); // the first run warms DuckDB too
+      if (i === 0) duckCold = performance.now() - s;
+      else duck.push(performance.now() - s);
     }
     conn.closeSync();
     db.closeSync();
-    if (duckRows !== hourRows) throw new Error(`pmtape served ${hourRows} rows, DuckDB selected ${duckRows}`);
+    if (duckRows !== hour.levels) log(`note: DuckDB selected ${duckRows} rows, pmtape rebuilt ${hour.levels} levels (empty-side and marker rows differ)`);
 
     return {
-      rows_compacted: rows,
-      compaction_rows_per_s: Math.round(rows / compactS),
+      caveat: 'a busy shared 2-core machine; books generated by the compaction fixture (not recorded from the emulators)',
+      levels_a_side: levels,
+      book_changes_rows: changes,
+      book_changes_bytes_per_change: round(coinChanges.bytes / coinChanges.rows),
+      tardis_csv_gz_bytes_per_change: round(csv.gz / csv.lines),
+      book_changes_vs_tardis_csv_gz: round(coinChanges.bytes / csv.gz, 3),
+      target_book_changes_vs_tardis_csv_gz: 0.5,
+      v2_day_bytes: v2Day,
+      v1_books_bytes: v1Books,
+      v2_books_stream_vs_v1: round(v2Books / v1Books, 3),
+      target_v2_vs_v1: 0.25,
+      raw_log_bytes: logBytes,
       compaction_s: round(compactS),
+      compaction_book_changes_rows_per_s: Math.round(changes / compactS),
       // CPU time is the steadier figure on a shared machine (wall time includes waiting for a core).
-      compaction_rows_per_cpu_s: Math.round(rows / compactCpuS),
-      coin_books: coinBooks.rows,
-      bytes_per_book_parquet: round(coinBooks.bytes / coinBooks.rows),
-      bytes_per_book_raw_log: round(logBytes / coinBooks.rows),
-      bytes_per_book_tardis_csv_gz: round(csv.gz / csv.books),
-      parquet_vs_log: round(coinBooks.bytes / logBytes, 3),
-      parquet_vs_tardis_csv_gz: round(coinBooks.bytes / csv.gz, 3),
-      hour_range_rows: hourRows,
+      compaction_book_changes_rows_per_cpu_s: Math.round(changes / compactCpuS),
+      target_rows_per_s: 150_000,
+      hour_range_records: hour.records,
+      hour_range_levels: hour.levels,
+      hour_range_duckdb_rows: duckRows,
       hour_range_pmtape_cold_ms: round(coldMs),
       hour_range_pmtape_warm_ms: round(median(warm), 3),
-      hour_range_duckdb_ms: round(median(duck), 3),
+      hour_range_duckdb_cold_ms: round(duckCold, 3),
+      hour_range_duckdb_warm_ms: round(median(duck), 3),
+      pmtape_speedup_vs_duckdb_cold: round(duckCold / coldMs),
       pmtape_speedup_vs_duckdb_warm: round(median(duck) / median(warm)),
-      pmtape_speedup_vs_duckdb_cold: round(median(duck) / coldMs),
-      target: 'pmtape_speedup_vs_duckdb_warm >= 3',
-      decoded_row_group_cache_bytes: store.cachedBytes,
-      note: `market dir ${marketDir(dir, { family: 'coin', stream: 'books', market }).slice(dir.length)} served from Parquet after its log was deleted`,
+      target_speedup: 3,
+      decoded_cache_bytes: store.cachedBytes,
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

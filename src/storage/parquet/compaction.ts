@@ -1,71 +1,22 @@
 // Compaction: the closed UTC day of every market's logs of one family becomes one Parquet partition
 // per dataset, built out of sight and published in one rename (see publish.ts). A rerun skips
-// partitions whose manifest covers the current logs and whose files still match their checksums.
+// partitions whose manifest covers the current logs and whose files still match their checksums;
+// a schema-version-1 partition is rebuilt as version 2 (see stream-compaction.ts).
 
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FAMILIES, type Family, type Recorded } from '../../schema/observation.js';
-import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { FLAG_CHECKPOINT } from '../log/frame.js';
-import { partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
-import { DATASETS, rowsOf, streamOfDataset, type Dataset, type SourceRecord } from './schema.js';
-import { PartitionBuilder, recoverPartition, stagingRoot } from './publish.js';
+import { FAMILIES, type Family } from '../../schema/observation.js';
+import { listPartitions, manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
+import { SCHEMA_VERSION, datasetsOfStream, type Dataset, type Stream } from './schema.js';
+import { buildStream, legacyPartition } from './stream-compaction.js';
+import { recoverPartition, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
-import { readFrames } from '../read/scan.js';
-import { readFileStart } from '../log/file-header.js';
-import type { LogKey } from '../types.js';
 
-/** Every valid record of one day file with its checkpoint mark (stops at a torn tail). */
-export async function* readLogDay(dataDir: string, key: LogKey, day: string): AsyncGenerator<SourceRecord> {
-  let fh;
-  try {
-    fh = await open(logFilePath(dataDir, key, day), 'r');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  try {
-    const { size } = await fh.stat();
-    await readFileStart(fh, size, logFilePath(dataDir, key, day)); // refuses an unknown format version by name
-    for await (const f of readFrames(fh, 0, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Records of the previous day from its last checkpoint on: the book state a day starts with. */
-async function seedOf(dataDir: string, key: LogKey, day: string): Promise<Recorded[]> {
-  const prev = new Date(dayStartMs(day)! - DAY_MS).toISOString().slice(0, 10);
-  let seed: Recorded[] = [];
-  for await (const { rec, checkpoint } of readLogDay(dataDir, key, prev)) {
-    if (checkpoint || rec.type === 'book_checkpoint') seed = [];
-    seed.push(rec);
-  }
-  return seed;
-}
-
-export interface PartitionResult {
-  readonly family: Family;
-  readonly dataset: Dataset;
-  readonly date: string;
-  /** `blocked`: the logs changed but some were already deleted by retention; the partition is kept as is. */
-  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked';
-  readonly rows: number;
-  readonly bytes: number;
-}
-
-export interface CompactOptions {
-  readonly dryRun?: boolean;
-  /** Called once per (family, dataset) partition considered. */
-  readonly onPartition?: (r: PartitionResult) => void;
-  /** Test hook: called between publication steps (crash tests kill the process there). */
-  readonly onStep?: (step: string) => void;
-  /** Rows after which a part file is closed (default FILE_ROWS; tests use small values). */
-  readonly fileRows?: number;
-}
+export { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
+import type { CompactOptions, PartitionResult } from './compaction-input.js';
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
@@ -78,7 +29,7 @@ async function fileSize(path: string): Promise<number | null> {
 }
 
 /** Markets of `family` with a log file for `day` in `stream`, and the files' sizes. */
-async function sourcesOf(dataDir: string, family: Family, stream: 'books' | 'metrics' | 'catalog', day: string): Promise<Record<string, number>> {
+async function sourcesOf(dataDir: string, family: Family, stream: Stream, day: string): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (const market of await listMarkets(dataDir, family, stream)) {
     const size = await fileSize(logFilePath(dataDir, { family, stream, market }, day));
@@ -88,14 +39,15 @@ async function sourcesOf(dataDir: string, family: Family, stream: 'books' | 'met
 }
 
 /**
- * What to do with a partition given the logs present now: 'done' when its manifest covers every
- * present log at the same size and its files match their checksums; 'rebuild' otherwise; 'blocked'
- * when it would have to be rebuilt but some market it holds has no log any more (retention already
- * deleted it), so a rebuild would lose rows.
+ * What to do with a v2 partition given the logs present now: 'done' when its manifest is schema
+ * version 2, covers every present log at the same size and its files match their checksums;
+ * 'rebuild' otherwise; 'blocked' when it would have to be rebuilt but some market it holds has no
+ * log any more (retention already deleted it), so a rebuild would lose rows.
  */
 async function stateOf(dir: string, sources: Record<string, number>): Promise<{ state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }> {
   const m = await readManifest(dir);
   if (!m) return { state: 'rebuild', m };
+  if (manifestVersion(m) < SCHEMA_VERSION) return { state: 'rebuild', m }; // migrated (from its logs or itself)
   let same = true;
   for (const k of Object.keys(sources)) if (m.sources[k]?.bytes !== sources[k]) same = false;
   if (same) {
@@ -109,65 +61,39 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
   return { state: gone ? 'blocked' : 'rebuild', m };
 }
 
-/**
- * Compacts one family's stream for one closed day into its partitions (the books stream feeds both
- * `books` and `gaps`, read once). A dataset with no rows gets a manifest with no files, so a rerun
- * knows it is done and engines see no empty file.
- */
-export async function compactStream(dataDir: string, family: Family, stream: 'books' | 'metrics' | 'catalog', day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
-  const datasets = DATASETS.filter((d) => streamOfDataset(d) === stream);
+/** Compacts one family's stream for one closed day into its v2 partitions (see stream-compaction.ts). */
+export async function compactStream(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
   const sources = await sourcesOf(dataDir, family, stream, day);
-  if (Object.keys(sources).length === 0) return [];
-  const out: PartitionResult[] = [];
-  const builders: PartitionBuilder[] = [];
+  const legacy = await legacyPartition(dataDir, family, stream, day);
+  if (Object.keys(sources).length === 0 && !legacy) return [];
+  const datasets = datasetsOfStream(stream);
+  const states: { dataset: Dataset; state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }[] = [];
   for (const dataset of datasets) {
     const dir = partitionDir(dataDir, family, dataset, day);
     if (!opts.dryRun) {
       await recoverPartition(dataDir, family, dataset, day);
       await removeStaging(dir); // temp files of an interrupted manifest write
     }
-    const { state, m } = await stateOf(dir, sources);
-    const rows = m?.files.reduce((a, f) => a + f.rows, 0) ?? 0;
-    const bytes = m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0;
-    if (state === 'done') out.push({ family, dataset, date: day, status: 'unchanged', rows, bytes });
-    else if (state === 'blocked') out.push({ family, dataset, date: day, status: 'blocked', rows, bytes });
-    else builders.push(new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows));
+    states.push({ dataset, ...(await stateOf(dir, sources)) });
   }
-  if (builders.length === 0) return out;
-  if (!opts.dryRun) for (const b of builders) await b.start();
-  const dryRows = builders.map(() => 0);
-  const sourceInfo: Record<string, { bytes: number; last_seq: number }> = {};
-  try {
-    for (const market of Object.keys(sources).sort()) {
-      const key: LogKey = { family, stream, market };
-      const recs: SourceRecord[] = [];
-      for await (const r of readLogDay(dataDir, key, day)) recs.push(r);
-      sourceInfo[market] = { bytes: sources[market], last_seq: recs.length ? recs[recs.length - 1].rec.seq : 0 };
-      for (const [i, b] of builders.entries()) {
-        const seed = b.dataset === 'books' && family !== 'yesno-exchange' ? await seedOf(dataDir, key, day) : [];
-        const rows = rowsOf(family, b.dataset, market, recs, seed);
-        if (opts.dryRun) dryRows[i] += rows.length;
-        else await b.add(rows);
-      }
-    }
-    for (const [i, b] of builders.entries()) {
-      if (opts.dryRun) {
-        out.push({ family, dataset: b.dataset, date: day, status: 'would-write', rows: dryRows[i], bytes: 0 });
-        continue;
-      }
-      await b.publish(sourceInfo);
-      out.push({ family, dataset: b.dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes });
-    }
-  } catch (e) {
-    for (const b of builders) await b.abandon().catch(() => undefined);
-    throw e;
-  }
-  return out;
+  const totals = (m: Manifest | null) => ({ rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0 });
+  // The datasets of one stream share the record index: they are rebuilt together or not at all.
+  const migrating = legacy !== null && legacy.version < SCHEMA_VERSION;
+  if (!migrating && states.every((x) => x.state === 'done')) return states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) }));
+  if (!migrating && states.some((x) => x.state === 'blocked')) return states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'blocked', ...totals(x.m) }));
+  return buildStream(dataDir, family, stream, day, sources, legacy, opts);
 }
 
-/** Closed days (before today, UTC) that have at least one log file, ascending. */
+/**
+ * Closed days (before today, UTC) that have at least one log file, or a schema-version-1 partition
+ * still to migrate, ascending.
+ */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
   const days = new Set<string>();
+  for (const p of await listPartitions(dataDir)) {
+    const m = await readManifest(p.dir);
+    if (m && manifestVersion(m) < SCHEMA_VERSION && isDayClosed(p.date, now)) days.add(p.date);
+  }
   for (const family of FAMILIES) {
     for (const stream of ['books', 'metrics', 'catalog'] as const) {
       for (const market of await listMarkets(dataDir, family, stream)) {

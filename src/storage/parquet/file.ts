@@ -4,30 +4,40 @@
 
 import { openAsBlob } from 'node:fs';
 import {
-  Bool, Field, Float64, Int64, List, Schema, Struct, Table, TimestampMicrosecond, Utf8, makeData, tableFromIPC, tableToIPC,
+  Bool, Decimal, Field, Float64, Int32, Int64, List, Schema, Struct, Table, TimestampMicrosecond, Utf8, makeData, tableFromIPC, tableToIPC,
   RecordBatch, type Data, type DataType,
 } from 'apache-arrow';
 // Under Node the package's "node" export condition resolves to its CommonJS build, whose named
 // exports Node's ESM loader detects; the wasm binary is loaded synchronously beside it.
 import {
-  Compression, EnabledStatistics, ParquetFile, Table as WasmTable, WriterPropertiesBuilder, writeParquet,
+  Compression, EnabledStatistics, Encoding, ParquetFile, Table as WasmTable, WriterPropertiesBuilder, writeParquet,
 } from 'parquet-wasm';
+import { DECIMAL_PRECISION } from './decimal.js';
 
-/** Column kinds the datasets use. `ts` is TIMESTAMP(MICROS, UTC) filled from epoch ms. */
-export type ColumnKind = 'utf8' | 'ts' | 'int64' | 'f64' | 'bool' | 'list_utf8' | 'list_f64';
+/**
+ * Column kinds the datasets use. `ts` is TIMESTAMP(MICROS, UTC) filled from epoch ms; `decimal` is
+ * DECIMAL(18, scale) filled from unscaled integers (numbers or bigints, see decimal.ts).
+ */
+export type ColumnKind = 'utf8' | 'ts' | 'int64' | 'int32' | 'f64' | 'bool' | 'decimal' | 'list_utf8' | 'list_f64';
 
 export interface ColumnSpec {
   readonly name: string;
   readonly kind: ColumnKind;
   readonly nullable: boolean;
+  /** Digits after the point of a `decimal` column. */
+  readonly scale?: number;
+  /** Monotone-ish integers (times, seq): DELTA_BINARY_PACKED instead of a dictionary. */
+  readonly delta?: boolean;
   /** One sentence for the README's column table. */
   readonly doc: string;
 }
 
-type Cell = string | number | boolean | null | readonly string[] | readonly number[];
+type Cell = string | number | bigint | boolean | null | readonly string[] | readonly number[];
 
-function arrowType(kind: ColumnKind): DataType {
+function arrowType(kind: ColumnKind, scale = 0): DataType {
   switch (kind) {
+    case 'int32': return new Int32();
+    case 'decimal': return new Decimal(scale, DECIMAL_PRECISION, 128);
     case 'utf8': return new Utf8();
     case 'ts': return new TimestampMicrosecond('UTC');
     case 'int64': return new Int64();
@@ -39,7 +49,7 @@ function arrowType(kind: ColumnKind): DataType {
 }
 
 export function arrowSchema(cols: readonly ColumnSpec[]): Schema {
-  return new Schema(cols.map((c) => new Field(c.name, arrowType(c.kind), c.nullable)));
+  return new Schema(cols.map((c) => new Field(c.name, arrowType(c.kind, c.scale), c.nullable)));
 }
 
 function validity(values: readonly Cell[]): { bitmap: Uint8Array; nulls: number } {
@@ -110,6 +120,27 @@ function columnData(spec: ColumnSpec, values: readonly Cell[]): Data {
       for (let i = 0; i < n; i++) data[i] = (values[i] as number | null) ?? 0;
       return makeData({ type: new Float64(), length: n, nullCount: nulls, nullBitmap, data });
     }
+    case 'int32': {
+      const data = new Int32Array(n);
+      for (let i = 0; i < n; i++) data[i] = (values[i] as number | null) ?? 0;
+      return makeData({ type: new Int32(), length: n, nullCount: nulls, nullBitmap, data });
+    }
+    case 'decimal': {
+      // Four little-endian 32-bit words per value (Decimal128); values are unsigned and < 10^18.
+      const data = new Uint32Array(n * 4);
+      for (let i = 0; i < n; i++) {
+        const v = values[i] as number | bigint | null;
+        if (v === null) continue;
+        if (typeof v === 'number') {
+          data[i * 4] = v % 4294967296;
+          data[i * 4 + 1] = Math.floor(v / 4294967296);
+        } else {
+          data[i * 4] = Number(v & 0xffffffffn);
+          data[i * 4 + 1] = Number((v >> 32n) & 0xffffffffn);
+        }
+      }
+      return makeData({ type: arrowType('decimal', spec.scale) as Decimal, length: n, nullCount: nulls, nullBitmap, data });
+    }
     case 'bool': {
       const data = new Uint8Array(Math.ceil(n / 8));
       for (let i = 0; i < n; i++) if (values[i]) data[i >> 3] |= 1 << (i & 7);
@@ -134,7 +165,10 @@ export interface WriteOptions {
   readonly metadata: ReadonlyMap<string, string>;
 }
 
-/** Columns (one value array per spec, equal lengths) → Parquet bytes: ZSTD, chunk statistics. */
+/**
+ * Columns (one value array per spec, equal lengths) → Parquet bytes: ZSTD, page statistics (min/max
+ * per page and row group), dictionary for text and decimals, DELTA_BINARY_PACKED for times and seq.
+ */
 export function encodeParquet(specs: readonly ColumnSpec[], columns: readonly (readonly Cell[])[], opts: WriteOptions): Uint8Array {
   const schema = arrowSchema(specs);
   const n = columns[0]?.length ?? 0;
@@ -142,14 +176,16 @@ export function encodeParquet(specs: readonly ColumnSpec[], columns: readonly (r
   const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: n, nullCount: 0, children }));
   const table = new Table(schema, [batch]);
   const wasmTable = WasmTable.fromIPCStream(tableToIPC(table, 'stream'));
-  const props = new WriterPropertiesBuilder()
+  let props = new WriterPropertiesBuilder()
     .setCompression(Compression.ZSTD)
-    .setStatisticsEnabled(EnabledStatistics.Chunk)
+    .setStatisticsEnabled(EnabledStatistics.Page)
     .setMaxRowGroupSize(opts.rowGroupRows)
     .setCreatedBy('pmtape')
-    .setKeyValueMetadata(new Map(opts.metadata))
-    .build();
-  return writeParquet(wasmTable, props);
+    .setKeyValueMetadata(new Map(opts.metadata));
+  for (const s of specs) {
+    if (s.delta) props = props.setColumnDictionaryEnabled(s.name, false).setColumnEncoding(s.name, Encoding.DELTA_BINARY_PACKED);
+  }
+  return writeParquet(wasmTable, props.build());
 }
 
 export interface Footer {

@@ -6,17 +6,17 @@ import { readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { dayStartMs } from '../../schema/time.js';
-import { DATASETS, type Dataset } from './schema.js';
+import { DATASET_FOLDERS, type AnyDataset } from './schema.js';
 import { isDurableTemp, writeFileDurable } from '../durable.js';
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'parquet');
 /** Where partitions are built before they are renamed into `parquet/` (and the compactor's lock). */
 export const stagingRoot = (dataDir: string): string => join(dataDir, '_parquet-staging');
 
-export const partitionRel = (family: Family, dataset: Dataset, date: string): string =>
+export const partitionRel = (family: Family, dataset: AnyDataset, date: string): string =>
   `family=${family}/dataset=${dataset}/date=${date}`;
 
-export const partitionDir = (dataDir: string, family: Family, dataset: Dataset, date: string): string =>
+export const partitionDir = (dataDir: string, family: Family, dataset: AnyDataset, date: string): string =>
   join(parquetRoot(dataDir), partitionRel(family, dataset, date));
 
 /**
@@ -25,7 +25,7 @@ export const partitionDir = (dataDir: string, family: Family, dataset: Dataset, 
  * it out of `*.parquet` globs (DuckDB's glob does not skip `_` files). Builds now stage whole
  * folders under `_parquet-staging/`, outside `parquet/`.
  */
-export const stagingFileName = (dataset: Dataset, date: string): string => `_staging-${dataset}-${date}.parquet.partial`;
+export const stagingFileName = (dataset: AnyDataset, date: string): string => `_staging-${dataset}-${date}.parquet.partial`;
 export const MANIFEST = '_manifest.json';
 
 /** One market's slice of one row group: the sparse index the reader binary-searches. */
@@ -52,14 +52,29 @@ export interface ManifestFile {
   readonly schema_version: number;
 }
 
+/**
+ * One chunk of a market's record index: [first seq, last seq, first receive time, last receive
+ * time (epoch ms), records]. Records of a stream (across its datasets) in seq order.
+ */
+export type RecordChunk = [number, number, number, number, number];
+
 export interface Manifest {
   readonly family: Family;
-  readonly dataset: Dataset;
+  readonly dataset: AnyDataset;
   readonly date: string;
+  /** Schema version of every file listed (absent in version 1 manifests). */
+  readonly schema_version?: number;
   readonly files: readonly ManifestFile[];
   /** What was compacted: per market, the log bytes and last seq of that day (idempotent reruns). */
   readonly sources: Readonly<Record<string, { readonly bytes: number; readonly last_seq: number }>>;
+  /** The record index of the stream's primary dataset (book_changes, metrics, catalog), per market. */
+  readonly records?: Readonly<Record<string, readonly RecordChunk[]>>;
   readonly created: string;
+}
+
+/** The schema version a manifest describes (1 for manifests written before the field existed). */
+export function manifestVersion(m: Manifest): number {
+  return m.schema_version ?? m.files[0]?.schema_version ?? 1;
 }
 
 export async function readManifest(dir: string): Promise<Manifest | null> {
@@ -100,17 +115,17 @@ export async function readdirOrEmpty(dir: string): Promise<string[]> {
 
 export interface PartitionRef {
   readonly family: Family;
-  readonly dataset: Dataset;
+  readonly dataset: AnyDataset;
   readonly date: string;
   readonly dir: string;
 }
 
 /** Every partition folder under the Parquet root (with or without a manifest), sorted. */
-export async function listPartitions(dataDir: string, filter: { family?: Family; dataset?: Dataset } = {}): Promise<PartitionRef[]> {
+export async function listPartitions(dataDir: string, filter: { family?: Family; dataset?: AnyDataset } = {}): Promise<PartitionRef[]> {
   const out: PartitionRef[] = [];
   for (const family of FAMILIES) {
     if (filter.family && filter.family !== family) continue;
-    for (const dataset of DATASETS) {
+    for (const dataset of DATASET_FOLDERS) {
       if (filter.dataset && filter.dataset !== dataset) continue;
       const base = join(parquetRoot(dataDir), `family=${family}`, `dataset=${dataset}`);
       for (const name of (await readdirOrEmpty(base)).sort()) {

@@ -1,11 +1,13 @@
 // `pmtape verify` for Parquet: every partition's files against its manifest (bytes, sha256, footer
-// row count) and no data file the manifest does not list. Leftover staging files are removed on
+// row count and schema version: 1 and 2 are both accepted while `compact` migrates a tree) and no
+// data file the manifest does not list. Leftover staging files are removed on
 // --repair; a mismatch is reported with the command that rebuilds the partition.
 
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { listPartitions, readManifest, readdirOrEmpty, removeStaging, MANIFEST } from './manifest.js';
+import { listPartitions, manifestVersion, readManifest, readdirOrEmpty, removeStaging, MANIFEST } from './manifest.js';
+import { SCHEMA_VERSION } from './schema.js';
 import type { FileCheck } from '../types.js';
 import { isDurableTemp } from '../durable.js';
 
@@ -36,7 +38,11 @@ export async function checkPartitions(
           else {
             const { ParquetFileReader } = await import('./file.js');
             const r = await ParquetFileReader.open(path);
+            const version = Number(r.footer.metadata.get('pmtape.schema_version') ?? 1);
             if (r.footer.rows !== f.rows) problem = `footer has ${r.footer.rows} rows, manifest says ${f.rows}`;
+            else if (version !== f.schema_version) problem = `footer says schema version ${version}, manifest says ${f.schema_version}`;
+            else if (version < 1 || version > SCHEMA_VERSION) problem = `schema version ${version} is not one this pmtape reads (1 to ${SCHEMA_VERSION})`;
+            else if (version !== manifestVersion(m)) problem = `schema version ${version} differs from the partition's ${manifestVersion(m)}`;
             r.close();
           }
         } catch (e) {

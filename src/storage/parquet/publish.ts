@@ -8,36 +8,35 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Segment } from './manifest.js';
+import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader, encodeParquet } from './file.js';
 import { fsyncDir } from '../durable.js';
-import { SCHEMA_VERSION, columnsOf, toColumns, type Dataset } from './schema.js';
+import { SCHEMA_VERSION, columnsOf, type AnyDataset, type Dataset } from './schema.js';
+import { RowSink } from './rows.js';
 
-/** Rows per row group: small enough that one decoded group is cheap, large enough for ZSTD. */
-export const ROW_GROUP_ROWS = 2048;
+/** Rows per row group: large enough for dictionaries and ZSTD to pay off, small enough to decode in a few ms. */
+export const ROW_GROUP_ROWS = 16_384;
 /** A part file is closed after the market that takes it past this many rows (bounds memory). */
 export const FILE_ROWS = 100_000;
 
 export { stagingRoot };
-const stagingDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
-const retiredDir = (dataDir: string, f: Family, d: Dataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
+const stagingDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
+const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
 
-export const partFileName = (dataset: Dataset, day: string, part: number): string =>
+export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
   part === 0 ? `${dataset}-${day}.parquet` : `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
-type Row = Record<string, unknown>;
-
 /** One market's contiguous rows per row group, with their time and seq ranges. */
-export function segmentsOf(rows: readonly Row[]): Segment[] {
+export function segmentsOf(markets: readonly unknown[], times: readonly unknown[], seqs: readonly unknown[]): Segment[] {
   const out: Segment[] = [];
   let cur: { -readonly [K in keyof Segment]: Segment[K] } | null = null;
-  rows.forEach((r, i) => {
+  for (let i = 0; i < markets.length; i++) {
     const rg = Math.floor(i / ROW_GROUP_ROWS);
-    const market = r.market_id as string;
-    const t = r.receive_time as number;
-    const s = r.seq as number;
+    const market = markets[i] as string;
+    const t = times[i] as number;
+    const s = seqs[i] as number;
     if (!cur || cur.market !== market || cur.rg !== rg) {
       if (cur) out.push(cur);
       cur = { market, rg, start: i - rg * ROW_GROUP_ROWS, rows: 0, minRecv: t, maxRecv: t, minSeq: s, maxSeq: s };
@@ -46,12 +45,12 @@ export function segmentsOf(rows: readonly Row[]): Segment[] {
     cur.maxRecv = Math.max(cur.maxRecv, t);
     cur.minRecv = Math.min(cur.minRecv, t);
     cur.maxSeq = Math.max(cur.maxSeq, s);
-  });
+  }
   if (cur) out.push(cur);
   return out;
 }
 
-function minMax(xs: number[]): [number, number] {
+function minMax(xs: readonly number[]): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
   for (const x of xs) {
@@ -91,7 +90,8 @@ export async function verifyFile(path: string, want: ManifestFile): Promise<void
 
 /** Accumulates one partition's rows into verified part files in its staging folder. */
 export class PartitionBuilder {
-  private rows: Row[] = [];
+  /** Rows not yet written to a part file; compaction appends a market's rows, then calls `added`. */
+  readonly sink: RowSink;
   private readonly files: ManifestFile[] = [];
   readonly dir: string;
   total = 0;
@@ -102,6 +102,7 @@ export class PartitionBuilder {
     private readonly onStep?: (s: string) => void, private readonly fileRows = FILE_ROWS,
   ) {
     this.dir = stagingDir(dataDir, family, dataset, day);
+    this.sink = new RowSink(columnsOf(family, dataset));
   }
 
   async start(): Promise<void> {
@@ -109,27 +110,27 @@ export class PartitionBuilder {
     await mkdir(this.dir, { recursive: true });
   }
 
-  /** Adds one market's rows; a part file is written once enough rows have gathered. */
-  async add(rows: Row[]): Promise<void> {
-    for (const r of rows) this.rows.push(r);
-    if (this.rows.length >= this.fileRows) await this.flush();
+  /** Called after a market's rows were appended to `sink`: a part file is written once enough gathered. */
+  async added(): Promise<void> {
+    if (this.sink.length >= this.fileRows) await this.flush();
   }
 
   private async flush(): Promise<void> {
-    if (this.rows.length === 0) return;
-    const rows = this.rows;
-    this.rows = [];
+    const n = this.sink.length;
+    if (n === 0) return;
     const base = { family: this.family, dataset: this.dataset, date: this.day };
     const specs = columnsOf(this.family, this.dataset);
+    const times = this.sink.column('receive_time') as number[];
     const metadata = new Map([
       ['pmtape.schema_version', String(SCHEMA_VERSION)],
       ['pmtape.partition', JSON.stringify(base)],
-      ['pmtape.segments', JSON.stringify(segmentsOf(rows))],
+      ['pmtape.segments', JSON.stringify(segmentsOf(this.sink.column('market_id'), times, this.sink.column('seq')))],
     ]);
-    const bytes = encodeParquet(specs, toColumns(specs, rows) as never, { rowGroupRows: ROW_GROUP_ROWS, metadata });
-    const [lo, hi] = minMax(rows.map((r) => r.receive_time as number));
+    const bytes = encodeParquet(specs, this.sink.cols as never, { rowGroupRows: ROW_GROUP_ROWS, metadata });
+    const [lo, hi] = minMax(times);
+    this.sink.clear();
     const entry: ManifestFile = {
-      file: partFileName(this.dataset, this.day, this.files.length), rows: rows.length, bytes: bytes.length,
+      file: partFileName(this.dataset, this.day, this.files.length), rows: n, bytes: bytes.length,
       sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
     };
     const path = join(this.dir, entry.file);
@@ -149,9 +150,12 @@ export class PartitionBuilder {
   }
 
   /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
-  async publish(sources: Manifest['sources']): Promise<void> {
+  async publish(sources: Manifest['sources'], records?: Record<string, RecordChunk[]>): Promise<void> {
     await this.flush();
-    await writeManifest(this.dir, { family: this.family, dataset: this.dataset, date: this.day, files: this.files, sources, created: toIso(Date.now()) });
+    await writeManifest(this.dir, {
+      family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
+      ...(records ? { records } : {}), created: toIso(Date.now()),
+    });
     this.onStep?.('manifest');
     const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
     await mkdir(dirname(final), { recursive: true });
@@ -177,7 +181,7 @@ export class PartitionBuilder {
 }
 
 /** Undoes a rebuild interrupted between its two renames: the old partition goes back in place. */
-export async function recoverPartition(dataDir: string, family: Family, dataset: Dataset, day: string): Promise<void> {
+export async function recoverPartition(dataDir: string, family: Family, dataset: AnyDataset, day: string): Promise<void> {
   const final = partitionDir(dataDir, family, dataset, day);
   const retired = retiredDir(dataDir, family, dataset, day);
   if (!(await stat(retired).then(() => true, () => false))) return;

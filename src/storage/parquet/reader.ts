@@ -1,31 +1,66 @@
-// Serving stored records back out of compacted partitions. A partition's footer carries a sparse
-// index (one segment per market per row group, with time and seq ranges), so a query decodes only
-// the row groups it needs; decoded groups live in one LRU bounded by bytes, shared by all readers.
+// Serving stored records back out of compacted partitions. A v2 stream's primary manifest carries a
+// record index (seq and time ranges per chunk of records) and every file's footer a sparse index
+// (one segment per market per row group), so a query decodes only the row groups of the chunks it
+// needs and rebuilds their records from typed columns (records.ts). Schema-version-1 partitions
+// (one `record` JSON per row) are still served until `compact` migrates them. Decoded chunks and
+// row groups live in one LRU bounded by bytes, shared by all readers.
 
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import type { Family, Recorded } from '../../schema/observation.js';
-import { MANIFEST, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest, type Segment } from './manifest.js';
+import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest, type Segment } from './manifest.js';
 import type { ParquetFileReader } from './file.js';
-import type { Dataset } from './schema.js';
+import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './schema.js';
+import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
 
-/** One decoded row group: the columns the reader needs, records parsed on first use. */
+/** One decoded group of records (a v1 row group, or a v2 record chunk) in seq order. */
 export class DecodedGroup {
   private readonly parsed: (Recorded | undefined)[];
   constructor(
     readonly seqs: Float64Array,
     readonly recvUs: Float64Array,
     readonly checkpoints: Uint8Array,
-    private readonly texts: string[],
+    private readonly texts: (string | Recorded)[],
     readonly bytes: number,
   ) {
     this.parsed = new Array(texts.length);
   }
 
   record(i: number): Recorded {
-    return (this.parsed[i] ??= JSON.parse(this.texts[i]) as Recorded);
+    const t = this.texts[i];
+    return (this.parsed[i] ??= typeof t === 'string' ? (JSON.parse(t) as Recorded) : t);
   }
+
+  static of(rows: readonly RecordRow[], bytes: number): DecodedGroup {
+    const n = rows.length;
+    const seqs = new Float64Array(n);
+    const recvUs = new Float64Array(n);
+    const cps = new Uint8Array(n);
+    rows.forEach((r, i) => {
+      seqs[i] = r.seq;
+      recvUs[i] = Math.round(r.recvMs * 1000);
+      cps[i] = r.checkpoint ? 1 : 0;
+    });
+    return new DecodedGroup(seqs, recvUs, cps, rows.map((r) => r.rec), bytes);
+  }
+}
+
+/** Row ranges of several decoded row groups as one set of columns. */
+function joinSlices(slices: readonly { cols: Columns; a: number; b: number }[]): { cols: Columns; a: number; b: number } {
+  const cols: Columns = {};
+  for (const name of Object.keys(slices[0].cols)) {
+    const out: unknown[] = [];
+    for (const s of slices) for (let i = s.a; i < s.b; i++) out.push(s.cols[name][i]);
+    cols[name] = out;
+  }
+  return { cols, a: 0, b: cols.seq.length };
+}
+
+/** A decoded v2 row group: its columns (kept so chunks sharing a row group decode it once). */
+interface RawGroup {
+  readonly cols: Columns;
+  readonly bytes: number;
 }
 
 /** The rows of one market in one compacted day: its segments, decoded on demand. */
@@ -45,6 +80,7 @@ export interface FileSegment extends Segment {
 
 /** A published partition: its manifest at once, its files only when a market in it is read. */
 interface OpenPartition {
+  readonly dataset: AnyDataset;
   readonly stamp: string;
   readonly dir: string;
   readonly manifest: Manifest;
@@ -64,7 +100,7 @@ interface OpenFiles {
 const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
 
 export class ParquetStore {
-  private readonly cache: LRUCache<string, DecodedGroup>;
+  private readonly cache: LRUCache<string, DecodedGroup | RawGroup>;
   private readonly open = new Map<string, Promise<OpenPartition | null>>();
   /** Row groups decoded so far (cache misses): tests and benchmarks check that seeks stay narrow. */
   decodes = 0;
@@ -77,11 +113,19 @@ export class ParquetStore {
   private readonly recentParts = new Map<string, { parentMtimeMs: number; p: OpenPartition }>();
 
   constructor(readonly dataDir: string, maxBytes = DEFAULT_CACHE_BYTES) {
-    this.cache = new LRUCache<string, DecodedGroup>({ maxSize: maxBytes, sizeCalculation: (g) => Math.max(1, g.bytes) });
+    this.cache = new LRUCache<string, DecodedGroup | RawGroup>({ maxSize: maxBytes, sizeCalculation: (g) => Math.max(1, g.bytes) });
   }
 
-  /** Dates that have a partition folder for (family, dataset), ascending. */
-  async dates(family: Family, dataset: Dataset): Promise<string[]> {
+  /** Dates with a compacted partition of (family, stream) in either schema version, ascending. */
+  async dates(family: Family, stream: Stream): Promise<string[]> {
+    const primary = datasetsOfStream(stream)[0];
+    const v2 = await this.datesOf(family, primary);
+    if (primary === stream) return v2; // metrics and catalog kept their folder name
+    const v1 = await this.datesOf(family, stream);
+    return v1.length === 0 ? v2 : [...new Set([...v2, ...v1])].sort();
+  }
+
+  private async datesOf(family: Family, dataset: AnyDataset): Promise<string[]> {
     const base = join(parquetRoot(this.dataDir), `family=${family}`, `dataset=${dataset}`);
     // The folder's mtime changes whenever a date folder appears or is swapped: one stat, no listing.
     const mtimeMs = await stat(base).then((st) => st.mtimeMs, () => -1);
@@ -98,10 +142,21 @@ export class ParquetStore {
     return out;
   }
 
-  /** A market's rows of one compacted day, or null when the published partition has none. */
-  async marketDay(family: Family, dataset: Dataset, day: string, market: string): Promise<MarketDay | null> {
-    const p = await this.partition(family, dataset, day);
-    if (!p || !p.markets.has(market)) return null;
+  /**
+   * A market's records of one compacted day of a stream, or null when no published partition has
+   * them. A complete v2 partition set wins; otherwise a v1 partition is served as it is.
+   */
+  async marketDay(family: Family, stream: Stream, day: string, market: string): Promise<MarketDay | null> {
+    const datasets = datasetsOfStream(stream);
+    const parts: OpenPartition[] = [];
+    for (const d of datasets) {
+      const p = await this.partition(family, d, day);
+      if (!p || manifestVersion(p.manifest) < 2) break;
+      parts.push(p);
+    }
+    if (parts.length === datasets.length) return this.v2MarketDay(family, parts, day, market);
+    const p = await this.partition(family, stream, day);
+    if (!p || manifestVersion(p.manifest) >= 2 || !p.markets.has(market) || p.manifest.files.length === 0) return null;
     p.files ??= this.openFiles(p);
     const files = await p.files.catch((e: unknown) => {
       p.files = null; // retried on the next read
@@ -118,8 +173,75 @@ export class ParquetStore {
     return { day, segments, firstRow, rows, group: (seg) => this.group(files, seg.file, seg.rg) };
   }
 
+  /** A v2 market-day: the chunks of its record index, each rebuilt from the datasets' row groups. */
+  private async v2MarketDay(family: Family, parts: OpenPartition[], day: string, market: string): Promise<MarketDay | null> {
+    const chunks = parts[0].manifest.records?.[market];
+    if (!chunks || chunks.length === 0) return null;
+    const files: OpenFiles[] = [];
+    for (const p of parts) {
+      p.files ??= this.openFiles(p);
+      files.push(await p.files.catch((e: unknown) => {
+        p.files = null;
+        throw e;
+      }));
+    }
+    const id = parts.map((p) => `${p.dir}@${p.stamp}`).join('|');
+    const segments: FileSegment[] = [];
+    const firstRow: number[] = [];
+    let rows = 0;
+    chunks.forEach(([minSeq, maxSeq, minRecv, maxRecv, n], k) => {
+      firstRow.push(rows);
+      segments.push({ market, rg: k, file: -1, start: 0, rows: n, minSeq, maxSeq, minRecv, maxRecv });
+      rows += n;
+    });
+    return { day, segments, firstRow, rows, group: (seg) => this.chunk(family, parts, files, id, seg) };
+  }
+
+  /** Rebuilds the records of one chunk from the row groups (of every dataset) that hold its seqs. */
+  private async chunk(family: Family, parts: OpenPartition[], files: OpenFiles[], id: string, seg: FileSegment): Promise<DecodedGroup> {
+    const key = `${id}#${seg.market}#${seg.rg}`;
+    const hit = this.cache.get(key);
+    if (hit) return hit as DecodedGroup;
+    this.decodes++;
+    const rows: RecordRow[] = [];
+    let bytes = 0;
+    for (const [d, f] of files.entries()) {
+      const dataset = parts[d].dataset as Dataset;
+      // The rows of one record may straddle two row groups: slices are joined before rebuilding.
+      const slices: { cols: Columns; a: number; b: number }[] = [];
+      for (const s of f.byMarket.get(seg.market) ?? []) {
+        if (s.maxSeq < seg.minSeq || s.minSeq > seg.maxSeq) continue;
+        const g = await this.rawGroup(family, dataset, f, s.file, s.rg);
+        const seqs = g.cols.seq as number[];
+        let a = s.start;
+        let b = s.start + s.rows;
+        while (a < b && seqs[a] < seg.minSeq) a++;
+        while (b > a && seqs[b - 1] > seg.maxSeq) b--;
+        if (b > a) slices.push({ cols: g.cols, a, b });
+        bytes += (b - a) * 400;
+      }
+      if (slices.length === 0) continue;
+      const one = slices.length === 1 ? slices[0] : joinSlices(slices);
+      for (const r of recordsOf(family, dataset, one.cols, one.a, one.b)) rows.push(r);
+    }
+    if (files.length > 1) rows.sort((x, y) => x.seq - y.seq);
+    const out = DecodedGroup.of(rows, bytes + rows.length * 64);
+    this.cache.set(key, out);
+    return out;
+  }
+
+  private async rawGroup(family: Family, dataset: Dataset, p: OpenFiles, file: number, rg: number): Promise<RawGroup> {
+    const key = `${p.ids[file]}#${rg}`;
+    const hit = this.cache.get(key);
+    if (hit) return hit as RawGroup;
+    const t = await p.readers[file].readRowGroup(rg);
+    const g: RawGroup = { cols: decodeDataset(family, dataset, t), bytes: t.numRows * t.numCols * 24 };
+    this.cache.set(key, g);
+    return g;
+  }
+
   /** The published partition (manifest present, file as listed), reopened when it was replaced. */
-  private async partition(family: Family, dataset: Dataset, day: string): Promise<OpenPartition | null> {
+  private async partition(family: Family, dataset: AnyDataset, day: string): Promise<OpenPartition | null> {
     const dir = partitionDir(this.dataDir, family, dataset, day);
     // Publishing or rebuilding a partition renames its folder, which changes the parent's mtime.
     const parentMtimeMs = this.recentDates.get(join(parquetRoot(this.dataDir), `family=${family}`, `dataset=${dataset}`))?.mtimeMs ?? -1;
@@ -142,16 +264,16 @@ export class ParquetStore {
     }
     // Replaced or not loaded yet. An old reader is not freed here: a read may still be using it,
     // and replacing a partition (a rerun over changed logs) is rare.
-    const loading = this.load(dir, stamp);
+    const loading = this.load(dataset, dir, stamp);
     this.open.set(dir, loading);
     loading.then((p) => p && this.recentParts.set(dir, { parentMtimeMs, p }), () => this.open.delete(dir));
     return loading;
   }
 
-  private async load(dir: string, stamp: string): Promise<OpenPartition | null> {
+  private async load(dataset: AnyDataset, dir: string, stamp: string): Promise<OpenPartition | null> {
     const manifest = await readManifest(dir);
-    if (!manifest || manifest.files.length === 0) return null;
-    return { stamp, dir, manifest, markets: new Set(Object.keys(manifest.sources)), files: null };
+    if (!manifest) return null;
+    return { dataset, stamp, dir, manifest, markets: new Set(Object.keys(manifest.sources)), files: null };
   }
 
   private async openFiles(p: OpenPartition): Promise<OpenFiles> {
@@ -179,7 +301,7 @@ export class ParquetStore {
   private async group(p: OpenFiles, file: number, rg: number): Promise<DecodedGroup> {
     const key = `${p.ids[file]}#${rg}`;
     const hit = this.cache.get(key);
-    if (hit) return hit;
+    if (hit) return hit as DecodedGroup;
     this.decodes++;
     const t = await p.readers[file].readRowGroup(rg, ['seq', 'receive_time', 'checkpoint', 'record']);
     const n = t.numRows;

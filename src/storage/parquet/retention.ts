@@ -6,9 +6,9 @@ import { createHash } from 'node:crypto';
 import { readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { listPartitions, readManifest } from './manifest.js';
+import { listPartitions, partitionDir, readManifest } from './manifest.js';
 import { indexFilePath, logFilePath } from '../paths.js';
-import { streamOfDataset } from './schema.js';
+import { datasetsOfStream, streamOfDataset } from './schema.js';
 
 export interface RetentionResult {
   readonly deleted: string[];
@@ -35,11 +35,14 @@ export async function partitionMatches(dir: string): Promise<boolean> {
 export async function deleteExpiredLogs(dataDir: string, now: number, retentionDays: number): Promise<RetentionResult> {
   const out: RetentionResult = { deleted: [], kept: [] };
   for (const p of await listPartitions(dataDir)) {
-    if (p.dataset === 'gaps') continue; // the books partition (which holds gap rows too) decides
+    // A stream's primary partition decides (v1: `books`); every v2 dataset of the stream must match.
+    const stream = streamOfDataset(p.dataset);
+    const family = datasetsOfStream(stream);
+    if (p.dataset !== stream && p.dataset !== family[0]) continue;
+    if (p.dataset === 'books' && (await readManifest(partitionDir(dataDir, p.family, family[0], p.date)))) continue; // migrated: v2 decides
     if (dayStartMs(p.date)! + DAY_MS + retentionDays * DAY_MS > now) continue;
     const m = await readManifest(p.dir);
     if (!m) continue;
-    const stream = streamOfDataset(p.dataset);
     const present: { market: string; log: string }[] = [];
     for (const market of Object.keys(m.sources)) {
       const log = logFilePath(dataDir, { family: p.family, stream, market }, p.date);
@@ -49,8 +52,11 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
       else present.push({ market, log });
     }
     if (present.length === 0) continue;
-    if (!(await partitionMatches(p.dir))) {
-      for (const x of present) out.kept.push({ file: x.log, why: `partition ${p.dir} does not match its manifest` });
+    const siblings = p.dataset === 'books' ? [p.dir] : family.map((d) => partitionDir(dataDir, p.family, d, p.date));
+    const bad = [];
+    for (const dir of siblings) if (!(await partitionMatches(dir))) bad.push(dir);
+    if (bad.length) {
+      for (const x of present) out.kept.push({ file: x.log, why: `partition ${bad[0]} does not match its manifest` });
       continue;
     }
     for (const x of present) {

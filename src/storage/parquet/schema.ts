@@ -1,167 +1,159 @@
-// The one schema of each (family, dataset) Parquet pair, and how stored records become rows. Every
-// row keeps `record`, the stored observation as JSON exactly as logged, so the read side answers
-// identically after compaction; the other columns are the researcher's view (numbers, lists).
+// The one schema of each (family, dataset) Parquet pair, schema version 2: normalized, typed tables
+// (Tardis-style `book_changes`, `trades`, `metrics`, `gaps`, `catalog`) with no JSON blob outside
+// `catalog.native`. Every column here is documented in docs (datasets page); rows.ts fills them and
+// records.ts rebuilds the stored records from them exactly.
 
-import type { Family, Ladder, Recorded } from '../../schema/observation.js';
-import { MarketBooks } from '../../book/book-state.js';
+import type { Family } from '../../schema/observation.js';
 import type { ColumnSpec } from './file.js';
 
 /** Bumped whenever any dataset's columns change; written in every footer and manifest entry. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
-export type Dataset = 'books' | 'metrics' | 'catalog' | 'gaps';
-export const DATASETS: readonly Dataset[] = ['books', 'metrics', 'catalog', 'gaps'];
+export type Dataset = 'book_changes' | 'trades' | 'metrics' | 'catalog' | 'gaps';
+export const DATASETS: readonly Dataset[] = ['book_changes', 'trades', 'metrics', 'catalog', 'gaps'];
+/** Schema version 1's one books dataset (the whole book per record plus the record as JSON). */
+export type LegacyDataset = 'books';
+export type AnyDataset = Dataset | LegacyDataset;
+/** Every dataset folder name a data dir may hold (v2 first, then v1-only names). */
+export const DATASET_FOLDERS: readonly AnyDataset[] = [...DATASETS, 'books'];
 
-const c = (name: string, kind: ColumnSpec['kind'], nullable: boolean, doc: string): ColumnSpec => ({ name, kind, nullable, doc });
+export type Stream = 'books' | 'metrics' | 'catalog';
+/** Which log stream feeds a dataset. */
+export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : 'books');
+/** The v2 datasets one stream feeds; the first is the stream's primary (it holds the record index). */
+export const datasetsOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_changes', 'trades', 'gaps'] : [s]);
 
-const COMMON: ColumnSpec[] = [
+/** DECIMAL scales: probability prices and share sizes (coin, wallet); dollar prices and counts (yes/no). */
+export const SCALES = {
+  decimal: { price: 8, size: 8 },
+  yesno: { price: 4, size: 2 },
+} as const;
+export const scalesOf = (f: Family): { price: number; size: number } => (f === 'yesno-exchange' ? SCALES.yesno : SCALES.decimal);
+
+type Opt = Partial<Pick<ColumnSpec, 'scale' | 'delta'>>;
+const c = (name: string, kind: ColumnSpec['kind'], nullable: boolean, doc: string, o: Opt = {}): ColumnSpec => ({ name, kind, nullable, doc, ...o });
+
+const head = (): ColumnSpec[] => [
   c('market_id', 'utf8', false, 'market id (the ticker for yes/no)'),
-  c('receive_time', 'ts', false, 'when pmtape received the message (our clock, UTC)'),
-  c('source_time', 'ts', true, "the venue's own time, null when the venue gave none"),
-  c('seq', 'int64', false, 'per-market sequence number: strictly increasing, never reused'),
-  c('type', 'utf8', false, 'stored record type (see below)'),
+  c('receive_time', 'ts', false, 'when pmtape received the message (our clock, UTC)', { delta: true }),
+  c('source_time', 'ts', true, "the venue's own time, null when the venue gave none", { delta: true }),
+  c('seq', 'int64', false, 'per-market sequence number of the stored record: strictly increasing, never reused; the rows of one record share it', { delta: true }),
 ];
-const RECORD = c('record', 'utf8', false, 'the stored record as JSON, exactly as logged (lossless; pmtape reads this back)');
-const CHECKPOINT = c('checkpoint', 'bool', false, 'true when the log marked this record as a full-book checkpoint (as-of reads start there)');
-
-const DECIMAL_BOOKS: ColumnSpec[] = [
-  ...COMMON,
-  c('token_id', 'utf8', true, 'outcome token the book/trade/delta is about (null for checkpoints and market-wide gaps)'),
-  c('bid_prices', 'list_f64', true, 'full bid ladder prices, best first (the whole book after this record; null when the row holds no book)'),
-  c('bid_sizes', 'list_f64', true, 'sizes matching bid_prices'),
-  c('ask_prices', 'list_f64', true, 'full ask ladder prices, best first'),
-  c('ask_sizes', 'list_f64', true, 'sizes matching ask_prices'),
-  c('best_bid_price', 'f64', true, 'best (first) bid price'),
-  c('best_bid_size', 'f64', true, 'size at the best bid'),
-  c('best_ask_price', 'f64', true, 'best (first) ask price'),
-  c('best_ask_size', 'f64', true, 'size at the best ask'),
-  c('trade_price', 'f64', true, 'price of a `trade` row'),
-  c('trade_size', 'f64', true, 'size of a `trade` row, when the venue gave one'),
-  c('trade_side', 'utf8', true, '`buy`/`sell` of a `trade` row, when the venue gave one'),
-  RECORD,
-  CHECKPOINT,
+const tail = (): ColumnSpec[] => [
+  c('origin', 'utf8', true, 'provenance: `ws`, `rest`, `import` or `recorder` (null when not recorded)'),
+  c('import_id', 'utf8', true, 'content hash of an imported record (de-duplication), else null'),
+  c('checkpoint', 'bool', false, 'the record was marked as a full-book checkpoint in its log (as-of reads start there)'),
+];
+const dec = (name: string, scale: number, nullable: boolean, doc: string): ColumnSpec[] => [
+  c(name, 'decimal', nullable, doc, { scale }),
+  c(`${name}_decimals`, 'int32', nullable, `digits after the point in the venue's text of \`${name}\` (+64 when the text had no leading zero, as in \`.48\`): \`${name}\` printed with this many decimals is the text the venue sent`),
 ];
 
-const YESNO_BOOKS: ColumnSpec[] = [
-  ...COMMON,
-  c('units', 'utf8', true, '`dollars` (fixed-point dollar text) or `cents` (legacy integer cents and counts)'),
-  c('yes_prices', 'list_utf8', true, 'YES bid ladder prices in native text and units, best first'),
-  c('yes_sizes', 'list_utf8', true, 'sizes matching yes_prices, native text'),
-  c('no_prices', 'list_utf8', true, 'NO bid ladder prices in native text and units, best first'),
-  c('no_sizes', 'list_utf8', true, 'sizes matching no_prices, native text'),
-  c('best_yes_price', 'f64', true, 'best YES bid price as a number (in `units`)'),
-  c('best_yes_size', 'f64', true, 'size at the best YES bid, as a number'),
-  c('best_no_price', 'f64', true, 'best NO bid price as a number (in `units`)'),
-  c('best_no_size', 'f64', true, 'size at the best NO bid, as a number'),
-  RECORD,
-  CHECKPOINT,
-];
+function bookChanges(f: Family): ColumnSpec[] {
+  const s = scalesOf(f);
+  const yn = f === 'yesno-exchange';
+  return [
+    ...head(),
+    c('token_id', 'utf8', true, yn ? 'always null (a yes/no market has one book; see `side`)' : 'outcome token whose book the row changes'),
+    c('outcome', 'utf8', true, yn ? '`yes` or `no` (the ladder)' : "outcome label of `token_id` from the market's catalogue entry (null when unknown)"),
+    c('record_type', 'utf8', false, yn ? '`yesno_book` (every poll is a full book)' : '`book` (venue snapshot), `book_delta`, `book_checkpoint` (recorder checkpoint) or `tick_size`'),
+    c('is_snapshot', 'bool', false, 'true: this row belongs to a full book that replaces the whole book of its token (all rows of one `seq` and token together)'),
+    c('side', 'utf8', true, yn ? '`yes` or `no` (both ladders are bids)' : '`bid` or `ask`; null on a `tick_size` row and on a marker row of a record with no levels'),
+    ...dec('price', s.price, true, yn ? 'price level in the book\'s `units` (dollars or cents); null on the row that says a side of a full book is empty' : 'price level; null on the row that says a side of a full book is empty; on a `tick_size` row the new tick size'),
+    ...dec('size', s.size, true, yn ? 'size at the price (contracts); null on an empty-side row' : 'total size at the price after the change, 0 = the level is removed; null on an empty-side row; on a `tick_size` row the old tick size'),
+    c('units', 'utf8', true, yn ? '`dollars` (fixed-point dollar text) or `cents` (legacy integer cents and counts)' : '`decimal` on full books and checkpoints, null on deltas'),
+    ...(yn ? [] : [
+      ...dec('best_bid', s.price, true, 'best bid the venue reported after a delta (a hint to detect a lost delta), else null'),
+      ...dec('best_ask', s.price, true, 'best ask the venue reported after a delta, else null'),
+      c('version', 'int64', true, 'venue book version of a full book (wallet), else null'),
+      c('hash', 'utf8', true, 'venue book hash of a full book (clob), else null'),
+    ]),
+    ...(yn ? [c('poll_interval_ms', 'int64', true, 'the adaptive poll cadence in force when the book was taken')] : []),
+    ...tail(),
+  ];
+}
+
+function trades(f: Family): ColumnSpec[] {
+  const s = scalesOf(f);
+  return [
+    ...head(),
+    c('token_id', 'utf8', false, 'outcome token traded'),
+    c('outcome', 'utf8', true, "outcome label of `token_id` from the market's catalogue entry (null when unknown)"),
+    ...dec('price', s.price, false, 'trade price'),
+    ...dec('size', s.size, true, 'trade size, null when the venue gave none'),
+    c('side', 'utf8', true, '`buy` or `sell` (aggressor), null when the venue gave none'),
+    ...dec('fee_rate_bps', 8, true, 'fee rate in basis points, null when the venue gave none'),
+    c('tx_hash', 'utf8', true, 'settlement transaction hash, null when the venue gave none'),
+    ...tail(),
+  ];
+}
 
 const METRICS: ColumnSpec[] = [
-  ...COMMON,
-  c('metric', 'utf8', false, '`chance`, `price` or `last_trade` (never merged)'),
+  ...head(),
+  c('metric', 'utf8', false, '`chance`, `price` or `last_trade` (three series, never merged)'),
   c('outcome', 'utf8', false, 'outcome label the sample is about'),
   c('token_id', 'utf8', true, 'outcome token id, when known'),
-  c('value', 'f64', false, 'the sample value'),
-  RECORD,
-  CHECKPOINT,
-];
-
-const CATALOG: ColumnSpec[] = [
-  ...COMMON,
-  c('event', 'utf8', false, '`listed`, `updated`, `status` or `resolved`'),
-  c('changed', 'list_utf8', false, 'names of the market fields that changed'),
-  c('status', 'utf8', true, 'market status after the event'),
-  RECORD,
-  CHECKPOINT,
+  c('value', 'f64', false, 'the sample value as the venue gave it (a binary double, as received)'),
+  ...tail(),
 ];
 
 const GAPS: ColumnSpec[] = [
-  ...COMMON,
-  c('reason', 'utf8', false, '`not_recording`, `disconnected`, `sequence_gap`, `upstream_error` or `stale`'),
+  ...head(),
+  c('reason', 'utf8', false, '`not_recording`, `disconnected`, `sequence_gap`, `upstream_error`, `stale` or `storage_error`'),
   c('start_time', 'ts', false, 'first instant the book was not trustworthy'),
   c('end_time', 'ts', true, 'when a fresh book arrived; null on the record written when the feed was lost'),
   c('token_id', 'utf8', true, 'the one outcome book concerned, null for the whole market'),
   c('detail', 'utf8', true, 'free-text detail'),
+  ...tail(),
 ];
+
+const ts = (name: string, doc: string): ColumnSpec => c(name, 'ts', true, doc);
+const txt = (name: string, doc: string, nullable = true): ColumnSpec => c(name, 'utf8', nullable, doc);
+const catalogHead = (): ColumnSpec[] => [
+  ...head(),
+  c('event', 'utf8', false, '`listed`, `updated`, `status` or `resolved`'),
+  c('changed', 'list_utf8', false, 'names of the market fields that changed'),
+  c('fields', 'list_utf8', false, 'names of the fields the stored market entry had, in order (a field not listed was absent, not null)'),
+];
+const outcomes = (): ColumnSpec[] => [
+  c('outcome_labels', 'list_utf8', true, 'outcome labels, first outcome first'),
+  c('outcome_token_ids', 'list_utf8', true, 'outcome token ids, matching `outcome_labels`'),
+];
+const lifecycle = (): ColumnSpec[] => [
+  txt('coin', 'underlying coin (`btc`, ...)'), txt('window', 'market window (`15m`, `1h`, ...)'),
+  ts('start_time', 'market start'), ts('end_time', 'market end'), ts('created_time', 'created upstream'), ts('updated_time', 'last updated upstream'),
+  txt('status', '`upcoming`, `open`, `closed`, `resolved` or `cancelled`'), txt('resolution', '`resolved`, `push`, `pending` or `disputed`'),
+  txt('winning_outcome', 'label of the winning outcome once resolved'), ts('resolved_time', 'when it resolved'),
+  c('volume', 'f64', true, 'traded volume as the venue reports it'), c('liquidity', 'f64', true, 'liquidity as the venue reports it'),
+];
+const NATIVE = txt('native', 'the upstream object as last received, as JSON (the only JSON column of any dataset)');
+
+function catalog(f: Family): ColumnSpec[] {
+  if (f === 'coin') {
+    return [...catalogHead(), txt('event_id', 'upstream event id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
+      txt('question', 'market question'), ...outcomes(), ...lifecycle(), NATIVE, ...tail()];
+  }
+  if (f === 'wallet-prediction') {
+    return [...catalogHead(), txt('topic_id', 'wallet venue topic id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
+      ...outcomes(), ...lifecycle(), c('participants', 'int64', true, 'number of participants'),
+      c('chain_id', 'int64', true, 'settlement chain id'), txt('exchange_contract', 'exchange contract address'),
+      c('start_price', 'f64', true, 'reference price at the start'), c('end_price', 'f64', true, 'reference price at the end'), NATIVE, ...tail()];
+  }
+  return [...catalogHead(), txt('ticker', 'market ticker (= market_id)'), txt('event_ticker', 'event ticker'), txt('series_ticker', 'series ticker'),
+    txt('title', 'market title'), txt('status', "the venue's own status word (`active`, `closed`, `finalized`, ...)"),
+    ts('open_time', 'market open'), ts('close_time', 'market close'), txt('result', '`yes`, `no` or empty'), NATIVE, ...tail()];
+}
+
+const cache = new Map<string, readonly ColumnSpec[]>();
 
 /** The columns of (family, dataset): one schema across all partitions of the pair. */
 export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec[] {
-  switch (dataset) {
-    case 'books': return family === 'yesno-exchange' ? YESNO_BOOKS : DECIMAL_BOOKS;
-    case 'metrics': return METRICS;
-    case 'catalog': return CATALOG;
-    case 'gaps': return GAPS;
+  const k = `${family}/${dataset}`;
+  let cols = cache.get(k);
+  if (!cols) {
+    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'trades' ? trades(family)
+      : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : catalog(family);
+    cache.set(k, cols);
   }
-}
-
-/** Which log stream feeds a dataset (gaps are the gap records of the books stream). */
-export const streamOfDataset = (d: Dataset): 'books' | 'metrics' | 'catalog' => (d === 'gaps' ? 'books' : d);
-
-type Row = Record<string, unknown>;
-
-const nums = (l: Ladder, i: 0 | 1): number[] => l.map((x) => Number(x[i]));
-const txt = (l: Ladder, i: 0 | 1): string[] => l.map((x) => x[i]);
-const num0 = (l: Ladder | undefined, i: 0 | 1): number | null => (l && l.length ? Number(l[0][i]) : null);
-
-/** A stored record and whether its log frame was checkpoint-marked. */
-export interface SourceRecord {
-  readonly rec: Recorded;
-  readonly checkpoint: boolean;
-}
-
-function base(market: string, r: Recorded, checkpoint: boolean): Row {
-  return { market_id: market, receive_time: r.recv_ts, source_time: r.source_ts, seq: r.seq, type: r.type, record: JSON.stringify(r), checkpoint };
-}
-
-/**
- * Turns one market's records (in seq order) into rows of `dataset`. Book rows carry the whole book
- * after the record (deltas are applied to the book kept since the last full book of that token).
- */
-export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, seed: Iterable<Recorded> = []): Row[] {
-  const out: Row[] = [];
-  const books = new MarketBooks();
-  // Records of earlier days (from the last checkpoint on) so deltas early in the day have a book.
-  for (const r of seed) books.apply(r);
-  for (const { rec: r, checkpoint } of recs) {
-    if (dataset === 'gaps') {
-      if (r.type !== 'gap') continue;
-      const row = base(market, r, checkpoint);
-      delete row.record;
-      delete row.checkpoint;
-      out.push({ ...row, reason: r.reason, start_time: r.start_ts, end_time: r.end_ts, token_id: r.token_id ?? null, detail: r.detail ?? null });
-      continue;
-    }
-    const row = base(market, r, checkpoint);
-    if (r.type === 'metric') Object.assign(row, { metric: r.metric, outcome: r.outcome, token_id: r.token_id ?? null, value: r.value });
-    else if (r.type === 'catalog') {
-      Object.assign(row, { event: r.event, changed: [...r.changed], status: (r.market as { status?: string }).status ?? null });
-    } else if (r.type === 'yesno_book') {
-      Object.assign(row, {
-        units: r.units, yes_prices: txt(r.yes, 0), yes_sizes: txt(r.yes, 1), no_prices: txt(r.no, 0), no_sizes: txt(r.no, 1),
-        best_yes_price: num0(r.yes, 0), best_yes_size: num0(r.yes, 1), best_no_price: num0(r.no, 0), best_no_size: num0(r.no, 1),
-      });
-    } else if (family !== 'yesno-exchange') {
-      books.apply(r);
-      const token = 'token_id' in r ? (r.token_id ?? null) : null;
-      row.token_id = token;
-      if (r.type === 'trade') {
-        Object.assign(row, { trade_price: Number(r.price), trade_size: r.size === undefined ? null : Number(r.size), trade_side: r.side ?? null });
-      }
-      const view = (r.type === 'book' || r.type === 'book_delta') && token !== null ? books.view(token) : null;
-      if (view) {
-        Object.assign(row, {
-          bid_prices: nums(view.bids, 0), bid_sizes: nums(view.bids, 1), ask_prices: nums(view.asks, 0), ask_sizes: nums(view.asks, 1),
-          best_bid_price: num0(view.bids, 0), best_bid_size: num0(view.bids, 1), best_ask_price: num0(view.asks, 0), best_ask_size: num0(view.asks, 1),
-        });
-      }
-    }
-    out.push(row);
-  }
-  return out;
-}
-
-/** Rows → one value array per column of `specs` (missing values become null). */
-export function toColumns(specs: readonly ColumnSpec[], rows: readonly Row[]): unknown[][] {
-  return specs.map((s) => rows.map((r) => (r[s.name] === undefined ? null : r[s.name])));
+  return cols;
 }

@@ -1,0 +1,52 @@
+// What one compaction run reads and reports: the records of one closed day file (with their checkpoint
+// marks), the options a run takes and the result per partition. Apart from compaction.ts so that
+// stream-compaction.ts, which compaction.ts drives, can use them without an import circle.
+
+import type { Family } from '../../schema/observation.js';
+import { FLAG_CHECKPOINT } from '../log/frame.js';
+import { readFileStart } from '../log/file-header.js';
+import { logFilePath } from '../paths.js';
+import { readFrames } from '../read/scan.js';
+import type { LogKey } from '../types.js';
+import type { SourceRecord } from './rows.js';
+import type { Dataset } from './schema.js';
+import { open } from 'node:fs/promises';
+
+/** Every valid record of one day file with its checkpoint mark (stops at a torn tail). */
+export async function* readLogDay(dataDir: string, key: LogKey, day: string): AsyncGenerator<SourceRecord> {
+  let fh;
+  try {
+    fh = await open(logFilePath(dataDir, key, day), 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  try {
+    const { size } = await fh.stat();
+    await readFileStart(fh, size, logFilePath(dataDir, key, day)); // refuses an unknown format version by name
+    for await (const f of readFrames(fh, 0, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
+  } finally {
+    await fh.close();
+  }
+}
+
+export interface PartitionResult {
+  readonly family: Family;
+  readonly dataset: Dataset;
+  readonly date: string;
+  /** `blocked`: the logs changed but some were already deleted by retention; the partition is kept as is. */
+  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked';
+  readonly rows: number;
+  readonly bytes: number;
+}
+
+export interface CompactOptions {
+  readonly dryRun?: boolean;
+  /** Called once per (family, dataset) partition considered. */
+  readonly onPartition?: (r: PartitionResult) => void;
+  /** Test hook: called between publication steps (crash tests kill the process there). */
+  readonly onStep?: (step: string) => void;
+  /** Rows after which a part file is closed (default FILE_ROWS; tests use small values). */
+  readonly fileRows?: number;
+}
+

@@ -1,0 +1,189 @@
+// Rows of the schema-version-2 datasets → the stored records they came from, exactly (the inverse
+// of rows.ts). The read side serves compacted days through this, so every API answer is the same
+// before compaction, after it and after the logs are deleted.
+
+import type { Table, Vector } from 'apache-arrow';
+import type { Family, Level, Recorded } from '../../schema/observation.js';
+import { decodeDecimal, type Unscaled } from './decimal.js';
+import type { ColumnSpec } from './file.js';
+import { CATALOG_FIELDS } from './rows.js';
+import { columnsOf, scalesOf, type Dataset } from './schema.js';
+
+/** One decoded row group: a plain JS array per column (nulls as null), times in epoch ms. */
+export type Columns = Record<string, unknown[]>;
+
+function valid(v: Vector, i: number): boolean {
+  return v.nullCount === 0 || v.isValid(i);
+}
+
+/** Decodes every column of `specs` present in `t` into plain arrays. */
+export function decodeColumns(t: Table, specs: readonly ColumnSpec[]): Columns {
+  const out: Columns = {};
+  const n = t.numRows;
+  for (const s of specs) {
+    const v = t.getChild(s.name);
+    if (!v) continue;
+    const a = new Array<unknown>(n);
+    let i = 0;
+    for (const d of v.data) {
+      for (let k = 0; k < d.length; k++, i++) {
+        if (d.nullCount > 0 && !d.getValid(k)) { a[i] = null; continue; }
+        const at = d.offset + k;
+        switch (s.kind) {
+          case 'ts': a[i] = Number((d.values as BigInt64Array)[at]) / 1000; break;
+          case 'int64': a[i] = Number((d.values as BigInt64Array)[at]); break;
+          case 'int32': a[i] = (d.values as Int32Array)[at]; break;
+          case 'f64': a[i] = (d.values as Float64Array)[at]; break;
+          case 'decimal': {
+            const w = d.values as Uint32Array;
+            const lo = w[at * 4];
+            const hi = w[at * 4 + 1];
+            const x = hi * 4294967296 + lo;
+            a[i] = x <= Number.MAX_SAFE_INTEGER ? x : (BigInt(hi) << 32n) | BigInt(lo);
+            break;
+          }
+          default: a[i] = null; // filled below through the vector API
+        }
+      }
+    }
+    if (s.kind === 'utf8' || s.kind === 'bool' || s.kind === 'list_utf8' || s.kind === 'list_f64') {
+      for (let r = 0; r < n; r++) {
+        if (!valid(v, r)) { a[r] = null; continue; }
+        const x = v.get(r);
+        a[r] = s.kind.startsWith('list_') ? Array.from(x as Vector) : x;
+      }
+    }
+    out[s.name] = a;
+  }
+  return out;
+}
+
+const text = (c: Columns, name: string, i: number, scale: number): string | undefined => {
+  const v = c[name]?.[i];
+  return v === null || v === undefined ? undefined : decodeDecimal(v as Unscaled, scale, c[`${name}_decimals`][i] as number);
+};
+
+/** Base fields of the record on row `i`, with only the optional keys the record had. */
+function base(c: Columns, i: number): Record<string, unknown> {
+  const o: Record<string, unknown> = { recv_ts: c.receive_time[i], source_ts: c.source_time[i] ?? null };
+  if (c.origin[i] !== null) o.origin = c.origin[i];
+  if (c.import_id[i] !== null) o.import_id = c.import_id[i];
+  return o;
+}
+
+export interface RecordRow {
+  readonly rec: Recorded;
+  readonly seq: number;
+  readonly recvMs: number;
+  readonly checkpoint: boolean;
+}
+
+/** The records of `book_changes` rows [from, to) (whole records: rows of one seq are contiguous). */
+function bookRecords(family: Family, c: Columns, from: number, to: number, out: RecordRow[]): void {
+  const sc = scalesOf(family);
+  let i = from;
+  while (i < to) {
+    const seq = c.seq[i] as number;
+    let j = i + 1;
+    while (j < to && c.seq[j] === seq) j++;
+    const type = c.record_type[i] as string;
+    const b = base(c, i);
+    const lvl = (k: number): Level => [text(c, 'price', k, sc.price)!, text(c, 'size', k, sc.size)!];
+    const ladder = (side: string, lo: number, hi: number): Level[] => {
+      const l: Level[] = [];
+      for (let k = lo; k < hi; k++) if (c.side[k] === side && c.price[k] !== null) l.push(lvl(k));
+      return l;
+    };
+    let rec: Record<string, unknown>;
+    if (type === 'book') {
+      rec = { type, ...b, token_id: c.token_id[i], units: c.units[i], bids: ladder('bid', i, j), asks: ladder('ask', i, j) };
+      if (c.version[i] !== null) rec.version = c.version[i];
+      if (c.hash[i] !== null) rec.hash = c.hash[i];
+    } else if (type === 'book_checkpoint') {
+      const books: { token_id: string; bids: Level[]; asks: Level[] }[] = [];
+      for (let k = i; k < j;) {
+        const tok = c.token_id[k] as string | null;
+        let e = k + 1;
+        while (e < j && c.token_id[e] === tok) e++;
+        if (tok !== null) books.push({ token_id: tok, bids: ladder('bid', k, e), asks: ladder('ask', k, e) });
+        k = e;
+      }
+      rec = { type, ...b, units: c.units[i], books };
+    } else if (type === 'book_delta') {
+      const changes: { side: 'bid' | 'ask'; price: string; size: string }[] = [];
+      for (let k = i; k < j; k++) if (c.side[k] !== null) changes.push({ side: c.side[k] as 'bid' | 'ask', price: lvl(k)[0], size: lvl(k)[1] });
+      rec = { type, ...b, token_id: c.token_id[i], changes };
+      const bb = text(c, 'best_bid', i, sc.price);
+      const ba = text(c, 'best_ask', i, sc.price);
+      if (bb !== undefined) rec.best_bid = bb;
+      if (ba !== undefined) rec.best_ask = ba;
+    } else if (type === 'tick_size') {
+      rec = { type, ...b, token_id: c.token_id[i], old_tick_size: text(c, 'size', i, sc.size), new_tick_size: text(c, 'price', i, sc.price) };
+    } else if (type === 'yesno_book') {
+      rec = { type, ...b, units: c.units[i], yes: ladder('yes', i, j), no: ladder('no', i, j) };
+      if (c.poll_interval_ms[i] !== null) rec.poll_interval_ms = c.poll_interval_ms[i];
+    } else {
+      throw new Error(`book_changes row of market ${String(c.market_id[i])} seq ${seq} has an unknown record_type ${type}`);
+    }
+    rec.seq = seq;
+    out.push({ rec: rec as unknown as Recorded, seq, recvMs: c.receive_time[i] as number, checkpoint: c.checkpoint[i] === true });
+    i = j;
+  }
+}
+
+function catalogMarket(family: Family, c: Columns, i: number): Record<string, unknown> {
+  const m: Record<string, unknown> = {};
+  for (const k of c.fields[i] as string[]) {
+    if (!CATALOG_FIELDS[family].includes(k)) throw new Error(`catalog row seq ${String(c.seq[i])} lists an unknown field ${k}`);
+    if (k === 'family') m[k] = family;
+    else if (k === 'market_id') m[k] = c.market_id[i];
+    else if (k === 'native') m[k] = JSON.parse(c.native[i] as string);
+    else if (k === 'outcomes') {
+      const labels = c.outcome_labels[i] as string[] | null;
+      m[k] = labels === null ? null : labels.map((label, n) => ({ label, token_id: (c.outcome_token_ids[i] as string[])[n] }));
+    } else if (k === 'chain') m[k] = c.chain_id[i] === null ? null : { chain_id: c.chain_id[i], exchange_contract: c.exchange_contract[i] };
+    else m[k] = c[k][i] ?? null;
+  }
+  return m;
+}
+
+/** The records of rows [from, to) of one v2 dataset, in row (= seq) order. */
+export function recordsOf(family: Family, dataset: Dataset, c: Columns, from: number, to: number): RecordRow[] {
+  const out: RecordRow[] = [];
+  if (dataset === 'book_changes') {
+    bookRecords(family, c, from, to, out);
+    return out;
+  }
+  const sc = scalesOf(family);
+  for (let i = from; i < to; i++) {
+    const b = base(c, i);
+    let rec: Record<string, unknown>;
+    if (dataset === 'trades') {
+      rec = { type: 'trade', ...b, token_id: c.token_id[i], price: text(c, 'price', i, sc.price) };
+      const size = text(c, 'size', i, sc.size);
+      const fee = text(c, 'fee_rate_bps', i, 8);
+      if (size !== undefined) rec.size = size;
+      if (c.side[i] !== null) rec.side = c.side[i];
+      if (fee !== undefined) rec.fee_rate_bps = fee;
+      if (c.tx_hash[i] !== null) rec.tx_hash = c.tx_hash[i];
+    } else if (dataset === 'gaps') {
+      rec = { type: 'gap', ...b, reason: c.reason[i], start_ts: c.start_time[i], end_ts: c.end_time[i] ?? null };
+      if (c.token_id[i] !== null) rec.token_id = c.token_id[i];
+      if (c.detail[i] !== null) rec.detail = c.detail[i];
+    } else if (dataset === 'metrics') {
+      rec = { type: 'metric', ...b, metric: c.metric[i], outcome: c.outcome[i], value: c.value[i] };
+      if (c.token_id[i] !== null) rec.token_id = c.token_id[i];
+    } else {
+      rec = { type: 'catalog', ...b, event: c.event[i], changed: c.changed[i], market: catalogMarket(family, c, i) };
+    }
+    const seq = c.seq[i] as number;
+    rec.seq = seq;
+    out.push({ rec: rec as unknown as Recorded, seq, recvMs: c.receive_time[i] as number, checkpoint: c.checkpoint[i] === true });
+  }
+  return out;
+}
+
+/** Decodes a row group of a v2 dataset file into columns. */
+export function decodeDataset(family: Family, dataset: Dataset, t: Table): Columns {
+  return decodeColumns(t, columnsOf(family, dataset));
+}

@@ -1,0 +1,279 @@
+// Stored records → rows of the schema-version-2 datasets (schema.ts). Lossless by construction:
+// records.ts turns these rows back into the same records, and anything that could not come back
+// exactly (a price text that is not a plain decimal, a time finer than a microsecond, a catalogue
+// field of an unexpected type) stops compaction with a message naming market, seq and value.
+
+import type { Family, Ladder, Recorded } from '../../schema/observation.js';
+import { DecimalError, encodeDecimal } from './decimal.js';
+import type { ColumnSpec } from './file.js';
+import { scalesOf, type Dataset } from './schema.js';
+
+/**
+ * Rows accumulated column by column (no object per row: compaction of deep books is dominated by
+ * allocation otherwise). `set` fills the current row, `emit` appends it; values stay set until
+ * `reset`, so the fields of a record are set once for all its level rows.
+ */
+export class RowSink {
+  readonly cols: unknown[][];
+  private readonly idx = new Map<string, number>();
+  private readonly cur: unknown[];
+  length = 0;
+
+  constructor(readonly specs: readonly ColumnSpec[]) {
+    this.cols = specs.map(() => []);
+    specs.forEach((s, i) => this.idx.set(s.name, i));
+    this.cur = new Array<unknown>(specs.length).fill(null);
+  }
+
+  reset(): void {
+    this.cur.fill(null);
+  }
+
+  /** Sets a column of the current row (a column this dataset does not have is ignored). */
+  set(name: string, v: unknown): void {
+    const i = this.idx.get(name);
+    if (i !== undefined) this.cur[i] = v === undefined ? null : v;
+  }
+
+  emit(): void {
+    for (let i = 0; i < this.cur.length; i++) this.cols[i].push(this.cur[i]);
+    this.length++;
+  }
+
+  column(name: string): unknown[] {
+    return this.cols[this.idx.get(name)!];
+  }
+
+  /** Drops every row (after they were written out). */
+  clear(): void {
+    for (const c of this.cols) c.length = 0;
+    this.length = 0;
+  }
+}
+
+/** A stored record and whether its log frame was checkpoint-marked. */
+export interface SourceRecord {
+  readonly rec: Recorded;
+  readonly checkpoint: boolean;
+}
+
+/** What rows need beyond the records: token id → outcome label (from the market's catalogue). */
+export interface RowContext {
+  readonly outcomes: ReadonlyMap<string, string>;
+}
+
+const where = (market: string, seq: number): string => `market ${market} seq ${seq}`;
+
+/** A time in epoch ms that a TIMESTAMP(MICROS) holds exactly (whole microseconds). */
+function exactTime(ms: number, market: string, seq: number, field: string): number {
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || Math.round(ms * 1000) / 1000 !== ms) {
+    throw new DecimalError(`${where(market, seq)}: ${field} ${JSON.stringify(ms)} is not a whole number of microseconds; TIMESTAMP(MICROS) cannot hold it exactly`);
+  }
+  return ms;
+}
+
+function base(o: RowSink, market: string, r: Recorded, checkpoint: boolean): void {
+  o.reset();
+  o.set('market_id', market);
+  o.set('receive_time', exactTime(r.recv_ts, market, r.seq, 'receive_time'));
+  o.set('source_time', r.source_ts === null ? null : exactTime(r.source_ts, market, r.seq, 'source_time'));
+  o.set('seq', r.seq);
+  o.set('origin', r.origin ?? null);
+  o.set('import_id', r.import_id ?? null);
+  o.set('checkpoint', checkpoint);
+}
+
+/** Sets `<name>` and `<name>_decimals` from decimal text (null/undefined → nulls). */
+function putDec(o: RowSink, name: string, text: string | undefined | null, scale: number, w: string): void {
+  if (text === undefined || text === null) {
+    o.set(name, null);
+    o.set(`${name}_decimals`, null);
+    return;
+  }
+  const e = encodeDecimal(text, scale, `${w} ${name}`);
+  o.set(name, e.unscaled);
+  o.set(`${name}_decimals`, e.form);
+}
+
+function bookRows(family: Family, market: string, sr: SourceRecord, ctx: RowContext, o: RowSink): void {
+  const { rec: r, checkpoint } = sr;
+  const sc = scalesOf(family);
+  const w = where(market, r.seq);
+  base(o, market, r, checkpoint);
+  o.set('record_type', r.type);
+  const n0 = o.length;
+  const token = (t: string | null, outcome: string | null): void => {
+    o.set('token_id', t);
+    o.set('outcome', outcome ?? (t === null ? null : ctx.outcomes.get(t) ?? null));
+  };
+  const level = (side: string | null, price?: string, size?: string): void => {
+    o.set('side', side);
+    putDec(o, 'price', price, sc.price, w);
+    putDec(o, 'size', size, sc.size, w);
+    o.emit();
+  };
+  /** A full book's ladders: one row per level, or one price-null row for an empty side. */
+  const ladder = (side: string, l: Ladder): void => {
+    if (l.length === 0) level(side);
+    for (const [p, s] of l) level(side, p, s);
+  };
+  switch (r.type) {
+    case 'book':
+      token(r.token_id, null);
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
+      o.set('version', r.version ?? null);
+      o.set('hash', r.hash ?? null);
+      ladder('bid', r.bids);
+      ladder('ask', r.asks);
+      break;
+    case 'book_checkpoint':
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
+      for (const bk of r.books) {
+        token(bk.token_id, null);
+        ladder('bid', bk.bids);
+        ladder('ask', bk.asks);
+      }
+      if (r.books.length === 0) level(null);
+      break;
+    case 'book_delta':
+      token(r.token_id, null);
+      o.set('is_snapshot', false);
+      putDec(o, 'best_bid', r.best_bid, sc.price, w);
+      putDec(o, 'best_ask', r.best_ask, sc.price, w);
+      for (const ch of r.changes) level(ch.side, ch.price, ch.size);
+      if (r.changes.length === 0) level(null);
+      break;
+    case 'tick_size':
+      token(r.token_id, null);
+      o.set('is_snapshot', false);
+      level(null, r.new_tick_size, r.old_tick_size);
+      break;
+    case 'yesno_book':
+      o.set('is_snapshot', true);
+      o.set('units', r.units);
+      o.set('poll_interval_ms', r.poll_interval_ms ?? null);
+      token(null, 'yes');
+      ladder('yes', r.yes);
+      token(null, 'no');
+      ladder('no', r.no);
+      break;
+    default:
+      return;
+  }
+  if (o.length === n0) throw new Error(`${w}: a ${r.type} record produced no row`);
+}
+
+function tradeRow(family: Family, market: string, sr: SourceRecord, ctx: RowContext, o: RowSink): void {
+  const r = sr.rec;
+  if (r.type !== 'trade') return;
+  const sc = scalesOf(family);
+  const w = where(market, r.seq);
+  base(o, market, r, sr.checkpoint);
+  o.set('token_id', r.token_id);
+  o.set('outcome', ctx.outcomes.get(r.token_id) ?? null);
+  o.set('side', r.side ?? null);
+  o.set('tx_hash', r.tx_hash ?? null);
+  putDec(o, 'price', r.price, sc.price, w);
+  putDec(o, 'size', r.size, sc.size, w);
+  putDec(o, 'fee_rate_bps', r.fee_rate_bps, 8, w);
+  o.emit();
+}
+
+function gapRow(market: string, sr: SourceRecord, o: RowSink): void {
+  const r = sr.rec;
+  if (r.type !== 'gap') return;
+  base(o, market, r, sr.checkpoint);
+  o.set('reason', r.reason);
+  o.set('start_time', exactTime(r.start_ts, market, r.seq, 'start_time'));
+  o.set('end_time', r.end_ts === null ? null : exactTime(r.end_ts, market, r.seq, 'end_time'));
+  o.set('token_id', r.token_id ?? null);
+  o.set('detail', r.detail ?? null);
+  o.emit();
+}
+
+function metricRow(market: string, sr: SourceRecord, o: RowSink): void {
+  const r = sr.rec;
+  if (r.type !== 'metric') return;
+  if (typeof r.value !== 'number') throw new DecimalError(`${where(market, r.seq)}: metric value ${JSON.stringify(r.value)} is not a number`);
+  base(o, market, r, sr.checkpoint);
+  o.set('metric', r.metric);
+  o.set('outcome', r.outcome);
+  o.set('token_id', r.token_id ?? null);
+  o.set('value', r.value);
+  o.emit();
+}
+
+/** Market fields of each family's catalogue entry and how they are stored (see records.ts). */
+export const CATALOG_FIELDS: Record<Family, readonly string[]> = {
+  coin: ['family', 'market_id', 'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
+    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'native'],
+  'wallet-prediction': ['family', 'topic_id', 'market_id', 'condition_id', 'slug', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
+    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants',
+    'chain', 'start_price', 'end_price', 'native'],
+  'yesno-exchange': ['family', 'market_id', 'ticker', 'event_ticker', 'series_ticker', 'title', 'status', 'open_time', 'close_time', 'result', 'native'],
+};
+export const TIME_FIELDS = new Set(['start_time', 'end_time', 'created_time', 'updated_time', 'resolved_time', 'open_time', 'close_time']);
+export const NUMBER_FIELDS = new Set(['volume', 'liquidity', 'participants', 'start_price', 'end_price']);
+
+function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink): void {
+  const r = sr.rec;
+  if (r.type !== 'catalog') return;
+  const w = where(market, r.seq);
+  const m = r.market as unknown as Record<string, unknown>;
+  const known = new Set(CATALOG_FIELDS[family]);
+  const row: Record<string, unknown> = { event: r.event, changed: [...r.changed], fields: Object.keys(m) };
+  const bad = (k: string, why: string): never => { throw new DecimalError(`${w}: catalogue field ${k} = ${JSON.stringify(m[k])} ${why}`); };
+  for (const [k, v] of Object.entries(m)) {
+    if (!known.has(k)) bad(k, `is not a ${family} catalogue field`);
+    if (k === 'family') { if (v !== family) bad(k, `is not ${family}`); continue; }
+    if (k === 'market_id') { if (v !== market) bad(k, `differs from the log's market ${market}`); continue; }
+    if (k === 'native') { row.native = JSON.stringify(v ?? null); continue; }
+    if (k === 'outcomes') {
+      const list = v as { label: string; token_id: string }[] | null;
+      if (list !== null && (!Array.isArray(list) || list.some((o) => typeof o?.label !== 'string' || typeof o?.token_id !== 'string' || Object.keys(o).join() !== 'label,token_id'))) {
+        bad(k, 'is not a list of {label, token_id}');
+      }
+      row.outcome_labels = list?.map((o) => o.label) ?? null;
+      row.outcome_token_ids = list?.map((o) => o.token_id) ?? null;
+      continue;
+    }
+    if (k === 'chain') {
+      const ch = v as { chain_id: number; exchange_contract: string } | null;
+      if (ch !== null && (typeof ch !== 'object' || Object.keys(ch).join() !== 'chain_id,exchange_contract' || !Number.isSafeInteger(ch.chain_id) || typeof ch.exchange_contract !== 'string')) {
+        bad(k, 'is not {chain_id, exchange_contract}');
+      }
+      // A null chain is told apart from an absent one by `fields`; chain_id/exchange_contract null.
+      row.chain_id = ch?.chain_id ?? null;
+      row.exchange_contract = ch?.exchange_contract ?? null;
+      continue;
+    }
+    if (v === null) { row[k] = null; continue; }
+    if (TIME_FIELDS.has(k)) row[k] = exactTime(v as number, market, r.seq, k);
+    else if (NUMBER_FIELDS.has(k)) {
+      if (typeof v !== 'number' || (k === 'participants' && !Number.isSafeInteger(v))) bad(k, 'is not a number of the column type');
+      row[k] = v;
+    } else if (typeof v !== 'string') bad(k, 'is not text');
+    else row[k] = v;
+  }
+  base(o, market, r, sr.checkpoint);
+  for (const [k, v] of Object.entries(row)) o.set(k, v);
+  o.emit();
+}
+
+/** Appends the rows of one market's records (in seq order) for `dataset` to `out`. */
+export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, ctx: RowContext, out: RowSink): void {
+  for (const sr of recs) {
+    switch (dataset) {
+      case 'book_changes': bookRows(family, market, sr, ctx, out); break;
+      case 'trades': tradeRow(family, market, sr, ctx, out); break;
+      case 'gaps': gapRow(market, sr, out); break;
+      case 'metrics': metricRow(market, sr, out); break;
+      case 'catalog': catalogRow(family, market, sr, out); break;
+    }
+  }
+}
+
+/** Record types each books-stream dataset holds (a record of any other type cannot be stored). */
+export const BOOK_CHANGE_TYPES = new Set(['book', 'book_delta', 'book_checkpoint', 'tick_size', 'yesno_book']);

@@ -1,0 +1,54 @@
+// Exact decimals: venue text ↔ DECIMAL(18, s) plus its text form, and a value that cannot be stored
+// exactly stops compaction with market, seq and value while the logs and the tree stay as they were.
+
+import t from 'tap';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeDecimal, encodeDecimal } from '../../src/storage/parquet/decimal.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { openWriter } from '../../src/storage/index.js';
+import { logFilePath } from '../../src/storage/paths.js';
+import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
+
+t.test('every plain decimal text comes back as the same text', async (t) => {
+  const cases: [string, number][] = [['0.30', 8], ['.48', 8], ['0.5200', 4], ['120.00', 2], ['52', 4], ['0', 8], ['999999999.99999999', 8], ['1234567890123456.78', 2], ['0.00000001', 8]];
+  for (const [text, scale] of cases) {
+    const e = encodeDecimal(text, scale, 'm');
+    t.equal(decodeDecimal(e.unscaled, scale, e.form), text, `${text} at scale ${scale}`);
+    t.equal(Number(e.unscaled) / 10 ** scale, Number(text), `${text} keeps its value`);
+  }
+  t.equal(typeof encodeDecimal('1234567890123456.78', 2, 'm').unscaled, 'bigint', 'beyond 2^53 the unscaled value is a bigint');
+});
+
+t.test('text that cannot be stored exactly is refused with where and what', async (t) => {
+  for (const bad of ['1e-7', '-0.5', '+1', '5.', '', '.', '00.5', ' 1', '0x10', 'NaN']) {
+    let msg = '';
+    try {
+      encodeDecimal(bad, 8, 'market 540817 seq 12 price');
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    t.equal(msg.split(' is not')[0], `market 540817 seq 12 price: value ${JSON.stringify(bad)}`, `"${bad}" refused: ${msg}`);
+  }
+  t.throws(() => encodeDecimal('0.123456789', 8, 'm'), /has 9 decimals, more than DECIMAL\(18, 8\) holds/);
+  t.throws(() => encodeDecimal('10000000000000000.00', 2, 'm'), /does not fit DECIMAL\(18, 2\)/);
+});
+
+t.test('compaction stops on an inexact value, naming market, seq and value, and publishes nothing', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-decimal-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const day = utcDay(Date.now() - 2 * DAY_MS);
+  const t0 = dayStartMs(day)! + 1000;
+  const w = await openWriter(dir, { family: 'coin', stream: 'books', market: '540817' });
+  await w.append({ type: 'book', recv_ts: t0, source_ts: null, token_id: 'up', units: 'decimal', bids: [['0.48', '10']], asks: [['0.52', '5']] });
+  await w.append({ type: 'book_delta', recv_ts: t0 + 1, source_ts: null, token_id: 'up', changes: [{ side: 'bid', price: '0.47', size: '1e-7' }] });
+  await w.close();
+  const log = logFilePath(dir, { family: 'coin', stream: 'books', market: '540817' }, day);
+  const before = (await stat(log)).size;
+  await t.rejects(compactDay(dir, day), /market 540817 seq 2 size: value "1e-7" is not a plain unsigned decimal/);
+  t.equal((await stat(log)).size, before, 'the log is untouched');
+  const coin = await readdir(join(dir, 'parquet', 'family=coin')).catch(() => [] as string[]);
+  for (const d of coin) t.same(await readdir(join(dir, 'parquet', 'family=coin', d)), [], `nothing published under ${d}`);
+  t.same((await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'), [], 'no staging leftovers');
+});
