@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fastifyStatic from '@fastify/static';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
+import { familyOf } from '../../families/index.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
@@ -65,6 +66,8 @@ function dateParam(v: string | undefined, name: string): string | undefined {
 }
 
 const isPaid = (req: FastifyRequest): boolean => req.apiKey?.plan === 'paid';
+/** Whether a family's datasets need the paid plan (as its routes do: the family descriptor says). */
+const needsPaid = (family: Family): boolean => familyOf(family).plan === 'paid';
 
 const planRequired = (req: FastifyRequest): PmtapeError =>
   new PmtapeError('plan_required', `Wallet-prediction datasets need the paid plan; the key "${req.apiKey?.name ?? ''}" is on the ${req.apiKey?.plan ?? 'free'} plan.`);
@@ -92,7 +95,7 @@ async function publishedFile(req: FastifyRequest, dataDir: string, rel: string):
   const m = PATH.exec(rel);
   if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
   const [family, dataset, date, name] = [m[1] as Family, m[2] as Dataset, m[3], m[4]];
-  if (family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
+  if (needsPaid(family) && !isPaid(req)) throw planRequired(req);
   // A symlink (of the file or of a folder above it) must still land inside the Parquet root: the
   // partition folder is checked before its manifest is read, the file before it is served.
   const root = await realpath(parquetRoot(dataDir)).catch(() => null);
@@ -128,13 +131,13 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
     const start = dateParam(qs.start_date, 'start_date');
     const end = dateParam(qs.end_date, 'end_date');
     if (start && end && start > end) throw invalidParameter('start_date', 'must not be after end_date');
-    if (qs.family === 'wallet-prediction' && !isPaid(req)) throw planRequired(req);
+    if (qs.family !== undefined && needsPaid(qs.family) && !isPaid(req)) throw planRequired(req);
     const route = 'datasets';
     const after = qs.cursor !== undefined ? String(app.pmtape.cursors.decode(qs.cursor, route, qs).after ?? '') : '';
     const data: { key: string; path: string; rows: number; bytes: number; sha256: string; min_time: string | null; max_time: string | null }[] = [];
     let next: string | null = null;
     const parts = (await listPartitions(dataDir, { family: qs.family, dataset: qs.dataset }))
-      .filter((p) => (!start || p.date >= start) && (!end || p.date <= end) && (p.family !== 'wallet-prediction' || isPaid(req)))
+      .filter((p) => (!start || p.date >= start) && (!end || p.date <= end) && (!needsPaid(p.family) || isPaid(req)))
       // Oldest first across families, so a researcher can sync day by day.
       .map((p) => ({ p, k: `${p.date}/${partitionRel(p.family, p.dataset, p.date)}` }))
       .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
