@@ -9,11 +9,12 @@ import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import type { Stream as Dataset } from '../parquet/schema.js';
 import type { DaySource } from './log-day.js';
 import { ParquetDay } from './parquet-day.js';
-import { replayFrom, take, type FileLogReader } from './reader.js';
+import type { FileLogReader } from './reader.js';
+import { replayFrom, ViewReader } from './view-reader.js';
 import { PlannedView } from './view.js';
-import type { LogKey, LogReader, LogView, Position, ReadItem, ReadOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
+import type { LogKey, LogReader, LogView, Position, ReadItem } from '../types.js';
 
-export class CompositeReader implements LogReader {
+export class CompositeReader extends ViewReader implements LogReader {
   private readonly store: ParquetStore;
   private readonly dataset: Dataset;
   /** Views planned by this reader (tests and benchmarks check that a request plans once). */
@@ -23,6 +24,7 @@ export class CompositeReader implements LogReader {
   private latestDay: string | null = null;
 
   constructor(readonly dataDir: string, readonly key: LogKey, private readonly log: FileLogReader, store?: ParquetStore) {
+    super();
     this.store = store ?? parquetStore(dataDir);
     this.dataset = key.stream;
   }
@@ -45,33 +47,8 @@ export class CompositeReader implements LogReader {
     return new PlannedView(await this.plan());
   }
 
-  async *replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem> {
-    yield* (await this.view()).replay(from, opts);
-  }
-
   async days(): Promise<string[]> {
     return [...(await this.view()).days];
-  }
-
-  async seekTime(t: number): Promise<Position | null> {
-    if (!Number.isFinite(t)) return null;
-    return (await this.view()).seek({ time: t });
-  }
-
-  async seekSeq(s: number): Promise<Position | null> {
-    if (Number.isNaN(s)) return null;
-    return (await this.view()).seek({ seq: s });
-  }
-
-  async *read(from: Position | 'start', opts: ReadOptions = {}): AsyncIterable<ReadItem> {
-    if ((opts.limit ?? Infinity) <= 0) return;
-    const v = await this.view();
-    for await (const { rec, pos } of take(v.replay(replayFrom(from), { until: opts.endTime }), opts.limit)) yield { rec, pos };
-  }
-
-  async *readBackward(before: Position | 'end', opts: { readonly startTime?: number; readonly limit?: number } = {}): AsyncIterable<ReadItem> {
-    if ((opts.limit ?? Infinity) <= 0) return;
-    yield* take((await this.view()).backward(before, { startTime: opts.startTime }), opts.limit);
   }
 
   /**
@@ -108,14 +85,6 @@ export class CompositeReader implements LogReader {
       return item;
     }
     return null;
-  }
-
-  async first(): Promise<ReadItem | null> {
-    return (await this.view()).first();
-  }
-
-  async checkpointAtOrBefore(t: number): Promise<ReadItem | null> {
-    return (await this.view()).checkpointAtOrBefore(t);
   }
 
   async *follow(from: Position | 'start' | 'end', signal: AbortSignal): AsyncIterable<ReadItem> {

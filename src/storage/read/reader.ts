@@ -8,23 +8,13 @@ import { LogDay } from './log-day.js';
 import { segmentOf, type Segment } from './segment.js';
 import { followLog } from './follow.js';
 import { PlannedView } from './view.js';
-import type { LogKey, LogReader, LogView, Position, ReadItem, ReadOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
+import { replayFrom, ViewReader } from './view-reader.js';
+import type { LogKey, LogReader, LogView, Position, ReadItem } from '../types.js';
 
-/** At most `limit` items of `it` (the LogReader read options over a view pass). */
-export async function* take<T>(it: AsyncGenerator<T>, limit = Infinity): AsyncGenerator<T> {
-  if (limit <= 0) return;
-  let left = limit;
-  for await (const x of it) {
-    yield x; // leaving the loop (here or by the consumer) returns `it`, which releases its file
-    if (--left <= 0) return;
+export class FileLogReader extends ViewReader implements LogReader {
+  constructor(readonly dataDir: string, readonly key: LogKey) {
+    super();
   }
-}
-
-/** `from` of a LogReader read, as a replay start. */
-export const replayFrom = (from: Position | 'start'): ReplayFrom => (from === 'start' ? 'start' : { pos: from });
-
-export class FileLogReader implements LogReader {
-  constructor(readonly dataDir: string, readonly key: LogKey) {}
 
   days(): Promise<string[]> {
     return listDays(this.dataDir, this.key);
@@ -47,34 +37,9 @@ export class FileLogReader implements LogReader {
     return new PlannedView((await this.days()).map((d) => this.day(d)));
   }
 
-  async *replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem> {
-    yield* (await this.view()).replay(from, opts);
-  }
-
-  async seekTime(t: number): Promise<Position | null> {
-    if (!Number.isFinite(t)) return null;
-    return (await this.view()).seek({ time: t });
-  }
-
-  async seekSeq(s: number): Promise<Position | null> {
-    if (Number.isNaN(s)) return null;
-    return (await this.view()).seek({ seq: s });
-  }
-
   /** The start position of a read: `from` itself when a frame with its seq is there, else by seq. */
   async resolve(from: Position | 'start'): Promise<Position | null> {
     return (await this.view()).seek(replayFrom(from));
-  }
-
-  async *read(from: Position | 'start', opts: ReadOptions = {}): AsyncIterable<ReadItem> {
-    if ((opts.limit ?? Infinity) <= 0) return;
-    const v = await this.view();
-    for await (const { rec, pos } of take(v.replay(replayFrom(from), { until: opts.endTime }), opts.limit)) yield { rec, pos };
-  }
-
-  async *readBackward(before: Position | 'end', opts: { readonly startTime?: number; readonly limit?: number } = {}): AsyncIterable<ReadItem> {
-    if ((opts.limit ?? Infinity) <= 0) return;
-    yield* take((await this.view()).backward(before, { startTime: opts.startTime }), opts.limit);
   }
 
   async latest(): Promise<ReadItem | null> {
@@ -97,14 +62,6 @@ export class FileLogReader implements LogReader {
   /** The newest record of one day file (one stat and one frame read when the file is known), or null. */
   latestIn(day: string): Promise<ReadItem | null> {
     return this.day(day).latest();
-  }
-
-  async first(): Promise<ReadItem | null> {
-    return (await this.view()).first();
-  }
-
-  async checkpointAtOrBefore(t: number): Promise<ReadItem | null> {
-    return (await this.view()).checkpointAtOrBefore(t);
   }
 
   follow(from: Position | 'start' | 'end', signal: AbortSignal): AsyncIterable<ReadItem> {
