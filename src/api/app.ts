@@ -25,6 +25,7 @@ import yesnoRoutes from './routes/yesno-exchange.js';
 import coinRoutes from './routes/coin.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
+import replayRoutes from './routes/replay.js';
 import streamPlugin from './stream/index.js';
 import pagePlugin from './plugins/page.js';
 
@@ -99,6 +100,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(coverageRoutes, { prefix: '/v3' });
   await fastify.register(coinRoutes, { prefix: '/v3' });
   await fastify.register(datasetsRoutes, { prefix: '/v3' });
+  await fastify.register(replayRoutes, { prefix: '/v3' });
   await fastify.register(streamPlugin, { prefix: '/v3' });
   await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)
 }
