@@ -58,6 +58,7 @@ t.test('replay', async (t) => {
     }
     t.ok(ties > 20, `${ties} receive-time ties between the markets, each ordered by market id`);
     for (const l of lines) t.same(Object.keys(l), ['type', 'family', 'market_id', 'seq', 'receive_time', 'source_time', 'data']);
+    t.ok(first.text.trim().split('\n').every((l) => JSON.stringify(JSON.parse(l)) === l), 'every line is canonical JSON (as JSON.stringify writes it)');
     const second = await get(s.base, path, paid);
     t.equal(second.text, first.text, 'byte-identical second run');
   });

@@ -83,6 +83,55 @@ export class ReplayBook {
     return walletSnapshot(m.market as WalletMarket, rec, this.books, { depth });
   }
 
+  /**
+   * The JSON text of `snapshot(rec, changed, depth)` for coin and wallet books, built without the
+   * intermediate objects: each token's levels are serialized once per change of that book (the
+   * other outcome's text is reused), which is most of a replay's work. Null when no line is due.
+   */
+  snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
+    const m = this.m;
+    if (m.family === 'yesno-exchange' || (rec.type !== 'book' && rec.type !== 'book_delta')) {
+      const snap = this.snapshot(rec, changed, depth);
+      return snap && JSON.stringify(snap);
+    }
+    const head = `{"market_id":${JSON.stringify(m.id)}`;
+    const times = `"source_time":${rec.source_ts === null ? 'null' : `"${toIso(rec.source_ts)}"`},"receive_time":"${toIso(rec.recv_ts)}","seq":${rec.seq}`;
+    if (m.family === 'coin') {
+      if (!this.outcomes.has(rec.token_id) || changed.length === 0) return null;
+      const parts: string[] = [];
+      for (const [token, label] of this.outcomes) {
+        const t = this.levelsText(token, depth);
+        if (t !== null) parts.push(`{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${t}}`);
+      }
+      return parts.length === 0 ? null : `${head},${times},"books":[${parts.join(',')}]}`;
+    }
+    const first = this.tokens[0];
+    if (rec.token_id !== first || !changed.includes(first)) return null;
+    const t = this.levelsText(first, depth);
+    if (t === null) return null;
+    const label = m.market!.outcomes[0].label;
+    return `${head},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(first)},${times},${t}}`;
+  }
+
+  private readonly textMemo = new Map<string, { bids: readonly unknown[]; asks: readonly unknown[]; depth: number | undefined; text: string }>();
+
+  /** `"bids":[[p,s],...],"asks":[...]` of a valid token (numbers as the REST routes print them), or null. */
+  private levelsText(token: string, depth: number | undefined): string | null {
+    const v = this.books.view(token); // the same arrays until the token's book changes
+    if (!v) return null;
+    const hit = this.textMemo.get(token);
+    if (hit && hit.bids === v.bids && hit.asks === v.asks && hit.depth === depth) return hit.text;
+    const side = (l: readonly (readonly [string, string])[]): string => {
+      const n = depth === undefined ? l.length : Math.min(depth, l.length);
+      let out = '[';
+      for (let i = 0; i < n; i++) out += `${i > 0 ? ',' : ''}[${Number(l[i][0])},${Number(l[i][1])}]`;
+      return out + ']';
+    };
+    const text = `"bids":${side(v.bids)},"asks":${side(v.asks)}`;
+    this.textMemo.set(token, { bids: v.bids, asks: v.asks, depth, text });
+    return text;
+  }
+
   /** The snapshot of the current state for an interval sample, or null when nothing valid is known. */
   sample(depth: number): Record<string, unknown> | null {
     if (!this.valid() || !this.lastBook) return null;

@@ -36,8 +36,14 @@ export interface SourceRequest {
 const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
 
 function lineText(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
+  return lineOf(family, m, type, seq, recvMs, sourceTs, JSON.stringify(data));
+}
+
+/** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
+function lineOf(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
   const idField = family === 'yesno-exchange' ? 'ticker' : 'market_id';
-  return JSON.stringify({ type, family, [idField]: m.id, seq, receive_time: toIso(recvMs), source_time: toIsoOrNull(sourceTs), data });
+  const src = sourceTs === null ? 'null' : `"${toIso(sourceTs)}"`;
+  return `{"type":${JSON.stringify(type)},"family":"${family}","${idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
 }
 
 /** Lines of one market's books log. */
@@ -103,8 +109,8 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
     if (c) push('book_change', c);
   }
   if (types.book) {
-    const snap = book.snapshot(rec, changed, req.depth);
-    if (snap) push('book', snap);
+    const text = book.snapshotText(rec, changed, req.depth);
+    if (text !== null) out.push({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m.family, m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
   }
   if (types.trade && rec.type === 'trade') {
     push('trade', {
