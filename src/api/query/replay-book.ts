@@ -124,7 +124,7 @@ export class ReplayBook {
     const side = (l: readonly (readonly [string, string])[]): string => {
       const n = depth === undefined ? l.length : Math.min(depth, l.length);
       let out = '[';
-      for (let i = 0; i < n; i++) out += `${i > 0 ? ',' : ''}[${Number(l[i][0])},${Number(l[i][1])}]`;
+      for (let i = 0; i < n; i++) out += (i > 0 ? ',' : '') + levelText(l[i]);
       return out + ']';
     };
     const text = `"bids":${side(v.bids)},"asks":${side(v.asks)}`;
@@ -196,6 +196,14 @@ export class ReplayBook {
   outcome(token: string): string | null {
     return this.outcomes.get(token) ?? null;
   }
+}
+
+/** A level's `[price,size]` text, kept per level tuple (a book keeps its tuples until they change). */
+const LEVEL_TEXT = new WeakMap<object, string>();
+function levelText(l: readonly [string, string]): string {
+  let t = LEVEL_TEXT.get(l);
+  if (t === undefined) LEVEL_TEXT.set(l, (t = `[${Number(l[0])},${Number(l[1])}]`));
+  return t;
 }
 
 const rankOf = (order: string[], t: string): number => {
