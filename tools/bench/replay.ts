@@ -60,6 +60,7 @@ interface Figures {
   snapshots_items: number;
   snapshots_items_per_s: number;
   replay_vs_snapshots: number;
+  rss_fresh_mb: number;
   rss_idle_mb: number;
   rss_max_during_replay_mb: number;
   rss_growth_mb: number;
@@ -70,7 +71,8 @@ async function measure(dataDir: string, key: string, ids: string[], from: number
   const auth = { authorization: `Bearer ${key}` };
   try {
     const replayUrl = `${url}/v3/replay?family=coin&market_id=${ids.join(',')}&start_time=${from}&end_time=${to}&types=book`;
-    await countLines(await fetch(replayUrl, { headers: auth })); // warm-up: indexes, page cache
+    const fresh = rssBytes(proc.pid!);
+    await countLines(await fetch(replayUrl, { headers: auth })); // warm-up: indexes, page cache, decoded row groups
     const idle = rssBytes(proc.pid!);
     let maxRss = idle;
     const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssBytes(proc.pid!))), 20);
@@ -97,6 +99,7 @@ async function measure(dataDir: string, key: string, ids: string[], from: number
       snapshots_items: items,
       snapshots_items_per_s: Math.round(items / snapS),
       replay_vs_snapshots: round(snapS / replayS),
+      rss_fresh_mb: round(fresh / 2 ** 20, 1),
       rss_idle_mb: round(idle / 2 ** 20, 1),
       rss_max_during_replay_mb: round(maxRss / 2 ** 20, 1),
       rss_growth_mb: round((maxRss - idle) / 2 ** 20, 1),
