@@ -31,7 +31,7 @@ const querySchema = query({
   coin: { ...q.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' },
   window: { ...q.window, description: 'with coin: only markets of this window (5m, 15m...)' },
   start_time: { ...q.start_time, description: 'inclusive; required' },
-  end_time: { ...q.end_time, description: 'exclusive; default now' },
+  end_time: { ...q.end_time, description: 'exclusive; default one second before now' },
   types: { type: 'string', maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' },
   depth: q.depth,
   after: { type: 'string', maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' },
@@ -130,8 +130,11 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
     }
     const now = Date.now();
     const start = timeParam(qs, 'start_time')!;
-    const end = timeParam(qs, 'end_time') ?? now;
-    if (start >= end) throw invalidParameter('start_time', 'must be before end_time (default: now)');
+    // Without end_time the replay stops a second ago: a record still being appended (fsync is
+    // group-committed) is then never behind a token, so resuming with `next` cannot skip it.
+    const givenEnd = timeParam(qs, 'end_time');
+    if (givenEnd !== undefined && start >= givenEnd) throw invalidParameter('start_time', 'must be before end_time');
+    const end = givenEnd ?? Math.max(start, now - 1000);
     const maxDepth = family === 'yesno-exchange' ? YESNO_MAX_DEPTH : 1000;
     const depth = qs.depth as number | undefined;
     if (depth !== undefined && depth > maxDepth) throw invalidParameter('depth', `must be at most ${maxDepth} for ${family}`);
