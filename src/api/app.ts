@@ -24,6 +24,7 @@ import familyRoutes from './routes/family.js';
 import { DESCRIPTORS } from '../families/index.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
+import replayRoutes from './routes/replay.js';
 import streamPlugin from './stream/index.js';
 import pagePlugin from './plugins/page.js';
 
@@ -96,6 +97,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   for (const d of DESCRIPTORS) for (const prefix of d.routes.prefixes) await fastify.register(familyRoutes, { prefix, descriptor: d });
   await fastify.register(coverageRoutes, { prefix: '/v3' });
   await fastify.register(datasetsRoutes, { prefix: '/v3' });
+  await fastify.register(replayRoutes, { prefix: '/v3' });
   await fastify.register(streamPlugin, { prefix: '/v3' });
   await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)
 }

@@ -1,0 +1,263 @@
+// One market's book state during a replay, and what each replay type makes of a record: the REST
+// snapshot object (`book`), the level changes (`book_change`), and per-interval samples that follow
+// the `interval` snapshot rules of intervals.ts (a bucket is served only when the books were valid
+// from its start through its end; never forward-filled across a gap).
+
+import { MarketBooks } from '../../book/book-state.js';
+import type { CoinMarket, WalletMarket } from '../../schema/market.js';
+import type { Family, Ladder, Recorded, YesNoBook } from '../../schema/observation.js';
+import { toIso } from '../../schema/time.js';
+import { coinSnapshot, walletSnapshot, yesnoSnapshot } from './shapes.js';
+
+/** A market of the replay: its family, the id on its lines, and its catalogue entry (null for a bare ticker). */
+export interface ReplayMarket {
+  readonly family: Family;
+  /** Market id, or the ticker for yes/no. */
+  readonly id: string;
+  readonly market: CoinMarket | WalletMarket | null;
+}
+
+type Change = { token_id?: string; outcome?: string | null; side: string; price: number | string | null; size: number | string };
+
+/**
+ * The books of one market as records are applied, with the facts every line type needs: which
+ * tokens changed, whether the served books are valid, since when, and the newest book record.
+ */
+export class ReplayBook {
+  readonly books = new MarketBooks();
+  /** Newest yes/no book (each poll is a whole book), and whether an open gap followed it. */
+  private yesno: Recorded<YesNoBook> | null = null;
+  private yesnoGap = false;
+  /** The tokens whose validity makes the market's snapshot valid (coin: every outcome; wallet: the first). */
+  private readonly tokens: string[];
+  private readonly outcomes = new Map<string, string>();
+  validSince: number | null = null;
+  /** The record a snapshot of the current state names (as intervals.ts chooses it). */
+  lastBook: Recorded | null = null;
+  /** Seq of the newest record applied, or -1. */
+  lastSeq = -1;
+
+  constructor(readonly m: ReplayMarket) {
+    const outs = m.market?.outcomes ?? [];
+    for (const o of outs) this.outcomes.set(o.token_id, o.label);
+    this.tokens = m.family === 'wallet-prediction' ? outs.slice(0, 1).map((o) => o.token_id) : outs.map((o) => o.token_id);
+  }
+
+  valid(): boolean {
+    if (this.m.family === 'yesno-exchange') return this.yesno !== null && !this.yesnoGap;
+    return this.tokens.length > 0 && this.tokens.every((t) => this.books.isValid(t));
+  }
+
+  /** Applies one record; returns the token ids whose book changed (yes/no: `['']` for a new book). */
+  apply(rec: Recorded): string[] {
+    const was = this.valid();
+    let changed: string[];
+    if (rec.type === 'yesno_book') {
+      this.yesno = rec;
+      this.yesnoGap = false;
+      changed = [''];
+    } else {
+      if (rec.type === 'gap' && rec.end_ts === null) this.yesnoGap = true;
+      changed = this.books.apply(rec);
+    }
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
+    const now = this.valid();
+    if (!was && now) this.validSince = rec.recv_ts;
+    else if (was && !now) this.validSince = null;
+    this.lastSeq = rec.seq;
+    return changed;
+  }
+
+  /** The REST snapshot object (with the book) for a record that produced one, else null. */
+  snapshot(rec: Recorded, changed: readonly string[], depth: number | undefined): Record<string, unknown> | null {
+    const m = this.m;
+    if (m.family === 'yesno-exchange') return rec.type === 'yesno_book' ? yesnoSnapshot(m.id, rec, { depth, includeOrderbook: true }) : null;
+    if (rec.type !== 'book' && rec.type !== 'book_delta') return null;
+    if (m.family === 'coin') {
+      if (!this.outcomes.has(rec.token_id) || changed.length === 0) return null;
+      return coinSnapshot(m.market as CoinMarket, rec, this.books, { depth, includeOrderbook: true });
+    }
+    const first = this.tokens[0];
+    if (rec.token_id !== first || !changed.includes(first)) return null;
+    return walletSnapshot(m.market as WalletMarket, rec, this.books, { depth });
+  }
+
+  /**
+   * The JSON text of `snapshot(rec, changed, depth)` for coin and wallet books, built without the
+   * intermediate objects: each token's levels are serialized once per change of that book (the
+   * other outcome's text is reused), which is most of a replay's work. Null when no line is due.
+   */
+  snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
+    const m = this.m;
+    if (m.family === 'yesno-exchange' || (rec.type !== 'book' && rec.type !== 'book_delta')) {
+      const snap = this.snapshot(rec, changed, depth);
+      return snap && JSON.stringify(snap);
+    }
+    const head = `{"market_id":${JSON.stringify(m.id)}`;
+    const times = `"source_time":${rec.source_ts === null ? 'null' : `"${toIso(rec.source_ts)}"`},"receive_time":"${toIso(rec.recv_ts)}","seq":${rec.seq}`;
+    if (m.family === 'coin') {
+      if (!this.outcomes.has(rec.token_id) || changed.length === 0) return null;
+      const parts: string[] = [];
+      for (const [token, label] of this.outcomes) {
+        const t = this.levelsText(token, depth);
+        if (t !== null) parts.push(`{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${t}}`);
+      }
+      return parts.length === 0 ? null : `${head},${times},"books":[${parts.join(',')}]}`;
+    }
+    const first = this.tokens[0];
+    if (rec.token_id !== first || !changed.includes(first)) return null;
+    const t = this.levelsText(first, depth);
+    if (t === null) return null;
+    const label = m.market!.outcomes[0].label;
+    return `${head},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(first)},${times},${t}}`;
+  }
+
+  private readonly textMemo = new Map<string, { bids: readonly unknown[]; asks: readonly unknown[]; depth: number | undefined; text: string }>();
+
+  /** `"bids":[[p,s],...],"asks":[...]` of a valid token (numbers as the REST routes print them), or null. */
+  private levelsText(token: string, depth: number | undefined): string | null {
+    const v = this.books.view(token); // the same arrays until the token's book changes
+    if (!v) return null;
+    const hit = this.textMemo.get(token);
+    if (hit && hit.bids === v.bids && hit.asks === v.asks && hit.depth === depth) return hit.text;
+    const side = (l: readonly (readonly [string, string])[]): string => {
+      const n = depth === undefined ? l.length : Math.min(depth, l.length);
+      let out = '[';
+      for (let i = 0; i < n; i++) out += (i > 0 ? ',' : '') + levelText(l[i]);
+      return out + ']';
+    };
+    const text = `"bids":${side(v.bids)},"asks":${side(v.asks)}`;
+    this.textMemo.set(token, { bids: v.bids, asks: v.asks, depth, text });
+    return text;
+  }
+
+  /** The snapshot of the current state for an interval sample, or null when nothing valid is known. */
+  sample(depth: number): Record<string, unknown> | null {
+    if (!this.valid() || !this.lastBook) return null;
+    if (this.m.family === 'yesno-exchange') return yesnoSnapshot(this.m.id, this.yesno!, { depth, includeOrderbook: true });
+    if (this.m.family === 'coin') return coinSnapshot(this.m.market as CoinMarket, this.lastBook, this.books, { depth, includeOrderbook: true });
+    return walletSnapshot(this.m.market as WalletMarket, this.lastBook, this.books, { depth });
+  }
+
+  private levels(out: Change[], token: string | undefined, side: string, ladder: Ladder, numeric: boolean): void {
+    const who = token === undefined ? {} : { token_id: token, outcome: this.outcomes.get(token) ?? null };
+    // A full book with an empty side says so: one entry with no price and size 0.
+    if (ladder.length === 0) out.push({ ...who, side, price: null, size: numeric ? 0 : '0' });
+    for (const [p, s] of ladder) out.push({ ...who, side, price: numeric ? Number(p) : p, size: numeric ? Number(s) : s });
+  }
+
+  /** `book_change` data of a record (full books replace the token's book), or null when it changed nothing. */
+  changes(rec: Recorded, changed: readonly string[]): { is_snapshot: boolean; changes: Change[] } | null {
+    const out: Change[] = [];
+    switch (rec.type) {
+      case 'book':
+        this.levels(out, rec.token_id, 'bid', rec.bids, true);
+        this.levels(out, rec.token_id, 'ask', rec.asks, true);
+        return { is_snapshot: true, changes: out };
+      case 'book_checkpoint':
+        for (const b of rec.books) {
+          this.levels(out, b.token_id, 'bid', b.bids, true);
+          this.levels(out, b.token_id, 'ask', b.asks, true);
+        }
+        return out.length > 0 ? { is_snapshot: true, changes: out } : null;
+      case 'yesno_book':
+        this.levels(out, undefined, 'yes', rec.yes, false);
+        this.levels(out, undefined, 'no', rec.no, false);
+        return { is_snapshot: true, changes: out };
+      case 'book_delta':
+        if (changed.length === 0) return null; // a delta to an invalid book is not applied
+        for (const c of rec.changes) out.push({ token_id: rec.token_id, outcome: this.outcomes.get(rec.token_id) ?? null, side: c.side, price: Number(c.price), size: Number(c.size) });
+        return { is_snapshot: false, changes: out };
+      default:
+        return null;
+    }
+  }
+
+  /** The whole valid state as `book_change` data (the opening line of a replay), or null. */
+  state(): { is_snapshot: true; changes: Change[] } | null {
+    const out: Change[] = [];
+    if (this.m.family === 'yesno-exchange') {
+      if (!this.valid()) return null;
+      this.levels(out, undefined, 'yes', this.yesno!.yes, false);
+      this.levels(out, undefined, 'no', this.yesno!.no, false);
+      return { is_snapshot: true, changes: out };
+    }
+    const order = [...this.outcomes.keys()];
+    const valid = this.books.validTokens().sort((a, b) => rankOf(order, a) - rankOf(order, b) || (a < b ? -1 : a > b ? 1 : 0));
+    for (const t of valid) {
+      const v = this.books.view(t)!;
+      this.levels(out, t, 'bid', v.bids, true);
+      this.levels(out, t, 'ask', v.asks, true);
+    }
+    return out.length > 0 ? { is_snapshot: true, changes: out } : null;
+  }
+
+  outcome(token: string): string | null {
+    return this.outcomes.get(token) ?? null;
+  }
+}
+
+/** A level's `[price,size]` text, kept per level tuple (a book keeps its tuples until they change). */
+const LEVEL_TEXT = new WeakMap<object, string>();
+function levelText(l: readonly [string, string]): string {
+  let t = LEVEL_TEXT.get(l);
+  if (t === undefined) LEVEL_TEXT.set(l, (t = `[${Number(l[0])},${Number(l[1])}]`));
+  return t;
+}
+
+const rankOf = (order: string[], t: string): number => {
+  const i = order.indexOf(t);
+  return i < 0 ? order.length : i;
+};
+
+/** A sample due at a bucket end: the bucket, and the snapshot (REST object plus `bucket_start`). */
+export interface Sample {
+  readonly bucketEnd: number;
+  readonly seq: number;
+  readonly data: Record<string, unknown>;
+}
+
+/**
+ * Buckets of one interval over the replay, decided as records stream by. Mirrors the sweep of
+ * intervals.ts: records at or before a bucket's start count before it, validity must hold from the
+ * start and never break inside, and the bucket holds the last book before its end.
+ */
+export class IntervalSampler {
+  private pendingStart = true;
+  private okAtStart = false;
+  private broke = false;
+  private done = false;
+
+  /** `start`: first bucket start (aligned); `stop`: no bucket ends after it. */
+  constructor(private readonly intervalMs: number, private readonly depth: number, private start: number, private readonly stop: number) {
+    if (start + intervalMs > stop) this.done = true;
+  }
+
+  /** Decides every bucket that ends at or before `t` (call before applying a record received at t). */
+  advance(t: number, book: ReplayBook, out: Sample[]): void {
+    while (!this.done) {
+      if (this.pendingStart) {
+        if (t <= this.start) return;
+        this.okAtStart = book.validSince !== null && book.validSince <= this.start;
+        this.broke = false;
+        this.pendingStart = false;
+        continue;
+      }
+      const end = this.start + this.intervalMs;
+      if (t < end) return;
+      if (this.okAtStart && !this.broke) {
+        const snap = book.sample(this.depth);
+        if (snap) out.push({ bucketEnd: end, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: toIso(this.start) } });
+      }
+      this.start = end;
+      this.pendingStart = true;
+      if (this.start + this.intervalMs > this.stop) this.done = true;
+    }
+  }
+
+  /** After a record was applied: a break of validity inside the bucket spoils it. */
+  noteApplied(wasValid: boolean, book: ReplayBook): void {
+    if (!this.pendingStart && wasValid && !book.valid()) this.broke = true;
+  }
+}

@@ -1,0 +1,51 @@
+// The one place `/v3/replay` reads a market's log: records from a time up to an end, optionally
+// preceded by a warm-up (from the checkpoint before the newest book record before that time) so
+// book state is known at the first emitted record. Built on today's LogReader calls; when storage
+// gains a single-pass `replay(from, until)` operation, only this file changes.
+
+import type { Recorded } from '../../schema/observation.js';
+import type { LogReader, Position } from '../../storage/types.js';
+import { anchoredStart, type BookModel } from './book-pages.js';
+
+export interface CursorRecord {
+  readonly rec: Recorded;
+  /** True for warm-up records (received before `from`): they build state and emit nothing. */
+  readonly warm: boolean;
+}
+
+/** Any stored book observation can anchor a warm-up: the newest one before `from` is replayed itself. */
+const ANCHOR: BookModel = {
+  replay: true,
+  candidate: (rec) => rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book',
+  produces: () => true,
+  shape: () => null,
+};
+
+export interface CursorRange {
+  /** Emit records with receive time ≥ from (epoch ms). */
+  readonly from: number;
+  /** ...and < end (exclusive). */
+  readonly end: number;
+  /** Read the warm-up records before `from` too (book state); metrics need none. */
+  readonly warmUp: boolean;
+}
+
+/** Records of one log over a range, in log order (receive time, then seq). */
+export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<CursorRecord> {
+  if (range.from >= range.end) return;
+  const bound = await reader.seekTime(range.from);
+  let start: Position | 'start' | null;
+  if (range.warmUp) start = await anchoredStart(reader, ANCHOR, bound ?? 'end');
+  else start = bound;
+  if (start === null) return;
+  for await (const item of reader.read(start, { endTime: range.end })) {
+    yield { rec: item.rec, warm: item.rec.recv_ts < range.from };
+  }
+}
+
+/** First and last receive time of a log, or null when it holds nothing (market selection by range). */
+export async function recordedSpan(reader: LogReader): Promise<{ first: number; last: number } | null> {
+  const first = await reader.first();
+  const last = await reader.latest();
+  return first && last ? { first: first.rec.recv_ts, last: last.rec.recv_ts } : null;
+}

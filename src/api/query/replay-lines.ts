@@ -1,0 +1,133 @@
+// The NDJSON lines of one market's log in a replay, in line order (receive time, seq, type): a
+// books log gives gap, book_change, book, trade and interval-snapshot lines; a metrics log gives
+// metric lines. Lines at or before the resume token are made (state must be rebuilt) but not sent.
+
+import type { Family, Recorded } from '../../schema/observation.js';
+import { toIso, toIsoOrNull } from '../../schema/time.js';
+import type { LogReader } from '../../storage/types.js';
+import { IntervalSampler, ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
+import { marketRecords } from './replay-cursor.js';
+import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
+
+/** One output line: its position and its JSON text (without the newline). */
+export interface ReplayLine extends LineKey {
+  readonly text: string;
+}
+
+export interface SourceRequest {
+  readonly market: ReplayMarket;
+  readonly reader: LogReader;
+  readonly types: ReplayTypes;
+  /** Levels per side of `book` lines (default all). */
+  readonly depth: number | undefined;
+  /** The request's start_time: the opening `book_change` state is written at it. */
+  readonly start: number;
+  /** Emit lines from this time on (≥ start; later when resuming); the log is warmed up before it. */
+  readonly from: number;
+  readonly end: number;
+  /** Interval snapshots end no later than this (not after now, nor past what was recorded). */
+  readonly sampleStop: number;
+  /** First receive time of the log: no bucket starts before the first capture. */
+  readonly firstRecv: number;
+  /** Resume token: lines at or before it are not sent. */
+  readonly after: LineKey | null;
+}
+
+const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
+
+function lineText(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
+  return lineOf(family, m, type, seq, recvMs, sourceTs, JSON.stringify(data));
+}
+
+/** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
+function lineOf(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
+  const idField = family === 'yesno-exchange' ? 'ticker' : 'market_id';
+  const src = sourceTs === null ? 'null' : `"${toIso(sourceTs)}"`;
+  return `{"type":${JSON.stringify(type)},"family":"${family}","${idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
+}
+
+/** Lines of one market's books log. */
+export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine> {
+  const { market: m, types } = req;
+  const book = new ReplayBook(m);
+  const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop) }));
+  const due: { name: string; s: Sample }[] = [];
+  const sampleLines = (t: number): ReplayLine[] => {
+    for (const { name, sampler } of samplers) {
+      const out: Sample[] = [];
+      sampler.advance(t, book, out);
+      for (const s of out) due.push({ name, s });
+    }
+    if (due.length === 0) return [];
+    const lines = due.map(({ name, s }) => ({ t: s.bucketEnd, market: m.id, seq: s.seq, type: name, text: lineText(m.family, m, name, s.seq, s.bucketEnd, null, s.data) }));
+    due.length = 0;
+    return lines.sort(compareKeys);
+  };
+  const keep = (l: LineKey): boolean => req.after === null || compareKeys(l, req.after) > 0;
+  let opened = req.from > req.start; // a resumed replay warmed up later than start: its opening state was sent before
+  for await (const { rec, warm } of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: true })) {
+    if (warm) {
+      book.apply(rec);
+      continue;
+    }
+    const t = Math.floor(rec.recv_ts);
+    if (!opened) {
+      opened = true;
+      const state = types.bookChange && book.lastSeq >= 0 ? book.state() : null;
+      if (state) {
+        const k = { t: req.start, market: m.id, seq: book.lastSeq, type: 'book_change' };
+        if (keep(k)) yield { ...k, text: lineText(m.family, m, 'book_change', book.lastSeq, req.start, null, state) };
+      }
+    }
+    if (samplers.length > 0) for (const l of sampleLines(t)) if (keep(l)) yield l;
+    const wasValid = book.valid();
+    const changed = book.apply(rec);
+    for (const { sampler } of samplers) sampler.noteApplied(wasValid, book);
+    for (const l of recordLines(req, book, rec, changed, t)) if (keep(l)) yield l;
+  }
+  if (samplers.length > 0) for (const l of sampleLines(Infinity)) if (keep(l)) yield l;
+}
+
+/** The lines one record makes, in rank order: gap, book_change, book, trade. */
+function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, changed: readonly string[], t: number): ReplayLine[] {
+  const { market: m, types } = req;
+  const out: ReplayLine[] = [];
+  const push = (type: string, data: unknown): void => {
+    out.push({ t, market: m.id, seq: rec.seq, type, text: lineText(m.family, m, type, rec.seq, rec.recv_ts, rec.source_ts, data) });
+  };
+  if (rec.type === 'gap') {
+    if (types.gap) {
+      const data: Record<string, unknown> = { reason: rec.reason, start: toIso(rec.start_ts), end: toIsoOrNull(rec.end_ts) };
+      if (rec.token_id !== undefined) data.token_id = rec.token_id;
+      if (rec.detail !== undefined) data.detail = rec.detail;
+      push('gap', data);
+    }
+    return out;
+  }
+  if (types.bookChange) {
+    const c = book.changes(rec, changed);
+    if (c) push('book_change', c);
+  }
+  if (types.book) {
+    const text = book.snapshotText(rec, changed, req.depth);
+    if (text !== null) out.push({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m.family, m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
+  }
+  if (types.trade && rec.type === 'trade') {
+    push('trade', {
+      token_id: rec.token_id, outcome: book.outcome(rec.token_id), price: Number(rec.price),
+      size: rec.size === undefined ? null : Number(rec.size), side: rec.side ?? null,
+    });
+  }
+  return out;
+}
+
+/** Lines of one market's metrics log (wallet-prediction: chance, price, last_trade samples). */
+export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLine> {
+  const m = req.market;
+  for await (const { rec } of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: false })) {
+    if (rec.type !== 'metric') continue;
+    const k = { t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric' };
+    if (req.after !== null && compareKeys(k, req.after) <= 0) continue;
+    yield { ...k, text: lineText(m.family, m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) };
+  }
+}
