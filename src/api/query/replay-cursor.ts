@@ -4,7 +4,7 @@
 // gains a single-pass `replay(from, until)` operation, only this file changes.
 
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, Position } from '../../storage/types.js';
+import type { LogReader, Position } from '../../storage/index.js';
 import { anchoredStart, type BookModel } from './book-pages.js';
 
 export interface CursorRecord {

@@ -4,7 +4,7 @@
 
 import type { Family, Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
-import type { LogReader } from '../../storage/types.js';
+import type { LogReader } from '../../storage/index.js';
 import { IntervalSampler, ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords } from './replay-cursor.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
