@@ -106,7 +106,9 @@ export function clipCoverage(gaps: Span[], from: number, to: number): { interval
   let cur = from;
   for (const g of gaps) {
     const gEnd = g.end ?? Infinity;
-    if (gEnd <= from || g.start >= to) continue;
+    // An open gap that starts where the recorded data ends (the feed was lost and nothing came since)
+    // is the market's state now: it is listed, not clipped away as an empty span.
+    if (gEnd <= from || g.start > to || (g.start === to && g.end !== null)) continue;
     const s = Math.max(g.start, from);
     if (s > cur) intervals.push({ start: toIso(cur), end: toIso(s) });
     outGaps.push({ start: toIso(s), end: g.end === null ? null : toIso(Math.min(gEnd, to)), reason: g.reason });
