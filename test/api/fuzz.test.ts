@@ -4,23 +4,7 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
-
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const n of readdirSync(d)) {
-      const p = join(d, n);
-      const st = statSync(p);
-      if (st.isDirectory()) walk(p);
-      else out.push(`${p}:${st.size}`);
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
+import { dirTree, keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const ROUTES = [
   '/v3/wallet-prediction/markets', '/v3/wallet-prediction/{id}/orderbook/latest', '/v3/wallet-prediction/{id}/snapshots',
@@ -49,7 +33,7 @@ t.test('no input ever yields 5xx, always the envelope, and never changes stored 
   const keys = await keysFor(dir);
   const app = await testApp(t, testConfig(dir));
   await app.inject({ url: '/v3/btc/markets', headers: { authorization: `Bearer ${keys.paid}` } });
-  const before = tree(dir);
+  const before = dirTree(dir);
   let served = 0;
   await fc.assert(
     fc.asyncProperty(
@@ -76,5 +60,5 @@ t.test('no input ever yields 5xx, always the envelope, and never changes stored 
     { numRuns: 400, seed: 20260726 },
   );
   t.ok(served > 0, `${served} of 400 random requests were served`);
-  t.same(tree(dir), before, 'the data dir is unchanged');
+  t.same(dirTree(dir), before, 'the data dir is unchanged');
 });

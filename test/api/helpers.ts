@@ -2,7 +2,7 @@
 // port 0, and a seeded data set written through the storage writer with realistic schema records
 // (catalogue events, full books, deltas, checkpoints, gaps, metric samples, yes/no books).
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -194,4 +194,19 @@ export async function seedAll(dataDir: string): Promise<void> {
   await writeLog(dataDir, 'wallet-prediction', 'metrics', walletMarket.market_id, metrics);
   await writeLog(dataDir, 'yesno-exchange', 'catalog', yesnoMarket.market_id, [catalog(yesnoMarket, T0 - 3000)]);
   await writeLog(dataDir, 'yesno-exchange', 'books', yesnoMarket.market_id, yesnoRecords(T0, 60, 1000));
+}
+
+/** Every file under `dir` with its size, sorted: a fingerprint that shows any write to the data dir. */
+export function dirTree(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else out.push(`${p}:${st.size}`);
+    }
+  };
+  walk(dir);
+  return out.sort();
 }

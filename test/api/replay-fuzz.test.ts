@@ -4,23 +4,7 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
-
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const n of readdirSync(d)) {
-      const p = join(d, n);
-      const st = statSync(p);
-      if (st.isDirectory()) walk(p);
-      else out.push(`${p}:${st.size}`);
-    }
-  };
-  walk(dir);
-  return out.sort();
-}
+import { dirTree, keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 
 const NAMES = ['family', 'market_id', 'ticker', 'coin', 'window', 'start_time', 'end_time', 'types', 'depth', 'after', 'limit', '__proto__'];
 const token = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url');
@@ -38,7 +22,7 @@ t.test('no input yields 5xx; errors are envelopes; streams end with their end li
   await seedAll(dir);
   const keys = await keysFor(dir);
   const app = await testApp(t, testConfig(dir));
-  const before = tree(dir);
+  const before = dirTree(dir);
   let streams = 0;
   // Mostly well-formed at the core (so streams happen), with random and hostile parameters on top.
   const core = fc.record({
@@ -63,5 +47,5 @@ t.test('no input yields 5xx; errors are envelopes; streams end with their end li
     if (last.type !== 'end' || typeof last.next !== 'string') throw new Error(`stream without its end line for ${qs.slice(0, 300)}: ${r.body.slice(-300)}`);
   }), { numRuns: 300 });
   t.ok(streams > 5, `${streams} of 300 random requests streamed`);
-  t.same(tree(dir).filter((f) => !f.includes('/api/')), before.filter((f) => !f.includes('/api/')), 'the data dir is unchanged');
+  t.same(dirTree(dir).filter((f) => !f.includes('/api/')), before.filter((f) => !f.includes('/api/')), 'the data dir is unchanged');
 });

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { Client, PmtapeError } from 'pmtape/client';
 import { keysFor, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 import { coinMarket2, iso, seedReplay, T0 } from '../api/replay-helpers.js';
-import { cuttingProxy, here, startServe } from './serve-helpers.js';
+import { cuttingProxy, here, rawApi, startServe } from './serve-helpers.js';
 
 const A = '540817';
 const RANGE = `start_time=${iso(T0)}&end_time=${iso(T0 + 120_000)}`;
@@ -28,16 +28,7 @@ t.test('client', async (t) => {
   const keys = await keysFor(dir);
   const base = await startServe(t, dir);
   const client = new Client({ baseUrl: base, apiKey: keys.paid });
-  const raw = async (path: string): Promise<any> => (await fetch(base + path, { headers: { authorization: `Bearer ${keys.paid}` } })).json();
-  const rawPages = async (path: string): Promise<any[]> => {
-    const out: any[] = [];
-    for (let url: string | null = path; url;) {
-      const page: any = await raw(url);
-      out.push(...page.data);
-      url = page.next_cursor ? `${path}&cursor=${encodeURIComponent(page.next_cursor)}` : null;
-    }
-    return out;
-  };
+  const { raw, rawPages } = rawApi(base, keys.paid);
 
   t.test('paged routes follow next_cursor', async (t) => {
     t.same((await all(client.markets({ family: 'coin', coin: 'btc' }))).map((m) => m.market_id).sort(), [coinMarket2.market_id, A].sort());

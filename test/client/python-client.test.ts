@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { keysFor, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 import { coinMarket2, iso, seedReplay, T0 } from '../api/replay-helpers.js';
-import { cuttingProxy, here, startServe } from './serve-helpers.js';
+import { cuttingProxy, here, rawApi, startServe } from './serve-helpers.js';
 
 const REPO = join(here, '..', '..', '..');
 const A = '540817';
@@ -20,16 +20,7 @@ t.test('the Python client against a real serve', async (t) => {
   const keys = await keysFor(dir);
   const base = await startServe(t, dir);
   const limited = await startServe(t, dir, { PMTAPE_RATE_LIMITS: 'free=3/s,paid=3/s' });
-  const raw = async (path: string): Promise<any> => (await fetch(base + path, { headers: { authorization: `Bearer ${keys.paid}` } })).json();
-  const rawPages = async (path: string): Promise<any[]> => {
-    const out: any[] = [];
-    for (let url: string | null = path; url;) {
-      const page: any = await raw(url);
-      out.push(...page.data);
-      url = page.next_cursor ? `${path}&cursor=${encodeURIComponent(page.next_cursor)}` : null;
-    }
-    return out;
-  };
+  const { raw, rawPages } = rawApi(base, keys.paid);
   const types = ['book', 'book_change', 'trade', 'gap', 'book_snapshot_5_1s'];
   const replayPath = `/v3/replay?family=coin&market_id=${A},${coinMarket2.market_id}&start_time=${iso(T0)}&end_time=${iso(T0 + 120_000)}&types=${types.join(',')}`;
   const replayText = await (await fetch(base + replayPath, { headers: { authorization: `Bearer ${keys.paid}` } })).text();

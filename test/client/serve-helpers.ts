@@ -74,3 +74,18 @@ export async function cuttingProxy(t: Tap, target: string, cutAfter: number): Pr
   }));
   return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, cuts: () => cut };
 }
+
+/** GET helpers that bypass the clients: one JSON answer, and every item of a paged route (following next_cursor). */
+export function rawApi(base: string, key: string): { raw(path: string): Promise<any>; rawPages(path: string): Promise<any[]> } {
+  const raw = async (path: string): Promise<any> => (await fetch(base + path, { headers: { authorization: `Bearer ${key}` } })).json();
+  const rawPages = async (path: string): Promise<any[]> => {
+    const out: any[] = [];
+    for (let url: string | null = path; url;) {
+      const page: any = await raw(url);
+      out.push(...page.data);
+      url = page.next_cursor ? `${path}&cursor=${encodeURIComponent(page.next_cursor)}` : null;
+    }
+    return out;
+  };
+  return { raw, rawPages };
+}
