@@ -58,6 +58,12 @@ export interface Config {
     readonly compactGraceMs: number;
     /** Memory for the readers' cached day-file indexes (env PMTAPE_INDEX_CACHE_BYTES, ≥ 1 MiB used). */
     readonly indexCacheBytes: number;
+    /**
+     * Writers pause while the data dir's filesystem has less free space than this (config file
+     * `storage.min_free_bytes`, default 256 MiB; 0 turns the guard off), so compaction and the API
+     * keep room; they resume on their own once there is room again.
+     */
+    readonly minFreeBytes: number;
   };
   /** Seconds without any message after which a connection counts as stale. */
   readonly staleAfterMs: number;
@@ -328,6 +334,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       retentionDays: st.retention_days === undefined ? 7 : num(st.retention_days, 'storage.retention_days', 0),
       compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
       indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
+      minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
     recorders: recorderTuning(file.recorders),
@@ -335,6 +342,9 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   };
   return Object.freeze(cfg);
 }
+
+/** `storage.min_free_bytes` when the config file does not say. */
+export const DEFAULT_MIN_FREE_BYTES = 256 * 1024 * 1024;
 
 /**
  * The API key a client command (`pmtape pull`) sends: the `--key` flag, else `PMTAPE_KEY`, else

@@ -53,6 +53,21 @@ export class StorageError extends Error {
   }
 }
 
+/** errno codes that mean "the disk cannot take this write now", not "this log is broken". */
+export const DISK_ERROR_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT', 'EIO']);
+
+/**
+ * A write the disk refused (full filesystem, quota, I/O error). The writer rolled its files back
+ * to the end of the last acknowledged frame and stays usable: the caller pauses and retries later.
+ * `errno` is the system code (ENOSPC, EDQUOT, EIO).
+ */
+export class DiskError extends StorageError {
+  constructor(message: string, readonly errno: string, file?: string) {
+    super(message, file);
+    this.name = 'DiskError';
+  }
+}
+
 /** Raised when a second writer tries to open a log another live process holds. */
 export class LockedError extends StorageError {
   constructor(file: string, readonly holderPid: number) {

@@ -82,3 +82,23 @@ export const streamDisconnects = new client.Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+// Storage health, set by the serving process at each scrape from the record processes' status
+// files (a `record` process has no /metrics of its own) and from statfs of the data dir.
+export const storagePausedWriters = new client.Gauge({
+  name: 'pmtape_storage_paused_writers',
+  help: 'Log writers paused because the disk refused writes or free space is below storage.min_free_bytes (all live record processes)',
+  registers: [registry],
+});
+
+export const storageDroppedRecords = new client.Gauge({
+  name: 'pmtape_storage_dropped_records',
+  help: 'Records dropped by paused writers since their record processes started (all live record processes)',
+  registers: [registry],
+});
+
+export const storageFreeBytes = new client.Gauge({
+  name: 'pmtape_storage_free_bytes',
+  help: 'Free bytes of the filesystem holding the data dir (statfs bavail × bsize)',
+  registers: [registry],
+});

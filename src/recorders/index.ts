@@ -59,6 +59,8 @@ export async function startRecorders(config: Config, opts: StartOptions = {}): P
   const sink = new LogSink(config.dataDir, {
     monotonic: true,
     writer: { fsyncIntervalMs: config.storage.fsyncIntervalMs, fsyncMaxRecords: config.storage.fsyncMaxRecords },
+    minFreeBytes: config.storage.minFreeBytes,
+    logger,
     onError: (err, key) => {
       // A market held by another live recorder fails every append: say so once per market, not
       // once per message (an overlapping shard config would otherwise flood the log).
@@ -79,6 +81,15 @@ export async function startRecorders(config: Config, opts: StartOptions = {}): P
     onError: opts.onError,
   };
   const recorders: Recorder[] = [];
+  // A writer resuming after a disk pause asks the recorders of its family for full books.
+  sink.resync = (key, recvTs) => {
+    for (const r of recorders) {
+      if (r.family !== key.family) continue;
+      const full = r.fullBooks(key, recvTs);
+      if (full) return full;
+    }
+    return null;
+  };
   let stopped = false;
   try {
     for (const k of selectKinds(config, opts.kinds)) {
@@ -99,14 +110,18 @@ export async function startRecorders(config: Config, opts: StartOptions = {}): P
       kinds[r.kind] = r.status();
       connected[r.family].push(...r.connectedMarkets());
     }
-    return { pid: process.pid, started_ts: startedTs, updated_ts: Date.now(), kinds, connected };
+    return { pid: process.pid, started_ts: startedTs, updated_ts: Date.now(), kinds, connected, storage: sink.storageStats() };
   };
 
   const writeStatusFile = opts.statusFile !== false;
+  let statusFailing = false;
   const tick = (): void => {
     if (stopped) return;
     const err = writeStatus(config.dataDir, status());
-    if (err) logger.warn({ err: err.message }, 'cannot write status file');
+    // One line when writing it starts failing and one when it works again, not one per tick.
+    if (err && !statusFailing) logger.warn({ err: err.message }, 'cannot write status file');
+    else if (!err && statusFailing) logger.info({}, 'status file written again');
+    statusFailing = err !== null;
     removeDeadStatuses(config.dataDir);
   };
   let timer: NodeJS.Timeout | null = null;

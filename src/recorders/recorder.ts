@@ -10,15 +10,9 @@ import type { AppendOptions, LogKey } from '../storage/index.js';
 import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
 import type { LogSink } from './sink.js';
 
-/** pino-compatible subset, so tests can pass a silent or collecting logger. */
-export interface RecorderLogger {
-  debug(obj: object | string, msg?: string): void;
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
-
-export const silentLogger: RecorderLogger = { debug() {}, info() {}, warn() {}, error() {} };
+// The logger contract lives apart so the sink can log without importing the recorder base.
+import type { RecorderLogger } from './logger.js';
+export { silentLogger, type RecorderLogger } from './logger.js';
 
 // Recorder error codes live in the one registry (src/errors.ts); re-exported for the kinds.
 export { RecorderError, type RecorderErrorCode };
@@ -79,6 +73,16 @@ export abstract class Recorder {
   abstract isConnected(): boolean;
   /** Market ids currently recorded live (the read side flags others `stale`). */
   abstract connectedMarkets(): string[];
+
+  /**
+   * Every book of `key`'s market as this recorder holds it now, stamped `recvTs`, for a writer
+   * that resumes after a disk pause (its log lost records: it must restart from whole books).
+   * Null when the kind keeps no live books or they are not valid now; the storage_error gap then
+   * closes at the next full book the kind writes anyway (yes/no polls, wallet pushes).
+   */
+  fullBooks(_key: LogKey, _recvTs: number): readonly Observation[] | null {
+    return null;
+  }
 
   status(): KindStatus {
     this.flushMetrics();

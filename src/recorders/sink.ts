@@ -6,17 +6,30 @@
 import { openWriter } from '../storage/index.js';
 import type { AppendOptions, LogKey, LogWriter, WriterOptions } from '../storage/index.js';
 import type { Observation, Recorded } from '../schema/observation.js';
+import { DISK_ERROR_CODES } from '../errors.js';
 import { logBytesWritten, logRecordsWritten } from '../metrics.js';
+import { silentLogger, type RecorderLogger } from './logger.js';
+import { isFullBook, StoragePause, type PauseState, type StorageStats } from './storage-pause.js';
 
 export interface SinkOptions {
   /** Clamp `recv_ts` to the log's newest so a stepped wall clock cannot make an append fail. */
   readonly monotonic?: boolean;
   readonly writer?: WriterOptions;
-  /** Called for every failed open/append; the sink never throws into a recorder. */
+  /** Called for every failed open/append but the disk's; the sink never throws into a recorder. */
   readonly onError?: (err: Error, key: LogKey) => void;
+  /** Pause writers below this many free bytes (0 or absent: only when the disk refuses a write). */
+  readonly minFreeBytes?: number;
+  /** Where paused/resumed lines go (one per writer state change, a summary every 30 s). */
+  readonly logger?: RecorderLogger;
+  /** Retry backoff bounds while paused (ms; default [250, 5000]). */
+  readonly retryMs?: readonly [number, number];
 }
 
+/** Full books of a market from a recorder's memory, for a writer resuming after a disk pause. */
+export type Resync = (key: LogKey, recvTs: number) => readonly Observation[] | null;
+
 interface Slot {
+  readonly key: LogKey;
   writer: LogWriter | null;
   opening: Promise<LogWriter | null>;
   lastRecvTs: number;
@@ -27,6 +40,10 @@ interface Slot {
   group: Observation[] | null;
   groupCps: boolean[];
   groupKey: LogKey | null;
+  /** While the disk refuses this log's writes: records are dropped (storage-pause.ts). */
+  paused: PauseState | null;
+  /** After a resume without full books: the gap's start; deltas wait for the next full book. */
+  resyncFrom: number | null;
 }
 
 export function keyId(key: LogKey): string {
@@ -45,8 +62,26 @@ export class LogSink {
   private unreported: Record<string, number> = {};
   private framing = false;
   private readonly framed: Slot[] = [];
+  private readonly pause: StoragePause;
+  /** Set by the recorder host once its recorders exist. */
+  resync: Resync = () => null;
 
-  constructor(readonly dataDir: string, private readonly opts: SinkOptions = {}) {}
+  constructor(readonly dataDir: string, private readonly opts: SinkOptions = {}) {
+    this.pause = new StoragePause(dataDir, {
+      minFreeBytes: opts.minFreeBytes ?? 0,
+      logger: opts.logger ?? silentLogger,
+      retryMs: opts.retryMs,
+      open: (key) => openWriter(this.dataDir, key, this.writerOptions(key)),
+      resync: (key, ts) => this.resync(key, ts),
+      slots: () => this.slots.values(),
+      report: (e, key) => this.opts.onError?.(e, key),
+    });
+  }
+
+  /** Paused writers, records dropped while paused, free bytes of the data dir (status file). */
+  storageStats(): StorageStats {
+    return this.pause.stats();
+  }
 
   private slot(key: LogKey): Slot {
     // Feeds pass the same key object for every record of a market: skip building the id string.
@@ -56,14 +91,20 @@ export class LogSink {
     let s = this.slots.get(id);
     if (s) this.byKeyObject.set(key, { id, slot: s });
     if (!s) {
-      const slot: Slot = { writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.opts.onError?.(e as Error, key), group: null, groupCps: [], groupKey: null };
+      const slot: Slot = { key, writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.pause.failed(slot, e), group: null, groupCps: [], groupKey: null, paused: null, resyncFrom: null };
+      if (this.pause.guardActive) this.pause.pause(slot, 'min_free_bytes', 'free space below storage.min_free_bytes');
       slot.opening = (async () => {
         try {
           const w = await openWriter(this.dataDir, key, this.writerOptions(key));
           slot.writer = w;
-          slot.lastRecvTs = w.lastRecord()?.recv_ts ?? 0;
+          slot.lastRecvTs = Math.max(slot.lastRecvTs, w.lastRecord()?.recv_ts ?? 0);
           return w;
         } catch (e) {
+          if (DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '')) {
+            // The disk cannot even hold the folder or lock: pause; the retry opens it later.
+            this.pause.pause(slot, (e as NodeJS.ErrnoException).code!, (e as Error).message);
+            return null;
+          }
           this.opts.onError?.(e as Error, key);
           this.slots.delete(id);
           return null;
@@ -108,6 +149,7 @@ export class LogSink {
   append(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
     if (this.closed) return Promise.resolve(null);
     const s = this.slot(key);
+    if ((s.paused !== null || s.resyncFrom !== null) && this.diverted(s, obs, opts)) return Promise.resolve(null);
     if (s.group) this.flushGroup(s); // records held by the frame go first
     if (s.writer) return this.appendTo(s, key, obs, opts, true)!;
     return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true)! : null));
@@ -120,6 +162,7 @@ export class LogSink {
   write(key: LogKey, obs: Observation, opts?: AppendOptions): void {
     if (this.closed) return;
     const s = this.slot(key);
+    if ((s.paused !== null || s.resyncFrom !== null) && this.diverted(s, obs, opts)) return;
     if (s.writer) {
       if (this.framing) this.hold(s, key, obs, opts);
       else this.appendTo(s, key, obs, opts, false);
@@ -132,6 +175,24 @@ export class LogSink {
     });
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
+  }
+
+  /**
+   * A record for a paused log is dropped (counted). After a resume that had no full book at hand,
+   * deltas are dropped until the next full book, which is written followed by the gap's closing
+   * record. True when the record was consumed here.
+   */
+  private diverted(s: Slot, obs: Observation, opts: AppendOptions | undefined): boolean {
+    if (s.paused !== null || (obs.type === 'book_delta' && s.resyncFrom !== null)) {
+      this.pause.drop(s);
+      return true;
+    }
+    if (!isFullBook(obs)) return false;
+    const since = s.resyncFrom!;
+    s.resyncFrom = null;
+    this.write(s.key, obs, opts);
+    this.write(s.key, this.pause.gap(since, Math.max(obs.recv_ts, s.lastRecvTs), Math.max(obs.recv_ts, s.lastRecvTs)));
+    return true;
   }
 
   /**
@@ -273,6 +334,7 @@ export class LogSink {
   async close(): Promise<void> {
     await this.settle();
     this.closed = true;
+    this.pause.close();
     const all = [...this.slots.values()];
     this.slots.clear();
     await Promise.all(

@@ -2,11 +2,12 @@
 // a durable write (temp file + fsync + rename: readers never see half a file) and removed on a clean stop. The read
 // side uses it for `stale` flags and /healthz: a file not updated for > 10 s means a dead process.
 
-import { mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, rmSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Family } from '../schema/observation.js';
 import { writeFileDurableSync } from '../storage/index.js';
 import type { KindStatus } from './recorder.js';
+import type { StorageStats } from './storage-pause.js';
 
 export interface StatusFile {
   readonly pid: number;
@@ -15,6 +16,8 @@ export interface StatusFile {
   readonly kinds: Record<string, KindStatus>;
   /** Market ids recorded live right now, per route family. */
   readonly connected: Record<Family, string[]>;
+  /** Writers paused by the disk, records dropped while paused, free bytes (absent in old files). */
+  readonly storage?: StorageStats;
 }
 
 /** A status file older than this belongs to a dead process. */
@@ -28,15 +31,35 @@ export function statusPath(dataDir: string, pid = process.pid): string {
   return join(statusDir(dataDir), `record-${pid}.json`);
 }
 
-/** Writes the file durably (storage's writeFileDurableSync). Errors are returned, not thrown. */
+/**
+ * Writes the file durably (storage's writeFileDurableSync). On a full disk the temp file cannot be
+ * made, so the existing file is overwritten in place instead: its blocks are already allocated, so
+ * /healthz still learns that writers are paused (a reader that meets the file mid-write skips it
+ * once). Errors are returned, not thrown.
+ */
 export function writeStatus(dataDir: string, status: StatusFile): Error | null {
+  const path = statusPath(dataDir, status.pid);
+  const text = JSON.stringify(status);
   try {
     const dir = statusDir(dataDir);
     mkdirSync(dir, { recursive: true });
-    writeFileDurableSync(statusPath(dataDir, status.pid), JSON.stringify(status));
+    writeFileDurableSync(path, text);
     return null;
   } catch (e) {
-    return e as Error;
+    if ((e as NodeJS.ErrnoException).code !== 'ENOSPC' && (e as NodeJS.ErrnoException).code !== 'EDQUOT') return e as Error;
+    try {
+      const fd = openSync(path, 'r+');
+      try {
+        const buf = Buffer.from(text);
+        writeSync(fd, buf, 0, buf.length, 0);
+        ftruncateSync(fd, buf.length);
+      } finally {
+        closeSync(fd);
+      }
+      return null;
+    } catch {
+      return e as Error;
+    }
   }
 }
 

@@ -101,7 +101,7 @@ export interface TickSizeChange extends Base {
   readonly new_tick_size: string;
 }
 
-export type GapReason = 'not_recording' | 'disconnected' | 'sequence_gap' | 'upstream_error' | 'stale';
+export type GapReason = 'not_recording' | 'disconnected' | 'sequence_gap' | 'upstream_error' | 'stale' | 'storage_error';
 
 /**
  * An explicit hole in a market's book coverage. Written with `end_ts: null` the moment the feed

@@ -14,6 +14,16 @@ export interface RecorderStatus {
   /** Market ids (tickers for yes/no) with a live upstream subscription, per family. */
   readonly connected: Partial<Record<Family, string[]>>;
   readonly alive: boolean;
+  /** Writers paused by the disk and records they dropped (zeros for files that do not say). */
+  readonly storage: { readonly paused_writers: number; readonly dropped_records: number; readonly free_bytes: number | null };
+}
+
+const count = (v: unknown): number => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : 0);
+
+function storageOf(raw: unknown): RecorderStatus['storage'] {
+  const o = (raw && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const free = typeof o.free_bytes === 'number' && Number.isFinite(o.free_bytes) ? o.free_bytes : null;
+  return { paused_writers: count(o.paused_writers), dropped_records: count(o.dropped_records), free_bytes: free };
 }
 
 export const STATUS_DEAD_AFTER_MS = 10_000;
@@ -39,7 +49,7 @@ export class StatusBoard {
         const alive = now - updated <= STATUS_DEAD_AFTER_MS;
         const connected = (raw.connected && typeof raw.connected === 'object' ? raw.connected : {}) as RecorderStatus['connected'];
         const kinds = (raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {}) as RecorderStatus['kinds'];
-        list.push({ pid: Number(raw.pid), updated_ts: updated, kinds, connected, alive });
+        list.push({ pid: Number(raw.pid), updated_ts: updated, kinds, connected, alive, storage: storageOf(raw.storage) });
         if (!alive) continue;
         for (const [family, ids] of Object.entries(connected)) {
           if (!Array.isArray(ids)) continue;

@@ -2,7 +2,8 @@
 // the status files) and `/metrics` (Prometheus text of this process's registry). No key needed.
 
 import type { FastifyInstance } from 'fastify';
-import { registry } from '../../metrics.js';
+import { registry, storageDroppedRecords, storageFreeBytes, storagePausedWriters } from '../../metrics.js';
+import { freeBytes } from '../../storage/index.js';
 import { toIsoOrNull } from '../../schema/time.js';
 
 const kindSchema = {
@@ -37,6 +38,14 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
                   alive: { type: 'boolean' },
                   updated_time: { type: 'string' },
                   kinds: { type: 'object', additionalProperties: kindSchema },
+                  storage: {
+                    type: 'object',
+                    properties: {
+                      paused_writers: { type: 'integer' },
+                      dropped_records: { type: 'integer' },
+                      free_bytes: { type: ['integer', 'null'] },
+                    },
+                  },
                 },
               },
             },
@@ -51,6 +60,7 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
       pid: r.pid,
       alive: r.alive,
       updated_time: new Date(r.updated_ts).toISOString(),
+      storage: r.storage,
       kinds: Object.fromEntries(Object.entries(r.kinds).map(([kind, k]) => {
         const lastWrite = typeof k.last_write_ts === 'number' ? k.last_write_ts : null;
         const lastMsg = typeof k.last_message_ts === 'number' ? k.last_message_ts : null;
@@ -63,11 +73,24 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
       })),
     }));
     // The API itself is up; recorders are reported, not required (a serve-only process is healthy).
-    const status = list.length === 0 ? 'ok' : list.some((r) => r.alive) ? 'ok' : 'degraded';
+    // Degraded: every record process is gone, or a live one has writers paused by the disk.
+    const paused = list.some((r) => r.alive && (r.storage.paused_writers) > 0);
+    const status = list.length === 0 ? 'ok' : list.some((r) => r.alive) && !paused ? 'ok' : 'degraded';
     return { status, time: new Date(now).toISOString(), recorders };
   });
 
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    let paused = 0;
+    let dropped = 0;
+    for (const r of await app.pmtape.status.all()) {
+      if (!r.alive) continue;
+      paused += r.storage.paused_writers;
+      dropped += r.storage.dropped_records;
+    }
+    storagePausedWriters.set(paused);
+    storageDroppedRecords.set(dropped);
+    const free = await freeBytes(app.pmtape.config.dataDir);
+    if (free !== null) storageFreeBytes.set(free);
     void reply.type(registry.contentType);
     return registry.metrics();
   });

@@ -293,6 +293,14 @@ export class ClobRecorder extends Recorder {
     }
   }
 
+  /** A checkpoint of the market's valid books, unless a gap of its own is open. */
+  override fullBooks(key: LogKey, recvTs: number): readonly Observation[] | null {
+    const t = key.stream === 'books' ? this.markets.get(key.market) : undefined;
+    if (!t || this.gapOpen(t.key) || t.books.incomplete) return null;
+    const cp = t.books.checkpoint(recvTs);
+    return cp ? [cp] : null;
+  }
+
   private maybeCheckpoint(t: Tracked, now: number): void {
     if (!this.gapOpen(t.key) && t.books.checkpointDue(now)) this.writeCheckpoint(t, now);
   }

@@ -4,7 +4,7 @@
 
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { StorageError } from '../../errors.js';
+import { DISK_ERROR_CODES, DiskError, StorageError } from '../../errors.js';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import { DAY_MS, utcDay } from '../../schema/time.js';
 import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
@@ -12,6 +12,8 @@ import { fsyncDir } from '../durable.js';
 import { encodeFrameAt, msToUs } from './frame.js';
 import { encodeFileHeader, FILE_HEADER_BYTES } from './file-header.js';
 import { indexPathOf, logFilePath } from '../paths.js';
+import { diskFault, errnoError } from './disk-faults.js';
+import { rollBackSegments } from './rollback.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from '../types.js';
 
@@ -23,9 +25,23 @@ export interface WriterTail {
   readonly day: string | null;
   readonly size: number;
   readonly indexOffset: number;
+  /** Size of that day file's index (recovery leaves it matching the log). */
+  readonly indexBytes: number;
   readonly last: Recorded | null;
   readonly lastSeq: number;
   readonly lastRecvUs: number;
+}
+
+/** The writer's logical tail at one instant: restored when a batch the disk refused is undone. */
+interface TailState {
+  readonly day: string | null;
+  readonly size: number;
+  readonly indexOffset: number;
+  readonly idxBytes: number;
+  readonly lastSeq: number;
+  readonly lastRecvUs: number;
+  readonly last: Recorded | null;
+  readonly lastObs: Observation | null;
 }
 
 export class AppendLog implements LogWriter {
@@ -38,6 +54,10 @@ export class AppendLog implements LogWriter {
   private tailDay: string | null;
   private tailSize: number;
   private tailIndexOffset: number;
+  /** Index file size of the tail day once everything queued is written. */
+  private tailIdxBytes: number;
+  /** The tail as of the last acknowledged batch (what a refused batch rolls back to). */
+  private durable: TailState;
   private lastSeq: number;
   private lastRecvUs: number;
   /** The newest record, built lazily from `lastObs` (no copy per append). */
@@ -90,9 +110,29 @@ export class AppendLog implements LogWriter {
     this.tailDay = tail.day;
     this.tailSize = tail.size;
     this.tailIndexOffset = tail.indexOffset;
+    this.tailIdxBytes = tail.indexBytes;
     this.last = tail.last;
     this.lastSeq = tail.lastSeq;
     this.lastRecvUs = tail.lastRecvUs;
+    this.durable = this.tailState();
+  }
+
+  private tailState(): TailState {
+    return {
+      day: this.tailDay, size: this.tailSize, indexOffset: this.tailIndexOffset, idxBytes: this.tailIdxBytes,
+      lastSeq: this.lastSeq, lastRecvUs: this.lastRecvUs, last: this.last, lastObs: this.lastObs,
+    };
+  }
+
+  private restoreTail(t: TailState): void {
+    this.tailDay = t.day;
+    this.tailSize = t.size;
+    this.tailIndexOffset = t.indexOffset;
+    this.tailIdxBytes = t.idxBytes;
+    this.lastSeq = t.lastSeq;
+    this.lastRecvUs = t.lastRecvUs;
+    this.last = t.last;
+    this.lastObs = t.lastObs;
   }
 
   get backpressure(): boolean {
@@ -245,6 +285,7 @@ export class AppendLog implements LogWriter {
       this.tailDay = day;
       this.tailSize = FILE_HEADER_BYTES;
       this.tailIndexOffset = -1;
+      this.tailIdxBytes = 0;
     }
     const b = this.batch;
     let seg = b.segments[b.segments.length - 1];
@@ -253,7 +294,7 @@ export class AppendLog implements LogWriter {
         seg.frames.close();
         seg.entries.close();
       }
-      seg = { day, startOffset: this.tailSize, frames: new Runs(), entries: new Runs() };
+      seg = { day, startOffset: this.tailSize, idxStart: this.tailIdxBytes, frames: new Runs(), entries: new Runs() };
       b.segments.push(seg);
     }
     const offset = this.tailSize;
@@ -265,6 +306,7 @@ export class AppendLog implements LogWriter {
       seg.entries.add(ia.buf, ia.used, ENTRY_BYTES);
       ia.used += ENTRY_BYTES;
       this.tailIndexOffset = offset;
+      this.tailIdxBytes += ENTRY_BYTES;
     }
     seg.frames.add(buf, at, size);
     this.tailSize += size;
@@ -334,6 +376,8 @@ export class AppendLog implements LogWriter {
   private async runFlush(): Promise<void> {
     this.flushing = true;
     const b = this.batch;
+    // Nothing is queued behind `b` yet, so the logical tail now is where `b` ends.
+    const end = this.tailState();
     this.batch = newBatch();
     this.inflight = b;
     this.forceNext = false;
@@ -344,14 +388,15 @@ export class AppendLog implements LogWriter {
       seg.entries.close();
     }
     let ok = false;
+    let refused: StorageError | null = null;
     try {
       if (this.failed) throw this.failed;
       await this.writeBatch(b);
       ok = true;
+      this.durable = end;
     } catch (e) {
-      const err = e instanceof StorageError ? e : new StorageError(`write to ${this.key.market} failed: ${(e as Error).message}`);
-      this.failed = err;
-      for (const r of b.rejects) r(err);
+      refused = await this.refuse(b, e);
+      for (const r of b.rejects) r(refused);
     } finally {
       this.unacked -= b.bytes;
       this.flushing = false;
@@ -361,26 +406,54 @@ export class AppendLog implements LogWriter {
       settle(b);
       this.onCommit?.(b.bytes, b.records);
     }
-    if (!this.backpressure) for (const r of this.drainWaiters.splice(0)) r();
-    if (this.failed) {
-      // Everything queued behind a failed write fails too: it can never be written in order.
+    if (refused) {
+      // Everything queued behind a refused write fails too: its seqs follow records that are gone.
       const rest = this.batch;
       this.batch = newBatch();
       this.unacked -= rest.bytes;
-      for (const r of rest.rejects) r(this.failed);
+      for (const r of rest.rejects) r(refused);
       for (const r of this.drainWaiters.splice(0)) r();
     }
+    if (!this.backpressure) for (const r of this.drainWaiters.splice(0)) r();
     this.schedule();
+  }
+
+  /**
+   * The error a failed batch's callers get. A disk that cannot take the write (ENOSPC, EDQUOT,
+   * EIO) is not the log's fault: the batch is cut off the files, the tail goes back to the last
+   * acknowledged record, and the writer takes appends again (DiskError). Anything else, or a cut
+   * that fails too, fails the writer for good: it must be reopened (recovery then repairs).
+   */
+  private async refuse(b: Batch, e: unknown): Promise<StorageError> {
+    if (e === this.failed) return this.failed!;
+    const errno = (e as NodeJS.ErrnoException).code;
+    const message = `write to ${this.key.market} failed: ${(e as Error).message}`;
+    if (errno !== undefined && DISK_ERROR_CODES.has(errno)) {
+      try {
+        await this.closeFiles().catch(() => undefined);
+        await rollBackSegments(this.dataDir, this.key, b.segments);
+        this.restoreTail(this.durable);
+        return new DiskError(`${message}; nothing after seq ${this.lastSeq} was kept`, errno);
+      } catch (cutErr) {
+        this.failed = new StorageError(`${message}; undoing the write failed too: ${(cutErr as Error).message}`);
+        return this.failed;
+      }
+    }
+    this.failed = e instanceof StorageError ? e : new StorageError(message);
+    return this.failed;
   }
 
   private async writeBatch(b: Batch): Promise<void> {
     for (const seg of b.segments) {
       const created = seg.day !== this.fileDay && (await this.switchTo(seg.day, seg.startOffset));
       // A new file gets its header in the same write as its first frames.
-      await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts);
-      if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts);
+      const path = logFilePath(this.dataDir, this.key, seg.day);
+      await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts, path);
+      if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts, indexPathOf(path));
     }
     // The index is derived data: it is not fsynced per batch (recovery rebuilds what a crash loses).
+    const injected = diskFault('sync', logFilePath(this.dataDir, this.key, this.fileDay!));
+    if (injected) throw errnoError(injected, 'fdatasync', logFilePath(this.dataDir, this.key, this.fileDay!));
     await this.log!.datasync();
   }
 

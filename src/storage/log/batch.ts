@@ -5,6 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import type { Arena } from './codec.js';
+import { diskFault, errnoError } from './disk-faults.js';
 
 /** Consecutive regions of one buffer form one run: one writev entry, not one per record. */
 export class Runs {
@@ -35,6 +36,8 @@ export interface Segment {
   readonly day: string;
   /** Logical file size before this segment's first frame. */
   readonly startOffset: number;
+  /** Index file size before this segment's first entry (a failed batch is cut back to both). */
+  readonly idxStart: number;
   readonly frames: Runs;
   readonly entries: Runs;
 }
@@ -105,8 +108,15 @@ export function settle(b: Batch): void {
   }
 }
 
-export async function writeAll(fh: FileHandle, bufs: Buffer[]): Promise<void> {
+export async function writeAll(fh: FileHandle, bufs: Buffer[], path: string): Promise<void> {
   const total = bufs.reduce((n, b) => n + b.length, 0);
+  const injected = diskFault('write', path);
+  if (injected) {
+    // As a full disk does: part of the bytes land (a torn frame), then the write fails.
+    const all = Buffer.concat(bufs);
+    await fh.write(all, 0, Math.max(1, all.length >>> 1));
+    throw errnoError(injected, 'write', path);
+  }
   const { bytesWritten } = await fh.writev(bufs);
   if (bytesWritten === total) return;
   // A short write (rare on regular files): write the rest from one buffer.
