@@ -3,6 +3,7 @@
 // verifies. Also registers the partition-vs-manifest check of `pmtape verify`.
 
 import type { Command } from 'commander';
+import { DISK_ERROR_CODES } from '../errors.js';
 import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
 import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, type PartitionResult } from '../storage/index.js';
 import { addVerifyCheck } from './verify.js';
@@ -46,7 +47,10 @@ export function register(program: Command): void {
         results.push(...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true })));
       } catch (e) {
         bar.done();
-        process.stderr.write(`pmtape compact: ${day}: ${(e as Error).message}\n`);
+        // A full disk is the operator's to fix, and nothing is lost meanwhile: say so.
+        const full = DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error).message);
+        const hint = full ? ' (the disk is full: nothing was published, no log was deleted; free space and run compact again)' : '';
+        process.stderr.write(`pmtape compact: ${day}: ${(e as Error).message}${hint}\n`);
         process.exitCode = 1;
         return;
       }

@@ -71,7 +71,14 @@ export class LogSink {
       minFreeBytes: opts.minFreeBytes ?? 0,
       logger: opts.logger ?? silentLogger,
       retryMs: opts.retryMs,
-      open: (key) => openWriter(this.dataDir, key, this.writerOptions(key)),
+      open: async (p) => {
+        const slot = p as Slot;
+        const w = await openWriter(this.dataDir, slot.key, this.writerOptions(slot.key));
+        slot.writer = w;
+        slot.opening = Promise.resolve(w); // settle() and close() find it there
+        slot.lastRecvTs = Math.max(slot.lastRecvTs, w.lastRecord()?.recv_ts ?? 0);
+        return w;
+      },
       resync: (key, ts) => this.resync(key, ts),
       slots: () => this.slots.values(),
       report: (e, key) => this.opts.onError?.(e, key),

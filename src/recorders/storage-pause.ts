@@ -33,8 +33,8 @@ export interface PauseOptions {
   /** 0: no guard (writers pause only when the disk refuses a write). */
   readonly minFreeBytes: number;
   readonly logger: RecorderLogger;
-  /** Opens the writer of a log first opened while the disk was full. */
-  open(key: LogKey): Promise<LogWriter>;
+  /** Opens (and installs) the writer of a log first opened while the disk was full. */
+  open(s: Pausable): Promise<LogWriter>;
   /** Full books of the market as of `recvTs` from a recorder's memory, or null. */
   resync(key: LogKey, recvTs: number): readonly Observation[] | null;
   /** Every slot of the sink (the guard pauses them all). */
@@ -203,9 +203,9 @@ export class StoragePause {
    */
   private async resume(s: Pausable): Promise<boolean> {
     const p = s.paused!;
+    let written: Promise<void> | null = null;
     try {
-      if (!s.writer) s.writer = await this.o.open(s.key);
-      const w = s.writer;
+      const w = s.writer ?? (await this.o.open(s));
       const last = w.lastRecord();
       const now = Math.max(Date.now(), s.lastRecvTs, last?.recv_ts ?? 0);
       let resyncFrom: number | null = null;
@@ -216,16 +216,27 @@ export class StoragePause {
         const recs: Observation[] = [this.gap(since, null, now, detail), ...full];
         if (full.length > 0) recs.push(this.gap(since, now, now, detail));
         else resyncFrom = since;
-        await w.writeMany(recs, { checkpoint: recs.map((r) => isFullBook(r)) });
+        // Placed in the log now: the feed's next records queue behind these, none is dropped
+        // between the books taken from memory and the first record written after them.
+        written = w.writeMany(recs, { checkpoint: recs.map((r) => isFullBook(r)) });
       }
       s.lastRecvTs = now;
       s.resyncFrom = resyncFrom;
+      s.paused = null;
+      this.paused.delete(s);
+      if (written) await written;
     } catch (e) {
-      if (e instanceof DiskError || DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '')) return false;
+      if (e instanceof DiskError || DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '')) {
+        // Still full. Quietly paused again with the same state: a failed try is not a state change.
+        s.paused = p;
+        s.resyncFrom = null;
+        this.paused.add(s);
+        return false;
+      }
+      s.paused = null;
+      this.paused.delete(s);
       this.o.report(e as Error, s.key);
     }
-    s.paused = null;
-    this.paused.delete(s);
     this.o.logger.warn({ ...where(s.key), errno: p.errno, paused_ms: Date.now() - p.at, dropped: p.dropped }, 'storage: writer resumed');
     return true;
   }

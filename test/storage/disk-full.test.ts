@@ -5,7 +5,6 @@
 // that fills up.
 
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { DiskError, StorageError } from '../../src/errors.js';
 import { checkLogFile, listDays, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/index.js';
 import { injectDiskFault } from '../../src/storage/log/disk-faults.js';
 import { book } from './helpers/records.js';
+import { smallFs } from './helpers/small-fs.js';
 
 const key: LogKey = { family: 'coin', stream: 'books', market: 'm-disk' };
 const T0 = Date.UTC(2026, 9, 3, 12);
@@ -94,26 +94,6 @@ t.test('an error that is not the disk\'s still fails the writer for good', async
   await t.rejects(w.append(book(T0 + 2, 2, 3)), /failed earlier/, 'reopen it');
   await w.close();
 });
-
-/** A tmpfs of `bytes` at a new folder, or null when this process may not mount (not root). */
-function smallFs(t: Test, bytes: number): string | null {
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) return null;
-  const dir = mkdtempSync(join(tmpdir(), 'pmtape-tmpfs-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', dir], { stdio: 'ignore' });
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return null;
-  }
-  t.teardown(() => {
-    try {
-      execFileSync('umount', ['-l', dir], { stdio: 'ignore' });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  return dir;
-}
 
 t.test('a real filesystem that fills: the log ends at its last acknowledged frame, and the same writer goes on once room returns', async (t) => {
   const fs = smallFs(t, 4 * 1024 * 1024);
