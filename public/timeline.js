@@ -4,7 +4,7 @@
 
 export const GAP_COLOURS = {
   not_recording: '#8c959f', disconnected: '#cf222e', sequence_gap: '#bf8700',
-  upstream_error: '#8250df', stale: '#d4a72c',
+  upstream_error: '#8250df', stale: '#d4a72c', storage_error: '#0550ae',
 };
 
 const colourOf = (r) => (Object.hasOwn(GAP_COLOURS, r) ? GAP_COLOURS[r] : '#cf222e');

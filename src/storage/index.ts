@@ -10,6 +10,7 @@ import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { freeBytes } from './disk-space.js';
+export { acquireLock } from './log/lock.js';
 export { openLogReader } from './read/reader.js';
 export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
 export {

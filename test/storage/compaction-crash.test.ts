@@ -14,6 +14,7 @@ import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { rng, writeFixture } from './compaction-fixture.js';
+import { crashRounds } from './helpers/proc.js';
 
 const child = fileURLToPath(new URL('./compaction-child.js', import.meta.url));
 const day = utcDay(Date.now() - 2 * DAY_MS);
@@ -73,7 +74,8 @@ t.test('a compactor killed at any point leaves old or new state, never half', as
   const points: { hold: string | null; afterMs: number | null; from?: string }[] = [
     { hold: 'retired', afterMs: null, from: damaged },
     ...['staged', 'manifest', 'renamed'].map((hold) => ({ hold, afterMs: null })),
-    ...Array.from({ length: 2 }, () => ({ hold: null, afterMs: Math.floor(runMs * (0.5 + r() * 0.5)) })),
+    // Random instants anywhere in a run (crashRounds: 2 in `npm test`, 100 in `npm run test:crash`).
+    ...Array.from({ length: crashRounds(2) }, () => ({ hold: null, afterMs: Math.floor(runMs * r() * 1.1) })),
   ];
   for (const [i, pt] of points.entries()) {
     const dir = join(base, `run${i}`);

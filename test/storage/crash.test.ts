@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { openReader, openWriter, verifyDataDir } from '../../src/storage/index.js';
 import { mixed } from './helpers/records.js';
-import { helperPath, kill9, startNode } from './helpers/proc.js';
+import { crashRounds, helperPath, kill9, startNode } from './helpers/proc.js';
 
-const KILLS = 22;
+const KILLS = Math.max(22, crashRounds(22));
 
 t.test('every acknowledged record survives repeated kill -9 exactly once, across day files', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-crash-'));

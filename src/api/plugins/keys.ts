@@ -3,9 +3,10 @@
 // A key reads `pmt_<id>_<secret>`: the id finds the record, the hash is compared in constant time.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileDurable } from '../../storage/index.js';
+import { acquireLock, writeFileDurable } from '../../storage/index.js';
+import { LockedError } from '../../errors.js';
 
 export type Plan = 'free' | 'paid';
 export const PLANS: readonly Plan[] = ['free', 'paid'];
@@ -49,29 +50,28 @@ async function readKeyFile(dataDir: string): Promise<KeyFile> {
   }
 }
 
-/** Serializes read-modify-write of the key file between CLI processes (an exclusive lock file). */
+/**
+ * Serializes read-modify-write of the key file between CLI processes: storage's pid lock, so a
+ * holder killed with kill -9 is recognised as dead at once and its lock taken over (no wait).
+ */
 async function withLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
   const dir = join(dataDir, 'keys');
   await mkdir(dir, { recursive: true });
   const lock = join(dir, 'keys.lock');
+  let release: () => Promise<void>;
   for (let i = 0; ; i++) {
     try {
-      const fh = await open(lock, 'wx');
-      await fh.close();
+      release = await acquireLock(lock);
       break;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      // A lock older than 10 s belongs to a crashed process.
-      const st = await stat(lock).catch(() => null);
-      if (st && Date.now() - st.mtimeMs > 10_000) await rm(lock, { force: true });
-      if (i > 500) throw new Error(`${lock} is held by another process`);
-      await new Promise((r) => setTimeout(r, 20));
+      if (!(e instanceof LockedError) || i > 500) throw e;
+      await new Promise((r) => setTimeout(r, 20)); // another live `keys` command: our turn is next
     }
   }
   try {
     return await fn();
   } finally {
-    await rm(lock, { force: true });
+    await release();
   }
 }
 

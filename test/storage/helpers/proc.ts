@@ -77,3 +77,12 @@ export async function kill9(c: Child): Promise<void> {
   if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGKILL');
   await c.exited;
 }
+
+/**
+ * How many kill -9 rounds a crash test runs: `short` in `npm test`, PMTAPE_CRASH_ROUNDS (100 with
+ * `npm run test:crash`) when set.
+ */
+export function crashRounds(short: number): number {
+  const n = Number(process.env.PMTAPE_CRASH_ROUNDS);
+  return Number.isInteger(n) && n > 0 ? n : short;
+}
