@@ -56,8 +56,27 @@ async function readKeyFile(dataDir: string): Promise<KeyFile> {
  */
 async function withLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T> {
   const dir = join(dataDir, 'keys');
-  await mkdir(dir, { recursive: true });
   const lock = join(dir, 'keys.lock');
+  // Callers in this process queue here first: the file lock tells processes apart, not callers.
+  const before = queued.get(lock) ?? Promise.resolve();
+  let done!: () => void;
+  const mine = new Promise<void>((r) => (done = r));
+  const tail = before.then(() => mine);
+  queued.set(lock, tail);
+  await before;
+  try {
+    return await withFileLock(dir, lock, fn);
+  } finally {
+    done();
+    if (queued.get(lock) === tail) queued.delete(lock);
+  }
+}
+
+/** The last queued holder per lock path in this process. */
+const queued = new Map<string, Promise<void>>();
+
+async function withFileLock<T>(dir: string, lock: string, fn: () => Promise<T>): Promise<T> {
+  await mkdir(dir, { recursive: true });
   let release: () => Promise<void>;
   for (let i = 0; ; i++) {
     try {
