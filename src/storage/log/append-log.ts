@@ -1,18 +1,15 @@
 // The single writer of one logical log (all day files of one family/stream/market). Appends are
 // framed and indexed synchronously (so seq order is call order), then written and fsynced in
-// groups: one writev + one fdatasync per batch, and every promise of the batch resolves after it.
+// groups: one writev + one fdatasync per batch (day-files.ts), and every promise of the batch
+// resolves after it. A batch the disk refuses is cut off the files (rollback.ts).
 
-import { open, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { DISK_ERROR_CODES, DiskError, StorageError } from '../../errors.js';
 import type { Observation, Recorded } from '../../schema/observation.js';
 import { DAY_MS, utcDay } from '../../schema/time.js';
-import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, writeAll, type Batch } from './batch.js';
-import { fsyncDir } from '../durable.js';
+import { ARENA_BYTES, MIN_ARENA_BYTES, Runs, WriteArena, newBatch, recordOf, settle, type Batch } from './batch.js';
+import { DayFiles } from './day-files.js';
 import { encodeFrameAt, msToUs } from './frame.js';
-import { encodeFileHeader, FILE_HEADER_BYTES } from './file-header.js';
-import { indexPathOf, logFilePath } from '../paths.js';
-import { diskFault, errnoError } from './disk-faults.js';
+import { FILE_HEADER_BYTES } from './file-header.js';
 import { rollBackSegments } from './rollback.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, ENTRY_CHECKPOINT, encodeEntryAt } from './time-index.js';
 import type { AppendManyOptions, AppendOptions, LogKey, LogWriter, WriterOptions } from '../types.js';
@@ -63,10 +60,8 @@ export class AppendLog implements LogWriter {
   /** The newest record, built lazily from `lastObs` (no copy per append). */
   private last: Recorded | null;
   private lastObs: Observation | null = null;
-  // The open day file.
-  private fileDay: string | null = null;
-  private log: FileHandle | null = null;
-  private idx: FileHandle | null = null;
+  /** The open day file (log and index handles). */
+  private readonly files: DayFiles;
   private batch = newBatch();
   private flushing = false;
   private timer: NodeJS.Timeout | null = null;
@@ -107,6 +102,7 @@ export class AppendLog implements LogWriter {
     this.highWater = opts.highWaterMarkBytes ?? 8 * 1024 * 1024;
     this.everyBytes = opts.indexEveryBytes ?? DEFAULT_INDEX_EVERY_BYTES;
     this.onCommit = opts.onCommit;
+    this.files = new DayFiles(dataDir, key);
     this.tailDay = tail.day;
     this.tailSize = tail.size;
     this.tailIndexOffset = tail.indexOffset;
@@ -342,7 +338,7 @@ export class AppendLog implements LogWriter {
       await this.flush().catch(() => undefined);
     } finally {
       this.closed = true;
-      await this.closeFiles().catch(() => undefined);
+      await this.files.close().catch(() => undefined);
       await this.releaseLock();
     }
   }
@@ -391,7 +387,7 @@ export class AppendLog implements LogWriter {
     let refused: StorageError | null = null;
     try {
       if (this.failed) throw this.failed;
-      await this.writeBatch(b);
+      await this.files.writeBatch(b);
       ok = true;
       this.durable = end;
     } catch (e) {
@@ -430,7 +426,7 @@ export class AppendLog implements LogWriter {
     const message = `write to ${this.key.market} failed: ${(e as Error).message}`;
     if (errno !== undefined && DISK_ERROR_CODES.has(errno)) {
       try {
-        await this.closeFiles().catch(() => undefined);
+        await this.files.close().catch(() => undefined);
         await rollBackSegments(this.dataDir, this.key, b.segments);
         this.restoreTail(this.durable);
         return new DiskError(`${message}; nothing after seq ${this.lastSeq} was kept`, errno);
@@ -441,56 +437,5 @@ export class AppendLog implements LogWriter {
     }
     this.failed = e instanceof StorageError ? e : new StorageError(message);
     return this.failed;
-  }
-
-  private async writeBatch(b: Batch): Promise<void> {
-    for (const seg of b.segments) {
-      const created = seg.day !== this.fileDay && (await this.switchTo(seg.day, seg.startOffset));
-      // A new file gets its header in the same write as its first frames.
-      const path = logFilePath(this.dataDir, this.key, seg.day);
-      await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts, path);
-      if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts, indexPathOf(path));
-    }
-    // The index is derived data: it is not fsynced per batch (recovery rebuilds what a crash loses).
-    const injected = diskFault('sync', logFilePath(this.dataDir, this.key, this.fileDay!));
-    if (injected) throw errnoError(injected, 'fdatasync', logFilePath(this.dataDir, this.key, this.fileDay!));
-    await this.log!.datasync();
-  }
-
-  /**
-   * Day rollover: the old file is fsynced and closed before the new one receives any byte. True
-   * when the file is new (empty): the caller writes its format header first.
-   */
-  private async switchTo(day: string, expectedSize: number): Promise<boolean> {
-    if (this.log) {
-      await this.log.datasync();
-      await this.closeFiles();
-    }
-    const path = logFilePath(this.dataDir, this.key, day);
-    const log = await open(path, 'a');
-    const idx = await open(indexPathOf(path), 'a').catch(async (e: unknown) => {
-      await log.close();
-      throw e;
-    });
-    this.log = log;
-    this.idx = idx;
-    this.fileDay = day;
-    const size = (await log.stat()).size;
-    const created = size === 0;
-    if ((created ? FILE_HEADER_BYTES : size) !== expectedSize) {
-      throw new StorageError(`${path} is ${size} bytes, expected ${expectedSize}: another process wrote it`, path, size);
-    }
-    if (created) await fsyncDir(dirname(path)); // the new file's name must survive a power loss
-    return created;
-  }
-
-  private async closeFiles(): Promise<void> {
-    const log = this.log;
-    const idx = this.idx;
-    this.log = null;
-    this.idx = null;
-    this.fileDay = null;
-    if (log) await log.close();
-    if (idx) await idx.close();
   }
 }
