@@ -179,6 +179,7 @@ export class LogSink {
     const p = s.opening.then((w) => {
       s.pending--;
       if (w) this.appendTo(s, key, obs, opts, false);
+      else if (s.paused) this.pause.drop(s); // the open met a full disk
     });
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
@@ -332,6 +333,7 @@ export class LogSink {
     if (!s) return;
     if (s.group) this.flushGroup(s);
     this.slots.delete(id);
+    this.pause.forget(s);
     while (s.pending > 0) await Promise.all([...this.inflight]);
     const w = await s.opening;
     await w?.close().catch((e: unknown) => this.opts.onError?.(e as Error, key));

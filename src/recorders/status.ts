@@ -39,7 +39,10 @@ export function statusPath(dataDir: string, pid = process.pid): string {
  */
 export function writeStatus(dataDir: string, status: StatusFile): Error | null {
   const path = statusPath(dataDir, status.pid);
-  const text = JSON.stringify(status);
+  // Padded with spaces (JSON allows them) to whole 4 KiB blocks with at least 1 KiB to spare, so
+  // the in-place overwrite below still fits when the next status is a little longer.
+  const json = JSON.stringify(status);
+  const text = json.padEnd(Math.ceil((json.length + 1024) / 4096) * 4096, ' ');
   try {
     const dir = statusDir(dataDir);
     mkdirSync(dir, { recursive: true });
@@ -52,7 +55,7 @@ export function writeStatus(dataDir: string, status: StatusFile): Error | null {
       try {
         const buf = Buffer.from(text);
         writeSync(fd, buf, 0, buf.length, 0);
-        ftruncateSync(fd, buf.length);
+        ftruncateSync(fd, buf.length); // shrinking frees blocks; growing (rare: see the padding) may fail
       } finally {
         closeSync(fd);
       }

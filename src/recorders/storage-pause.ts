@@ -15,6 +15,8 @@ import type { RecorderLogger } from './logger.js';
 export interface Pausable {
   readonly key: LogKey;
   writer: LogWriter | null;
+  /** The open in progress when the log was first used (null when it failed). */
+  opening: Promise<LogWriter | null>;
   /** Newest recv_ts issued to this log (the monotonic clock's floor). */
   lastRecvTs: number;
   paused: PauseState | null;
@@ -58,6 +60,9 @@ const FULL_BOOKS: ReadonlySet<string> = new Set(['book', 'yesno_book', 'book_che
 /** True for a record that holds whole books (a venue snapshot, a yes/no book, a checkpoint). */
 export const isFullBook = (o: Observation): boolean => FULL_BOOKS.has(o.type);
 
+/** Free bytes a paused writer waits for before it tries the disk again (with no guard set). */
+const RESUME_HEADROOM = 1024 * 1024;
+
 const where = (k: LogKey) => ({ family: k.family, stream: k.stream, market: k.market });
 
 export class StoragePause {
@@ -100,6 +105,11 @@ export class StoragePause {
     this.armRetry();
     this.armSummary();
     return true;
+  }
+
+  /** Stops retrying `s` (its log is closed: the market is no longer recorded). */
+  forget(s: Pausable): void {
+    this.paused.delete(s);
   }
 
   /** Counts a record dropped while `s` is paused or waiting for a full book. */
@@ -177,8 +187,10 @@ export class StoragePause {
     let refused = false;
     try {
       this.free = await freeBytes(this.dataDir);
-      const min = this.o.minFreeBytes;
-      if (this.below || (min > 0 && this.free !== null && this.free < min)) refused = true;
+      // Some headroom before a try: a disk that took back a few pages (the cut batches) is still
+      // full, and a writer resumed onto it would pause again at once (two more lines per writer).
+      const room = Math.max(this.o.minFreeBytes, RESUME_HEADROOM);
+      if (this.below || (this.free !== null && this.free < room)) refused = true;
       else {
         for (const s of [...this.paused]) {
           if (this.closed) break;
@@ -205,7 +217,9 @@ export class StoragePause {
     const p = s.paused!;
     let written: Promise<void> | null = null;
     try {
-      const w = s.writer ?? (await this.o.open(s));
+      // A log paused while its first open was still under way (the guard) waits for that open.
+      const w = s.writer ?? (await s.opening) ?? (await this.o.open(s));
+      if (!this.paused.has(s)) return true; // forgotten meanwhile (closeKey)
       const last = w.lastRecord();
       const now = Math.max(Date.now(), s.lastRecvTs, last?.recv_ts ?? 0);
       let resyncFrom: number | null = null;
