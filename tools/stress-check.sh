@@ -8,6 +8,9 @@ runs="${1:-5}"
 command -v stress-ng >/dev/null || { echo "stress-ng is not installed (apt-get install stress-ng)" >&2; exit 2; }
 repo="$(git rev-parse --show-toplevel)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/pmtape-stress-XXXXXX")"
+# mktemp makes the folder private; as root the suite also serves a replica as another user
+# (test/selfhost/scale-out.test.ts), who must be able to read the clone.
+chmod 755 "$work"
 trap 'kill "${hog:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
 git clone -q "$repo" "$work/clone"
 cd "$work/clone"
