@@ -100,6 +100,11 @@ t.test('record on a disk that fills: paused, degraded, still serving; freed: res
     gaps += gapsOf(recs).filter((g) => g.reason === 'storage_error' && g.end_ts !== null).length;
   }
   t.ok(gaps >= 1, `closed storage_error gaps: ${gaps}`);
+  // The API's coverage of such a market lists the hole with its reason.
+  const hit = [...books].find(([, recs]) => gapsOf(recs).some((g) => g.reason === 'storage_error' && g.end_ts !== null));
+  const cov = await getJson(`${url}/v3/coverage?family=coin&market_id=${hit![0]}`, key);
+  t.equal(cov.status, 200);
+  t.ok(cov.body.data.gaps.some((g: { reason: string; end: string | null }) => g.reason === 'storage_error' && g.end !== null), `coverage lists the storage_error gap: ${JSON.stringify(cov.body.data.gaps)}`);
 });
 
 t.test('storage.min_free_bytes: writers pause before the filesystem is full, and resume once there is room', async (t) => {
