@@ -62,7 +62,8 @@ export const DISK_ERROR_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT'
  * `errno` is the system code (ENOSPC, EDQUOT, EIO).
  */
 export class DiskError extends StorageError {
-  constructor(message: string, readonly errno: string, file?: string) {
+  /** `firstLostMs`: recv_ts of the first record that was not kept (null when none was refused). */
+  constructor(message: string, readonly errno: string, readonly firstLostMs: number | null = null, file?: string) {
     super(message, file);
     this.name = 'DiskError';
   }

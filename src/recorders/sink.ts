@@ -179,7 +179,7 @@ export class LogSink {
     const p = s.opening.then((w) => {
       s.pending--;
       if (w) this.appendTo(s, key, obs, opts, false);
-      else if (s.paused) this.pause.drop(s); // the open met a full disk
+      else if (s.paused) this.pause.drop(s, obs.recv_ts); // the open met a full disk
     });
     this.inflight.add(p);
     void p.finally(() => this.inflight.delete(p));
@@ -192,7 +192,7 @@ export class LogSink {
    */
   private diverted(s: Slot, obs: Observation, opts: AppendOptions | undefined): boolean {
     if (s.paused !== null || (obs.type === 'book_delta' && s.resyncFrom !== null)) {
-      this.pause.drop(s);
+      this.pause.drop(s, obs.recv_ts);
       return true;
     }
     if (!isFullBook(obs)) return false;

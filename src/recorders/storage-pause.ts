@@ -1,8 +1,8 @@
 // The recorders' answer to a disk that refuses writes (ENOSPC, EDQUOT, EIO) or to free space below
 // `storage.min_free_bytes`: the log's writer pauses (its records are dropped and counted; upstream
 // connections and books in memory stay), the disk is retried with backoff, and the same writer
-// resumes on its own. In a books log the hole is a `storage_error` gap from the last record the log
-// holds to the first record written again, which is a full book (a delta is never applied to a
+// resumes on its own. In a books log the hole is a `storage_error` gap from the first record lost
+// to the first record written again, which is a full book (a delta is never applied to a
 // book the log does not have). One warning line per writer state change and one summary line every
 // 30 s while any writer is paused: never a line per record.
 
@@ -29,6 +29,8 @@ export interface PauseState {
   readonly errno: string;
   readonly at: number;
   dropped: number;
+  /** recv_ts of the first record lost (refused by the disk or dropped while paused), or null. */
+  since: number | null;
 }
 
 export interface PauseOptions {
@@ -97,9 +99,9 @@ export class StoragePause {
   }
 
   /** Pauses `s` (once; later calls only count). Returns true when it was running. */
-  pause(s: Pausable, errno: string, detail: string): boolean {
+  pause(s: Pausable, errno: string, detail: string, firstLostMs: number | null = null): boolean {
     if (this.closed || s.paused) return false;
-    s.paused = { errno, at: Date.now(), dropped: 0 };
+    s.paused = { errno, at: Date.now(), dropped: 0, since: firstLostMs };
     this.paused.add(s);
     this.o.logger.warn({ ...where(s.key), errno, detail }, 'storage: writer paused; its records are dropped until the disk takes writes again');
     this.armRetry();
@@ -113,14 +115,17 @@ export class StoragePause {
   }
 
   /** Counts a record dropped while `s` is paused or waiting for a full book. */
-  drop(s: Pausable, n = 1): void {
-    if (s.paused) s.paused.dropped += n;
-    this.dropped += n;
+  drop(s: Pausable, recvTs: number | null = null): void {
+    if (s.paused) {
+      s.paused.dropped++;
+      if (s.paused.since === null && recvTs !== null) s.paused.since = recvTs;
+    }
+    this.dropped++;
   }
 
   /** A write failed: the disk's errors pause the writer, the rest are reported as before. */
   failed(s: Pausable, e: unknown): void {
-    if (e instanceof DiskError) this.pause(s, e.errno, e.message);
+    if (e instanceof DiskError) this.pause(s, e.errno, e.message, e.firstLostMs);
     else this.o.report(e as Error, s.key);
   }
 
@@ -209,7 +214,7 @@ export class StoragePause {
   }
 
   /**
-   * Resumes one writer: the `storage_error` gap first (open, from the last record the log holds),
+   * Resumes one writer: the `storage_error` gap first (open, from the first record lost),
    * then full books from memory when a recorder has them, closing the gap at once; without them
    * the gap closes at the next full book the recorder writes. False while the disk still refuses.
    */
@@ -224,7 +229,8 @@ export class StoragePause {
       const now = Math.max(Date.now(), s.lastRecvTs, last?.recv_ts ?? 0);
       let resyncFrom: number | null = null;
       if (s.key.stream === 'books') {
-        const since = last ? last.recv_ts : p.at;
+        // The hole begins at the first record lost; never before the last one the log holds.
+        const since = Math.max(p.since ?? last?.recv_ts ?? p.at, last?.recv_ts ?? 0);
         const detail = `${p.errno}: ${p.dropped} records not written`;
         const full = this.o.resync(s.key, now) ?? [];
         const recs: Observation[] = [this.gap(since, null, now, detail), ...full];

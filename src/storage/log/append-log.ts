@@ -284,6 +284,7 @@ export class AppendLog implements LogWriter {
       this.tailIdxBytes = 0;
     }
     const b = this.batch;
+    if (b.records === 0) b.firstRecvMs = recvMs;
     let seg = b.segments[b.segments.length - 1];
     if (!seg || seg.day !== day) {
       if (seg) {
@@ -429,7 +430,7 @@ export class AppendLog implements LogWriter {
         await this.files.close().catch(() => undefined);
         await rollBackSegments(this.dataDir, this.key, b.segments);
         this.restoreTail(this.durable);
-        return new DiskError(`${message}; nothing after seq ${this.lastSeq} was kept`, errno);
+        return new DiskError(`${message}; nothing after seq ${this.lastSeq} was kept`, errno, b.records > 0 ? b.firstRecvMs : null);
       } catch (cutErr) {
         this.failed = new StorageError(`${message}; undoing the write failed too: ${(cutErr as Error).message}`);
         return this.failed;

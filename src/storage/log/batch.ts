@@ -73,6 +73,8 @@ export const MIN_ARENA_BYTES = 16 * 1024;
 export interface Batch {
   segments: Segment[];
   records: number;
+  /** recv_ts (ms) of the batch's first record: where a refused batch's loss begins. */
+  firstRecvMs: number;
   bytes: number;
   firstAt: number;
   resolves: Array<(v: unknown) => void>;
@@ -82,7 +84,7 @@ export interface Batch {
   seqs: number[];
 }
 
-export const newBatch = (): Batch => ({ segments: [], records: 0, bytes: 0, firstAt: 0, resolves: [], rejects: [], values: [], seqs: [] });
+export const newBatch = (): Batch => ({ segments: [], records: 0, firstRecvMs: 0, bytes: 0, firstAt: 0, resolves: [], rejects: [], values: [], seqs: [] });
 
 /**
  * `{ ...obs, seq }` falls off V8's fast clone path (~1 µs a record); assign-then-set stays on it
