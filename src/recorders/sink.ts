@@ -9,7 +9,7 @@ import type { Observation, Recorded } from '../schema/observation.js';
 import { DISK_ERROR_CODES } from '../errors.js';
 import { logBytesWritten, logRecordsWritten } from '../metrics.js';
 import { silentLogger, type RecorderLogger } from './logger.js';
-import { isFullBook, StoragePause, type PauseState, type StorageStats } from './storage-pause.js';
+import { isFullBook, StoragePause, type PauseState, type Resyncing, type StorageStats } from './storage-pause.js';
 
 export interface SinkOptions {
   /** Clamp `recv_ts` to the log's newest so a stepped wall clock cannot make an append fail. */
@@ -43,7 +43,7 @@ interface Slot {
   /** While the disk refuses this log's writes: records are dropped (storage-pause.ts). */
   paused: PauseState | null;
   /** After a resume without full books: the gap's start; deltas wait for the next full book. */
-  resyncFrom: number | null;
+  resync: Resyncing | null;
 }
 
 export function keyId(key: LogKey): string {
@@ -98,7 +98,7 @@ export class LogSink {
     let s = this.slots.get(id);
     if (s) this.byKeyObject.set(key, { id, slot: s });
     if (!s) {
-      const slot: Slot = { key, writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.pause.failed(slot, e), group: null, groupCps: [], groupKey: null, paused: null, resyncFrom: null };
+      const slot: Slot = { key, writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.pause.failed(slot, e), group: null, groupCps: [], groupKey: null, paused: null, resync: null };
       if (this.pause.guardActive) this.pause.pause(slot, 'min_free_bytes', 'free space below storage.min_free_bytes');
       slot.opening = (async () => {
         try {
@@ -156,7 +156,7 @@ export class LogSink {
   append(key: LogKey, obs: Observation, opts?: AppendOptions): Promise<Recorded | null> {
     if (this.closed) return Promise.resolve(null);
     const s = this.slot(key);
-    if ((s.paused !== null || s.resyncFrom !== null) && this.diverted(s, obs, opts)) return Promise.resolve(null);
+    if ((s.paused !== null || s.resync !== null) && this.diverted(s, obs, opts)) return Promise.resolve(null);
     if (s.group) this.flushGroup(s); // records held by the frame go first
     if (s.writer) return this.appendTo(s, key, obs, opts, true)!;
     return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true)! : null));
@@ -169,7 +169,7 @@ export class LogSink {
   write(key: LogKey, obs: Observation, opts?: AppendOptions): void {
     if (this.closed) return;
     const s = this.slot(key);
-    if ((s.paused !== null || s.resyncFrom !== null) && this.diverted(s, obs, opts)) return;
+    if ((s.paused !== null || s.resync !== null) && this.diverted(s, obs, opts)) return;
     if (s.writer) {
       if (this.framing) this.hold(s, key, obs, opts);
       else this.appendTo(s, key, obs, opts, false);
@@ -186,20 +186,24 @@ export class LogSink {
   }
 
   /**
-   * A record for a paused log is dropped (counted). After a resume that had no full book at hand,
-   * deltas are dropped until the next full book, which is written followed by the gap's closing
-   * record. True when the record was consumed here.
+   * A record for a paused log is dropped (counted). After a resume that had no full books at hand
+   * (storage-pause.ts, Resyncing), a delta is dropped unless its token had a full book since; the
+   * first full book is followed by the gap's closing record. True when the record was consumed here.
    */
   private diverted(s: Slot, obs: Observation, opts: AppendOptions | undefined): boolean {
-    if (s.paused !== null || (obs.type === 'book_delta' && s.resyncFrom !== null)) {
+    const r = s.resync;
+    if (s.paused !== null || (obs.type === 'book_delta' && !r!.fresh.has(obs.token_id))) {
       this.pause.drop(s, obs.recv_ts);
       return true;
     }
     if (!isFullBook(obs)) return false;
-    const since = s.resyncFrom!;
-    s.resyncFrom = null;
+    if (obs.type === 'book') r!.fresh.add(obs.token_id);
+    else s.resync = null; // a checkpoint (every valid book) or a yes/no book (the whole market)
+    if (r!.closed) return false;
+    r!.closed = true;
     this.write(s.key, obs, opts);
-    this.write(s.key, this.pause.gap(since, Math.max(obs.recv_ts, s.lastRecvTs), Math.max(obs.recv_ts, s.lastRecvTs)));
+    const end = Math.max(obs.recv_ts, s.lastRecvTs);
+    this.write(s.key, this.pause.gap(r!.since, end, end));
     return true;
   }
 

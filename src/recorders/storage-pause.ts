@@ -20,8 +20,19 @@ export interface Pausable {
   /** Newest recv_ts issued to this log (the monotonic clock's floor). */
   lastRecvTs: number;
   paused: PauseState | null;
-  /** After a resume with no full book at hand: the open gap's start; deltas wait for a full book. */
-  resyncFrom: number | null;
+  /** After a resume with no full books at hand: deltas wait for their token's full book. */
+  resync: Resyncing | null;
+}
+
+/**
+ * A books log resumed without full books: the open gap's start, whether its closing record was
+ * written (at the first full book), and the tokens with a full book since the resume. Deltas of
+ * other tokens are dropped; a recorder checkpoint (every valid book at once) ends it.
+ */
+export interface Resyncing {
+  readonly since: number;
+  closed: boolean;
+  readonly fresh: Set<string>;
 }
 
 export interface PauseState {
@@ -227,7 +238,7 @@ export class StoragePause {
       if (!this.paused.has(s)) return true; // forgotten meanwhile (closeKey)
       const last = w.lastRecord();
       const now = Math.max(Date.now(), s.lastRecvTs, last?.recv_ts ?? 0);
-      let resyncFrom: number | null = null;
+      let resync: Resyncing | null = null;
       if (s.key.stream === 'books') {
         // The hole begins at the first record lost; never before the last one the log holds.
         const since = Math.max(p.since ?? last?.recv_ts ?? p.at, last?.recv_ts ?? 0);
@@ -235,13 +246,13 @@ export class StoragePause {
         const full = this.o.resync(s.key, now) ?? [];
         const recs: Observation[] = [this.gap(since, null, now, detail), ...full];
         if (full.length > 0) recs.push(this.gap(since, now, now, detail));
-        else resyncFrom = since;
+        else resync = { since, closed: false, fresh: new Set() };
         // Placed in the log now: the feed's next records queue behind these, none is dropped
         // between the books taken from memory and the first record written after them.
         written = w.writeMany(recs, { checkpoint: recs.map((r) => isFullBook(r)) });
       }
       s.lastRecvTs = now;
-      s.resyncFrom = resyncFrom;
+      s.resync = resync;
       s.paused = null;
       this.paused.delete(s);
       if (written) await written;
@@ -249,7 +260,7 @@ export class StoragePause {
       if (e instanceof DiskError || DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '')) {
         // Still full. Quietly paused again with the same state: a failed try is not a state change.
         s.paused = p;
-        s.resyncFrom = null;
+        s.resync = null;
         this.paused.add(s);
         return false;
       }

@@ -96,3 +96,34 @@ t.test('below storage.min_free_bytes writers pause before the disk is full: noth
   t.same([...(await readAll(dir, 'books')).values()].flat(), [], 'no record was written');
   t.equal(lines.filter((l) => l.msg.startsWith('storage: writer paused')).length, 1, 'one line for the paused writer');
 });
+
+t.test('without full books in memory the gap stays open until the next full book; deltas meanwhile are dropped', async (t) => {
+  const dir = tempDir('pmtape-resync-');
+  const { lines, logger } = collecting();
+  const sink = new LogSink(dir, { monotonic: true, minFreeBytes: 0, logger, retryMs: [20, 100] }); // as recorders run it
+  t.teardown(() => sink.close());
+  const key = { family: 'coin', stream: 'books', market: 'm-resync' } as const;
+  const T = Date.now();
+  const delta = (ts: number) => ({ type: 'book_delta', recv_ts: ts, source_ts: ts, token_id: 'tok-0', changes: [{ side: 'bid', price: '0.489', size: '7' }] }) as const;
+  t.ok(await sink.append(key, book(T, 0, 3)), 'a full book is written');
+  injectDiskFault(() => 'ENOSPC');
+  t.equal(await sink.append(key, delta(T + 10)), null, 'refused by the disk');
+  sink.write(key, delta(T + 20));
+  t.equal(sink.storageStats().paused_writers, 1, 'the writer is paused');
+  injectDiskFault(null);
+  t.ok(await waitFor(() => sink.storageStats().paused_writers === 0, 30_000), 'it resumes on its own');
+  sink.write(key, delta(T + 30)); // no book in the log to apply it to: dropped
+  sink.write(key, book(T + 40, 0, 3)); // tok-0's full book closes the gap
+  sink.write(key, delta(T + 50)); // tok-0 again: written
+  sink.write(key, { ...delta(T + 60), token_id: 'tok-1' }); // tok-1 has no book since: dropped
+  await sink.settle();
+  const recs = (await readAll(dir, 'books')).get('m-resync')!;
+  t.same(recs.map((r) => r.type), ['book', 'gap', 'book', 'gap', 'book_delta'], 'book, open gap, full book, closed gap, then that token\'s deltas');
+  const [open, closed] = gapsOf(recs);
+  t.match(open, { reason: 'storage_error', start_ts: T + 10, end_ts: null }, 'the gap starts at the first record refused');
+  t.match(closed, { reason: 'storage_error', start_ts: T + 10 });
+  t.ok(closed.end_ts! >= T + 40, 'it ends at the full book');
+  t.same(violations(recs), [], 'no delta applied to a book the log does not have');
+  t.equal(sink.storageStats().dropped_records, 3, 'the delta written while paused, the one before the full book and the other token\'s are counted');
+  t.equal(lines.filter((l) => l.msg.startsWith('storage: writer')).length, 2, 'one paused and one resumed line');
+});
