@@ -79,7 +79,9 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
 
   await page.waitForSelector('#coverage svg', { timeout: 20_000 });
   t.pass('the coverage timeline renders');
-  await page.waitForSelector('#coverage svg rect.gap', { timeout: 40_000 });
+  // The page refreshes coverage every 15 s and the demo drops feeds every few seconds: on a busy
+  // machine the first drop can miss the first refreshes, so the bound allows several more.
+  await page.waitForSelector('#coverage svg rect.gap', { timeout: 120_000 });
   const reasons = await page.$$eval('#coverage svg rect.gap', (els) => els.map((e) => e.getAttribute('data-reason')));
   t.ok(reasons.length > 0 && reasons.every((r) => r && r !== 'unknown'), `gaps are drawn with their reasons (${[...new Set(reasons)].join(', ')})`);
   const colours = await page.$$eval('#coverage svg rect', (els) => [...new Set(els.map((e) => `${e.getAttribute('class')}:${e.getAttribute('fill')}`))]);
