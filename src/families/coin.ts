@@ -10,6 +10,8 @@ import { catalogImporter } from '../recorders/catalog/import.js';
 import { clobImporter } from '../recorders/clob/import.js';
 import { coinSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
+import { ReplayBook, type ReplayMarket } from '../api/query/replay-book.js';
+import type { Recorded } from '../schema/observation.js';
 import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
 import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
 import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../api/json-schemas.js';
@@ -25,6 +27,43 @@ export function coinModel(market: CoinMarket, opts: BookShapeOptions = {}): Book
     produces: (_rec, changed) => changed.length > 0,
     shape: (rec, books) => coinSnapshot(market, rec, books, opts),
   };
+}
+
+/** A coin market in a replay: valid while every outcome's book is; a snapshot holds them all. */
+export class CoinReplayBook extends ReplayBook {
+  private readonly market: CoinMarket;
+  private readonly tokens: readonly string[];
+
+  constructor(m: ReplayMarket) {
+    super(m);
+    this.market = m.market as CoinMarket;
+    this.tokens = [...this.outcomes.keys()];
+  }
+
+  valid(): boolean {
+    return this.tokens.length > 0 && this.tokens.every((t) => this.books.isValid(t));
+  }
+
+  snapshot(rec: Recorded, changed: readonly string[], depth: number | undefined): Record<string, unknown> | null {
+    if ((rec.type !== 'book' && rec.type !== 'book_delta') || !this.outcomes.has(rec.token_id) || changed.length === 0) return null;
+    return coinSnapshot(this.market, rec, this.books, { depth, includeOrderbook: true });
+  }
+
+  /** The same text as `snapshot`, with each outcome's levels serialized once per change of its book. */
+  override snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
+    if ((rec.type !== 'book' && rec.type !== 'book_delta') || !this.outcomes.has(rec.token_id) || changed.length === 0) return null;
+    const parts: string[] = [];
+    for (const [token, label] of this.outcomes) {
+      const t = this.levelsText(token, depth);
+      if (t !== null) parts.push(`{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${t}}`);
+    }
+    return parts.length === 0 ? null : `{"market_id":${JSON.stringify(this.m.id)},${this.timesText(rec)},"books":[${parts.join(',')}]}`;
+  }
+
+  sample(depth: number): Record<string, unknown> | null {
+    if (!this.valid() || !this.lastBook) return null;
+    return coinSnapshot(this.market, this.lastBook, this.books, { depth, includeOrderbook: true });
+  }
 }
 
 const coin = (m: Market): CoinMarket => m as CoinMarket;
@@ -45,6 +84,7 @@ export const coinFamily: FamilyDescriptor = {
       (f.window === undefined || c.window === f.window) && overlaps(c.start_time, c.end_time, f.start, f.end);
   },
   bookModel: (_id, market, view) => (market?.family === 'coin' ? coinModel(market, view) : null),
+  replay: { idParam: 'market_id', byCoin: true, metrics: false, maxDepth: 1000, book: (m) => new CoinReplayBook(m) },
   sampling: { intervals: INTERVAL_MS, page: (reader, market, req, view) => intervalPage(reader, coin(market), req, view) },
   routes: {
     name: 'coin',

@@ -11,6 +11,7 @@ import type { Importer } from '../recorders/importer.js';
 import type { SourceFactory } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
 import type { IntervalPage, IntervalRequest } from '../api/query/intervals.js';
+import type { ReplayBook, ReplayMarket } from '../api/query/replay-book.js';
 import type { LogReader } from '../storage/index.js';
 
 /** One view of a market's books: levels per side, outcome label (wallet), with or without levels. */
@@ -75,6 +76,20 @@ export interface Sampling {
   page(reader: LogReader, market: Market, req: IntervalRequest, view: BookView): Promise<IntervalPage>;
 }
 
+/** How `GET /v3/replay` names, selects and replays the family's markets. */
+export interface ReplayBinding {
+  /** The query parameter that names markets (`ticker` also accepts `market_id`). */
+  readonly idParam: 'market_id' | 'ticker';
+  /** `coin=` (with `window=`) may select the markets instead of ids. */
+  readonly byCoin: boolean;
+  /** The family records metric samples (`types=metric`). */
+  readonly metrics: boolean;
+  /** Most levels per side a replay serves. */
+  readonly maxDepth: number;
+  /** The book state of one market as its records are replayed. */
+  book(m: ReplayMarket): ReplayBook;
+}
+
 export interface FamilyDescriptor {
   readonly family: Family;
   /** The plan a key needs for this family's routes, stream and datasets. */
@@ -107,5 +122,6 @@ export interface FamilyDescriptor {
    */
   bookModel(id: string, market: Market | null, view: BookView): BookModel | null;
   readonly sampling?: Sampling;
+  readonly replay: ReplayBinding;
   readonly routes: RouteBinding;
 }

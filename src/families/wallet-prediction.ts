@@ -7,6 +7,8 @@ import { walletKind } from '../recorders/wallet/feed.js';
 import { walletImporter } from '../recorders/wallet/import.js';
 import { walletSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
+import { ReplayBook, type ReplayMarket } from '../api/query/replay-book.js';
+import type { Recorded } from '../schema/observation.js';
 import { walletMarketRecord, walletSnapshot } from '../api/query/shapes.js';
 import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';
@@ -21,6 +23,44 @@ export function walletModel(market: WalletMarket, opts: BookView = {}): BookMode
     produces: (_rec, changed) => changed.includes(first),
     shape: (rec, books) => walletSnapshot(market, rec, books, opts),
   };
+}
+
+/** A wallet market in a replay: the first outcome's stored book is the market's (others mirror it). */
+export class WalletReplayBook extends ReplayBook {
+  private readonly market: WalletMarket;
+  private readonly first: string | undefined;
+
+  constructor(m: ReplayMarket) {
+    super(m);
+    this.market = m.market as WalletMarket;
+    this.first = this.market.outcomes[0]?.token_id;
+  }
+
+  valid(): boolean {
+    return this.first !== undefined && this.books.isValid(this.first);
+  }
+
+  private produces(rec: Recorded, changed: readonly string[]): boolean {
+    return (rec.type === 'book' || rec.type === 'book_delta') && rec.token_id === this.first && changed.includes(this.first);
+  }
+
+  snapshot(rec: Recorded, changed: readonly string[], depth: number | undefined): Record<string, unknown> | null {
+    return this.produces(rec, changed) ? walletSnapshot(this.market, rec, this.books, { depth }) : null;
+  }
+
+  /** The same text as `snapshot`, the levels serialized once per change of the book. */
+  override snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
+    if (!this.produces(rec, changed)) return null;
+    const t = this.levelsText(this.first!, depth);
+    if (t === null) return null;
+    const label = this.market.outcomes[0].label;
+    return `{"market_id":${JSON.stringify(this.m.id)},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(this.first)},${this.timesText(rec)},${t}}`;
+  }
+
+  sample(depth: number): Record<string, unknown> | null {
+    if (!this.valid() || !this.lastBook) return null;
+    return walletSnapshot(this.market, this.lastBook, this.books, { depth });
+  }
 }
 
 const wallet = (m: Market): WalletMarket => m as WalletMarket;
@@ -42,6 +82,7 @@ export const walletFamily: FamilyDescriptor = {
       (f.status === undefined || w.status === f.status) && overlaps(w.start_time, w.end_time, f.start, f.end);
   },
   bookModel: (_id, market, view) => (market?.family === 'wallet-prediction' ? walletModel(market, view) : null),
+  replay: { idParam: 'market_id', byCoin: true, metrics: true, maxDepth: 1000, book: (m) => new WalletReplayBook(m) },
   routes: {
     name: 'wallet',
     prefixes: ['/v3/wallet-prediction', '/v3/partner-venue'],

@@ -8,6 +8,7 @@ import { yesnoKind } from '../recorders/yesno/feed.js';
 import { yesnoImporter } from '../recorders/yesno/import.js';
 import { yesnoSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
+import { ReplayBook, type Change } from '../api/query/replay-book.js';
 import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
 import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';
@@ -21,6 +22,43 @@ export function yesnoModel(ticker: string, opts: BookShapeOptions = {}): BookMod
     produces: () => true,
     shape: (rec) => yesnoSnapshot(ticker, rec as Recorded<YesNoBook>, opts),
   };
+}
+
+/** A yes/no market in a replay: each poll is a whole book, valid until an open gap follows it. */
+export class YesNoReplayBook extends ReplayBook {
+  private book: Recorded<YesNoBook> | null = null;
+  private gapAfter = false;
+
+  valid(): boolean {
+    return this.book !== null && !this.gapAfter;
+  }
+
+  protected override applyRecord(rec: Recorded): string[] {
+    if (rec.type === 'yesno_book') {
+      this.book = rec;
+      this.gapAfter = false;
+      return [''];
+    }
+    if (rec.type === 'gap' && rec.end_ts === null) this.gapAfter = true;
+    return this.books.apply(rec);
+  }
+
+  snapshot(rec: Recorded, _changed: readonly string[], depth: number | undefined): Record<string, unknown> | null {
+    return rec.type === 'yesno_book' ? yesnoSnapshot(this.m.id, rec, { depth, includeOrderbook: true }) : null;
+  }
+
+  sample(depth: number): Record<string, unknown> | null {
+    if (!this.valid() || !this.lastBook) return null;
+    return yesnoSnapshot(this.m.id, this.book!, { depth, includeOrderbook: true });
+  }
+
+  override state(): { is_snapshot: true; changes: Change[] } | null {
+    if (!this.valid()) return null;
+    const out: Change[] = [];
+    this.levels(out, undefined, 'yes', this.book!.yes, false);
+    this.levels(out, undefined, 'no', this.book!.no, false);
+    return { is_snapshot: true, changes: out };
+  }
 }
 
 const yesno = (m: Market): YesNoMarket => m as YesNoMarket;
@@ -41,6 +79,7 @@ export const yesnoFamily: FamilyDescriptor = {
       overlaps(y.open_time, y.close_time, f.start, f.end);
   },
   bookModel: (id, _market, view) => yesnoModel(id, view),
+  replay: { idParam: 'ticker', byCoin: false, metrics: false, maxDepth: YESNO_MAX_DEPTH, book: (m) => new YesNoReplayBook(m) },
   routes: {
     name: 'yesno',
     prefixes: ['/v3/yesno-exchange'],

@@ -7,6 +7,7 @@ import t from 'tap';
 import { DESCRIPTORS, FAMILY_REGISTRY, IMPORTERS, RECORDER_KINDS, familyOf } from '../../src/families/index.js';
 import { FAMILIES, type Family } from '../../src/schema/observation.js';
 import type { Market } from '../../src/schema/market.js';
+import type { ReplayMarket } from '../../src/api/query/replay-book.js';
 import { coinMarket, keysFor, seedAll, testApp, testConfig, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 
 const SAMPLE: Record<Family, Market> = { coin: coinMarket, 'wallet-prediction': walletMarket, 'yesno-exchange': yesnoMarket };
@@ -51,6 +52,13 @@ t.test('every descriptor is complete', async (t) => {
     const gap = { type: 'gap', seq: 1, recv_ts: 0, source_ts: null, reason: 'stale', start_ts: 0, end_ts: null } as const;
     t.notOk(model!.candidate(gap), `${d.family}: a gap record never makes a snapshot`);
     t.equal(d.bookModel(m.market_id, null, {}) !== null, d.booksWithoutCatalog, `${d.family}: books without a catalogue entry only where the family serves them`);
+
+    const rm: ReplayMarket = { family: d.family, idField: d.idField, id: m.market_id, market: m, newBook: () => d.replay.book(rm) };
+    const replayBook = rm.newBook();
+    t.notOk(replayBook.valid(), `${d.family}: a replay book is not valid before its first record`);
+    t.equal(replayBook.sample(10), null, `${d.family}: and samples nothing`);
+    t.equal(d.replay.idParam === 'ticker', d.idField === 'ticker', `${d.family}: replay lines and parameters name markets alike`);
+    t.ok(d.replay.maxDepth >= 1, `${d.family}: a replay depth cap`);
 
     const r = d.routes;
     t.ok(r.prefixes.length > 0 && r.prefixes.every((p) => p.startsWith('/v3')), `${d.family}: prefixes under /v3`);

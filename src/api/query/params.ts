@@ -14,9 +14,20 @@ export interface ListParams {
   readonly order: 'asc' | 'desc';
 }
 
-export type Query = Record<string, unknown>;
+/** A whole validated querystring (a cursor is bound to the parameters it was made for). */
+export type Query = Readonly<Record<string, unknown>>;
 
-export function timeParam(query: Query, name: string): number | undefined {
+/** The list parameters as the routes' querystring schemas type them. */
+export interface ListQuery {
+  readonly limit?: number;
+  readonly cursor?: string;
+  readonly start_time?: string;
+  readonly end_time?: string;
+  readonly order?: 'asc' | 'desc';
+}
+
+/** A time parameter (ISO 8601 UTC or epoch ms) of a validated querystring, in epoch ms. */
+export function timeParam<K extends string>(query: { readonly [k in K]?: unknown }, name: K): number | undefined {
   const v = query[name];
   if (v === undefined) return undefined;
   const t = typeof v === 'string' ? parseTimeParam(v) : null;
@@ -24,13 +35,13 @@ export function timeParam(query: Query, name: string): number | undefined {
   return t;
 }
 
-export function listParams(query: Query): ListParams {
+export function listParams(query: ListQuery): ListParams {
   const start = timeParam(query, 'start_time');
   const end = timeParam(query, 'end_time');
   if (start !== undefined && end !== undefined && start >= end) throw invalidParameter('start_time', 'must be before end_time');
   return {
-    limit: (query.limit as number | undefined) ?? 100,
-    cursor: query.cursor as string | undefined,
+    limit: query.limit ?? 100,
+    cursor: query.cursor,
     start,
     end,
     order: query.order === 'desc' ? 'desc' : 'asc',
@@ -38,7 +49,7 @@ export function listParams(query: Query): ListParams {
 }
 
 /** `as_of`: a time not in the future (the book at a future time is not known yet). */
-export function asOfParam(query: Query, now = Date.now()): number | undefined {
+export function asOfParam(query: { readonly as_of?: string }, now = Date.now()): number | undefined {
   const t = timeParam(query, 'as_of');
   if (t !== undefined && t > now) throw invalidParameter('as_of', 'must not be in the future (leave it out for the newest book)');
   return t;

@@ -4,33 +4,32 @@
 // from its start through its end; never forward-filled across a gap).
 
 import { MarketBooks } from '../../book/book-state.js';
-import type { CoinMarket, WalletMarket } from '../../schema/market.js';
-import type { Family, Ladder, Recorded, YesNoBook } from '../../schema/observation.js';
+import type { Market } from '../../schema/market.js';
+import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { coinSnapshot, walletSnapshot, yesnoSnapshot } from './shapes.js';
 
 /** A market of the replay: its family, the id on its lines, and its catalogue entry (null for a bare ticker). */
 export interface ReplayMarket {
   readonly family: Family;
-  /** Market id, or the ticker for yes/no. */
+  /** How lines name the market (`market_id`, or `ticker` for yes/no), and the id. */
+  readonly idField: 'market_id' | 'ticker';
   readonly id: string;
-  readonly market: CoinMarket | WalletMarket | null;
+  readonly market: Market | null;
+  /** The family's book state for this market (its descriptor's `replay.book`). */
+  newBook(): ReplayBook;
 }
 
-type Change = { token_id?: string; outcome?: string | null; side: string; price: number | string | null; size: number | string };
+export type Change = { token_id?: string; outcome?: string | null; side: string; price: number | string | null; size: number | string };
 
 /**
  * The books of one market as records are applied, with the facts every line type needs: which
- * tokens changed, whether the served books are valid, since when, and the newest book record.
+ * tokens changed, whether the served books are valid, since when, and the newest book record. What
+ * differs by family (which books make the market valid, the snapshot's shape) is a subclass, chosen
+ * by the family's descriptor; this class holds the rest.
  */
-export class ReplayBook {
+export abstract class ReplayBook {
   readonly books = new MarketBooks();
-  /** Newest yes/no book (each poll is a whole book), and whether an open gap followed it. */
-  private yesno: Recorded<YesNoBook> | null = null;
-  private yesnoGap = false;
-  /** The tokens whose validity makes the market's snapshot valid (coin: every outcome; wallet: the first). */
-  private readonly tokens: string[];
-  private readonly outcomes = new Map<string, string>();
+  protected readonly outcomes = new Map<string, string>();
   validSince: number | null = null;
   /** The record a snapshot of the current state names (as intervals.ts chooses it). */
   lastBook: Recorded | null = null;
@@ -38,28 +37,32 @@ export class ReplayBook {
   lastSeq = -1;
 
   constructor(readonly m: ReplayMarket) {
-    const outs = m.market?.outcomes ?? [];
+    const outs = m.market && 'outcomes' in m.market ? m.market.outcomes : [];
     for (const o of outs) this.outcomes.set(o.token_id, o.label);
-    this.tokens = m.family === 'wallet-prediction' ? outs.slice(0, 1).map((o) => o.token_id) : outs.map((o) => o.token_id);
   }
 
-  valid(): boolean {
-    if (this.m.family === 'yesno-exchange') return this.yesno !== null && !this.yesnoGap;
-    return this.tokens.length > 0 && this.tokens.every((t) => this.books.isValid(t));
+  /** Are the served books valid now (no gap since their last full book)? */
+  abstract valid(): boolean;
+  /** The REST snapshot object (with the book) for a record that produced one, else null. */
+  abstract snapshot(rec: Recorded, changed: readonly string[], depth: number | undefined): Record<string, unknown> | null;
+  /** The snapshot of the current state for an interval sample, or null when nothing valid is known. */
+  abstract sample(depth: number): Record<string, unknown> | null;
+
+  /** The JSON text of `snapshot(rec, changed, depth)`; subclasses build it faster where it matters. */
+  snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
+    const snap = this.snapshot(rec, changed, depth);
+    return snap && JSON.stringify(snap);
+  }
+
+  /** Applies one record to the books; returns the token ids whose book changed. */
+  protected applyRecord(rec: Recorded): string[] {
+    return this.books.apply(rec);
   }
 
   /** Applies one record; returns the token ids whose book changed (yes/no: `['']` for a new book). */
   apply(rec: Recorded): string[] {
     const was = this.valid();
-    let changed: string[];
-    if (rec.type === 'yesno_book') {
-      this.yesno = rec;
-      this.yesnoGap = false;
-      changed = [''];
-    } else {
-      if (rec.type === 'gap' && rec.end_ts === null) this.yesnoGap = true;
-      changed = this.books.apply(rec);
-    }
+    const changed = this.applyRecord(rec);
     if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
     else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
     const now = this.valid();
@@ -69,54 +72,18 @@ export class ReplayBook {
     return changed;
   }
 
-  /** The REST snapshot object (with the book) for a record that produced one, else null. */
-  snapshot(rec: Recorded, changed: readonly string[], depth: number | undefined): Record<string, unknown> | null {
-    const m = this.m;
-    if (m.family === 'yesno-exchange') return rec.type === 'yesno_book' ? yesnoSnapshot(m.id, rec, { depth, includeOrderbook: true }) : null;
-    if (rec.type !== 'book' && rec.type !== 'book_delta') return null;
-    if (m.family === 'coin') {
-      if (!this.outcomes.has(rec.token_id) || changed.length === 0) return null;
-      return coinSnapshot(m.market as CoinMarket, rec, this.books, { depth, includeOrderbook: true });
-    }
-    const first = this.tokens[0];
-    if (rec.token_id !== first || !changed.includes(first)) return null;
-    return walletSnapshot(m.market as WalletMarket, rec, this.books, { depth });
-  }
-
-  /**
-   * The JSON text of `snapshot(rec, changed, depth)` for coin and wallet books, built without the
-   * intermediate objects: each token's levels are serialized once per change of that book (the
-   * other outcome's text is reused), which is most of a replay's work. Null when no line is due.
-   */
-  snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
-    const m = this.m;
-    if (m.family === 'yesno-exchange' || (rec.type !== 'book' && rec.type !== 'book_delta')) {
-      const snap = this.snapshot(rec, changed, depth);
-      return snap && JSON.stringify(snap);
-    }
-    const head = `{"market_id":${JSON.stringify(m.id)}`;
-    const times = `"source_time":${rec.source_ts === null ? 'null' : `"${toIso(rec.source_ts)}"`},"receive_time":"${toIso(rec.recv_ts)}","seq":${rec.seq}`;
-    if (m.family === 'coin') {
-      if (!this.outcomes.has(rec.token_id) || changed.length === 0) return null;
-      const parts: string[] = [];
-      for (const [token, label] of this.outcomes) {
-        const t = this.levelsText(token, depth);
-        if (t !== null) parts.push(`{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${t}}`);
-      }
-      return parts.length === 0 ? null : `${head},${times},"books":[${parts.join(',')}]}`;
-    }
-    const first = this.tokens[0];
-    if (rec.token_id !== first || !changed.includes(first)) return null;
-    const t = this.levelsText(first, depth);
-    if (t === null) return null;
-    const label = m.market!.outcomes[0].label;
-    return `${head},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(first)},${times},${t}}`;
+  /** `"source_time":...,"receive_time":...,"seq":...` of a record, as the REST shapes print them. */
+  protected timesText(rec: Recorded): string {
+    return `"source_time":${rec.source_ts === null ? 'null' : `"${toIso(rec.source_ts)}"`},"receive_time":"${toIso(rec.recv_ts)}","seq":${rec.seq}`;
   }
 
   private readonly textMemo = new Map<string, { bids: readonly unknown[]; asks: readonly unknown[]; depth: number | undefined; text: string }>();
 
-  /** `"bids":[[p,s],...],"asks":[...]` of a valid token (numbers as the REST routes print them), or null. */
-  private levelsText(token: string, depth: number | undefined): string | null {
+  /**
+   * `"bids":[[p,s],...],"asks":[...]` of a valid token (numbers as the REST routes print them), or
+   * null. Serialized once per change of that token's book: most of a replay's work.
+   */
+  protected levelsText(token: string, depth: number | undefined): string | null {
     const v = this.books.view(token); // the same arrays until the token's book changes
     if (!v) return null;
     const hit = this.textMemo.get(token);
@@ -132,15 +99,7 @@ export class ReplayBook {
     return text;
   }
 
-  /** The snapshot of the current state for an interval sample, or null when nothing valid is known. */
-  sample(depth: number): Record<string, unknown> | null {
-    if (!this.valid() || !this.lastBook) return null;
-    if (this.m.family === 'yesno-exchange') return yesnoSnapshot(this.m.id, this.yesno!, { depth, includeOrderbook: true });
-    if (this.m.family === 'coin') return coinSnapshot(this.m.market as CoinMarket, this.lastBook, this.books, { depth, includeOrderbook: true });
-    return walletSnapshot(this.m.market as WalletMarket, this.lastBook, this.books, { depth });
-  }
-
-  private levels(out: Change[], token: string | undefined, side: string, ladder: Ladder, numeric: boolean): void {
+  protected levels(out: Change[], token: string | undefined, side: string, ladder: Ladder, numeric: boolean): void {
     const who = token === undefined ? {} : { token_id: token, outcome: this.outcomes.get(token) ?? null };
     // A full book with an empty side says so: one entry with no price and size 0.
     if (ladder.length === 0) out.push({ ...who, side, price: null, size: numeric ? 0 : '0' });
@@ -177,12 +136,6 @@ export class ReplayBook {
   /** The whole valid state as `book_change` data (the opening line of a replay), or null. */
   state(): { is_snapshot: true; changes: Change[] } | null {
     const out: Change[] = [];
-    if (this.m.family === 'yesno-exchange') {
-      if (!this.valid()) return null;
-      this.levels(out, undefined, 'yes', this.yesno!.yes, false);
-      this.levels(out, undefined, 'no', this.yesno!.no, false);
-      return { is_snapshot: true, changes: out };
-    }
     const order = [...this.outcomes.keys()];
     const valid = this.books.validTokens().sort((a, b) => rankOf(order, a) - rankOf(order, b) || (a < b ? -1 : a > b ? 1 : 0));
     for (const t of valid) {

@@ -2,10 +2,10 @@
 // books log gives gap, book_change, book, trade and interval-snapshot lines; a metrics log gives
 // metric lines. Lines at or before the resume token are made (state must be rebuilt) but not sent.
 
-import type { Family, Recorded } from '../../schema/observation.js';
+import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
-import { IntervalSampler, ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
+import { IntervalSampler, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords } from './replay-cursor.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
 
@@ -35,21 +35,20 @@ export interface SourceRequest {
 
 const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
 
-function lineText(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
-  return lineOf(family, m, type, seq, recvMs, sourceTs, JSON.stringify(data));
+function lineText(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
+  return lineOf(m, type, seq, recvMs, sourceTs, JSON.stringify(data));
 }
 
 /** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
-function lineOf(family: Family, m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
-  const idField = family === 'yesno-exchange' ? 'ticker' : 'market_id';
+function lineOf(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
   const src = sourceTs === null ? 'null' : `"${toIso(sourceTs)}"`;
-  return `{"type":${JSON.stringify(type)},"family":"${family}","${idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
+  return `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
 }
 
 /** Lines of one market's books log. */
 export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine> {
   const { market: m, types } = req;
-  const book = new ReplayBook(m);
+  const book = m.newBook();
   const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop) }));
   const due: { name: string; s: Sample }[] = [];
   const sampleLines = (t: number): ReplayLine[] => {
@@ -59,7 +58,7 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine>
       for (const s of out) due.push({ name, s });
     }
     if (due.length === 0) return [];
-    const lines = due.map(({ name, s }) => ({ t: s.bucketEnd, market: m.id, seq: s.seq, type: name, text: lineText(m.family, m, name, s.seq, s.bucketEnd, null, s.data) }));
+    const lines = due.map(({ name, s }) => ({ t: s.bucketEnd, market: m.id, seq: s.seq, type: name, text: lineText(m, name, s.seq, s.bucketEnd, null, s.data) }));
     due.length = 0;
     return lines.sort(compareKeys);
   };
@@ -76,7 +75,7 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine>
       const state = types.bookChange && book.lastSeq >= 0 ? book.state() : null;
       if (state) {
         const k = { t: req.start, market: m.id, seq: book.lastSeq, type: 'book_change' };
-        if (keep(k)) yield { ...k, text: lineText(m.family, m, 'book_change', book.lastSeq, req.start, null, state) };
+        if (keep(k)) yield { ...k, text: lineText(m, 'book_change', book.lastSeq, req.start, null, state) };
       }
     }
     if (samplers.length > 0) for (const l of sampleLines(t)) if (keep(l)) yield l;
@@ -93,7 +92,7 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
   const { market: m, types } = req;
   const out: ReplayLine[] = [];
   const push = (type: string, data: unknown): void => {
-    out.push({ t, market: m.id, seq: rec.seq, type, text: lineText(m.family, m, type, rec.seq, rec.recv_ts, rec.source_ts, data) });
+    out.push({ t, market: m.id, seq: rec.seq, type, text: lineText(m, type, rec.seq, rec.recv_ts, rec.source_ts, data) });
   };
   if (rec.type === 'gap') {
     if (types.gap) {
@@ -110,7 +109,7 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
   }
   if (types.book) {
     const text = book.snapshotText(rec, changed, req.depth);
-    if (text !== null) out.push({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m.family, m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
+    if (text !== null) out.push({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
   }
   if (types.trade && rec.type === 'trade') {
     push('trade', {
@@ -128,6 +127,6 @@ export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLin
     if (rec.type !== 'metric') continue;
     const k = { t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric' };
     if (req.after !== null && compareKeys(k, req.after) <= 0) continue;
-    yield { ...k, text: lineText(m.family, m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) };
+    yield { ...k, text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) };
   }
 }

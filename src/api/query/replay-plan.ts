@@ -29,7 +29,11 @@ const PLAIN = ['book', 'book_change', 'trade', 'gap', 'metric'] as const;
 const MAX_TYPES = 12;
 
 /** Parses `types` (comma list); every unknown or misplaced name is a 400 naming it. */
-export function parseTypes(text: string | undefined, family: Family, maxDepth: number): ReplayTypes {
+export function parseTypes(
+  text: string | undefined,
+  family: { readonly name: Family; readonly maxDepth: number; /** Families that record metric samples. */ readonly metricFamilies: readonly Family[] },
+): ReplayTypes {
+  const { maxDepth } = family;
   const names = [...new Set((text ?? 'book').split(',').map((s) => s.trim()).filter((s) => s !== ''))];
   if (names.length === 0) throw invalidParameter('types', 'must name at least one type');
   if (names.length > MAX_TYPES) throw invalidParameter('types', `must name at most ${MAX_TYPES} types`);
@@ -50,8 +54,8 @@ export function parseTypes(text: string | undefined, family: Family, maxDepth: n
     if (depth > maxDepth) throw invalidParameter('types', `has '${n}' deeper than ${maxDepth} levels per side`);
     snapshots.push({ name: n, depth, intervalMs });
   }
-  if (plain.has('metric') && family !== 'wallet-prediction') {
-    throw invalidParameter('types', "has 'metric', which is recorded for family wallet-prediction only");
+  if (plain.has('metric') && !family.metricFamilies.includes(family.name)) {
+    throw invalidParameter('types', `has 'metric', which is recorded for family ${family.metricFamilies.join(', ')} only`);
   }
   snapshots.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return {

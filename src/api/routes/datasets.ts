@@ -6,8 +6,10 @@
 import { realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import fastifyStatic from '@fastify/static';
+import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
@@ -15,7 +17,7 @@ import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
 } from '../../storage/index.js';
-import { listOf, q, query } from '../schemas.js';
+import { listOf, oneOf, q, typedQuery } from '../schemas.js';
 
 const entrySchema = {
   type: 'object',
@@ -47,17 +49,15 @@ const parquetBody = (description: string): object => ({
   content: { 'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary' } } },
 });
 
-const DATE = { type: 'string', maxLength: 32, description: 'UTC day YYYY-MM-DD (inclusive)' } as const;
+const DATE = Type.Optional(Type.String({ maxLength: 32, description: 'UTC day YYYY-MM-DD (inclusive)' }));
 const PATH = /^family=([a-z-]+)\/dataset=([a-z_]+)\/date=(\d{4}-\d{2}-\d{2})\/([A-Za-z0-9][A-Za-z0-9._-]{0,200}\.parquet)$/;
 
-type ListQuery = {
-  family?: Family;
-  dataset?: Dataset;
-  start_date?: string;
-  end_date?: string;
-  limit: number;
-  cursor?: string;
-};
+const LIST_QUERY = typedQuery({
+  family: Type.Optional(oneOf(FAMILIES)),
+  dataset: Type.Optional(oneOf(DATASETS)),
+  start_date: DATE, end_date: DATE, limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor),
+});
+const FILE_PARAMS = Type.Object({ '*': Type.String({ maxLength: 1024, description: 'a `path` from /v3/datasets' }) });
 
 function dateParam(v: string | undefined, name: string): string | undefined {
   if (v === undefined) return undefined;
@@ -115,15 +115,12 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
   // Only reply.sendFile (no routes of its own); the root is given per file, as it may not exist yet.
   await app.register(fastifyStatic, { serve: false });
 
-  app.get<{ Querystring: ListQuery }>('/datasets', {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  api.get('/datasets', {
     config: { plan: 'free' },
     schema: {
       description: 'Published Parquet partition files (from their manifests), oldest first.',
-      querystring: query({
-        family: { type: 'string', enum: [...FAMILIES] },
-        dataset: { type: 'string', enum: [...DATASETS] },
-        start_date: DATE, end_date: DATE, limit: q.limit, cursor: q.cursor,
-      }),
+      querystring: LIST_QUERY,
       response: { 200: listOf(entrySchema), ...errors([400, 401, 403, 429]) },
     },
   }, async (req) => {
@@ -159,12 +156,12 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
     return { data: data.map(({ key: _k, ...rest }) => rest), next_cursor: next };
   });
 
-  app.get<{ Params: { '*': string } }>('/datasets/files/*', {
+  api.get('/datasets/files/*', {
     config: { plan: 'free' },
     schema: {
       description: 'Downloads one partition file listed by /v3/datasets. ETag is the quoted sha256 of the file; ' +
         'Range (one range), If-Range and If-None-Match are supported.',
-      params: { type: 'object', properties: { '*': { type: 'string', maxLength: 1024, description: 'a `path` from /v3/datasets' } }, required: ['*'] },
+      params: FILE_PARAMS,
       response: {
         200: parquetBody('the whole file'),
         206: parquetBody('the asked byte range (Content-Range)'),
@@ -172,13 +169,13 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
         ...errors([400, 401, 403, 404, 416, 429]),
       },
     },
-  }, async (req, reply: FastifyReply) => {
+  }, async (req, reply) => {
     const { entry, rel, name } = await publishedFile(req, dataDir, req.params['*']);
     const etag = `"${entry.sha256}"`;
     void reply.header('ETag', etag).header('Accept-Ranges', 'bytes').header('Cache-Control', 'public, max-age=3600')
       .header('Content-Disposition', `attachment; filename="${name}"`);
     const judged = judgeConditions(req.raw.headers, etag);
-    if (judged === 'not-modified') return reply.code(304).send();
+    if (judged === 'not-modified') return reply.code(304).send(null);
     void reply.type('application/vnd.apache.parquet');
     return reply.sendFile(rel, parquetRoot(dataDir), {
       acceptRanges: judged.rangesAllowed, etag: false, lastModified: false, cacheControl: false, contentType: false,

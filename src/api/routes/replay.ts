@@ -3,39 +3,45 @@
 // reads). Everything that can fail on input fails before the first byte, with the usual envelope;
 // a storage failure later ends the stream with an `error` line. The last line carries a resume token.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type, type Static } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
-import type { CoinMarket, WalletMarket } from '../../schema/market.js';
-import { FAMILIES, type Family } from '../../schema/observation.js';
-import { timeParam, type Query } from '../query/params.js';
+import { DESCRIPTORS, familyOf, type FamilyDescriptor } from '../../families/index.js';
+import type { Market } from '../../schema/market.js';
+import { FAMILIES } from '../../schema/observation.js';
+import { timeParam } from '../query/params.js';
 import type { ReplayMarket } from '../query/replay-book.js';
 import { recordedSpan } from '../query/replay-cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from '../query/replay-lines.js';
 import { mergeSorted } from '../query/replay-merge.js';
 import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from '../query/replay-plan.js';
-import { YESNO_MAX_DEPTH } from '../query/shapes.js';
 import { envelope } from '../plugins/error-handler.js';
-import { q, query } from '../schemas.js';
+import { oneOf, q, typedQuery } from '../schemas.js';
 
 /** Most markets one replay merges (each holds a cursor, and a file handle while it reads). */
 export const MAX_REPLAY_MARKETS = 300;
 /** Lines are written in batches of about this many characters (fewer syscalls, same pacing). */
 const BATCH_CHARS = 64 * 1024;
 
-const idList = { type: 'string', minLength: 1, maxLength: 8192 } as const;
+/** Families whose recorders sample metrics (`types=metric`). */
+const METRIC_FAMILIES = DESCRIPTORS.filter((d) => d.replay.metrics).map((d) => d.family);
 
-const querySchema = query({
-  family: { type: 'string', enum: [...FAMILIES], description: 'which family the markets belong to' },
-  market_id: { ...idList, description: 'comma list of market ids, condition ids or slugs (coin, wallet-prediction)' },
-  ticker: { ...idList, description: 'comma list of tickers (yesno-exchange)' },
-  coin: { ...q.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' },
-  window: { ...q.window, description: 'with coin: only markets of this window (5m, 15m...)' },
-  start_time: { ...q.start_time, description: 'inclusive; required' },
-  end_time: { ...q.end_time, description: 'exclusive; default one second before now' },
-  types: { type: 'string', maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' },
-  depth: q.depth,
-  after: { type: 'string', maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' },
-}, ['family', 'start_time']);
+const idList = (description: string) => Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description }));
+
+const querySchema = typedQuery({
+  family: oneOf(FAMILIES, { description: 'which family the markets belong to' }),
+  market_id: idList('comma list of market ids, condition ids or slugs (coin, wallet-prediction)'),
+  ticker: idList('comma list of tickers (yesno-exchange)'),
+  coin: Type.Optional(Type.Unsafe<string>({ ...q.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' })),
+  window: Type.Optional(Type.Unsafe<string>({ ...q.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
+  start_time: Type.String({ ...q.start_time, description: 'inclusive; required' }),
+  end_time: Type.Optional(Type.String({ ...q.end_time, description: 'exclusive; default one second before now' })),
+  types: Type.Optional(Type.String({ maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' })),
+  depth: Type.Optional(q.depth),
+  after: Type.Optional(Type.String({ maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' })),
+});
+type ReplayQuery = Static<typeof querySchema>;
 
 const DESCRIPTION = [
   'Streams application/x-ndjson: one {"type","family","market_id"|"ticker","seq","receive_time","source_time","data"} per line,',
@@ -53,39 +59,39 @@ function splitIds(text: string, name: string): string[] {
 }
 
 /** The markets a request names (ids or a coin selector), each once, sorted by id. */
-async function resolveMarkets(app: FastifyInstance, family: Family, qs: Query, start: number, end: number): Promise<ReplayMarket[]> {
+async function resolveMarkets(app: FastifyInstance, d: FamilyDescriptor, qs: ReplayQuery, start: number, end: number): Promise<ReplayMarket[]> {
   const { markets } = app.pmtape;
-  const given = ['market_id', 'ticker', 'coin'].filter((k) => qs[k] !== undefined);
-  if (given.length !== 1) throw invalidParameter(given.length === 0 ? 'market_id' : given[1], 'must be given alone: name the markets with market_id (yes/no: ticker) or select them with coin');
+  const { family, replay } = d;
+  const given = (['market_id', 'ticker', 'coin'] as const).filter((k) => qs[k] !== undefined);
+  if (given.length !== 1) throw invalidParameter(given.length === 0 ? replay.idParam : given[1], `must be given alone: name the markets with ${replay.idParam}${replay.byCoin ? ' or select them with coin' : ''}`);
   if (qs.window !== undefined && qs.coin === undefined) throw invalidParameter('window', 'only applies with coin');
   const out = new Map<string, ReplayMarket>();
-  if (family === 'yesno-exchange') {
-    if (qs.coin !== undefined) throw invalidParameter('coin', 'does not apply to yesno-exchange; name tickers with ticker');
-    for (const id of splitIds((qs.ticker ?? qs.market_id) as string, qs.ticker !== undefined ? 'ticker' : 'market_id')) {
+  const add = (id: string, market: Market | null): void => {
+    const m: ReplayMarket = { family, idField: d.idField, id, market, newBook: () => replay.book(m) };
+    out.set(id, m);
+  };
+  if (qs.coin === undefined) {
+    if (qs.ticker !== undefined && replay.idParam !== 'ticker') throw invalidParameter('ticker', `does not apply to ${family}; name its markets with market_id`);
+    const param = qs.ticker !== undefined ? 'ticker' : 'market_id';
+    for (const id of splitIds((qs.ticker ?? qs.market_id)!, param)) {
       const m = await markets.resolve(family, id);
-      const ticker = m ? m.market.market_id : (await markets.hasBooks(family, id)) ? id : null;
-      if (ticker === null) throw notFound(`Unknown ticker '${id.slice(0, 200)}'; list recorded tickers at /v3/yesno-exchange/markets.`);
-      out.set(ticker, { family, id: ticker, market: null });
-    }
-  } else if (qs.coin === undefined) {
-    if (qs.ticker !== undefined) throw invalidParameter('ticker', `applies to yesno-exchange only; use market_id for ${family}`);
-    for (const id of splitIds(qs.market_id as string, 'market_id')) {
-      const m = await markets.resolve(family, id);
-      if (!m) throw notFound(`Unknown market '${id.slice(0, 200)}'; list known markets at /v3/${family === 'coin' ? '{coin}/markets' : 'wallet-prediction/markets'}.`);
-      out.set(m.market.market_id, { family, id: m.market.market_id, market: m.market as CoinMarket | WalletMarket });
+      if (m) add(m.market.market_id, m.market);
+      else if (d.booksWithoutCatalog && (await markets.hasBooks(family, id))) add(id, null);
+      else throw notFound(d.routes.unknownMessage(id, d.routes.listUrl('{coin}')));
     }
   } else {
-    const coin = qs.coin as string;
-    const all = (await markets.list(family)).map((e) => e.market as CoinMarket | WalletMarket);
-    if (!all.some((m) => m.coin === coin) && !app.pmtape.config.coins.includes(coin)) {
+    if (!replay.byCoin) throw invalidParameter('coin', `does not apply to ${family}; name its markets with ${replay.idParam}`);
+    const coin = qs.coin;
+    const all = (await markets.list(family)).map((e) => e.market);
+    if (!all.some((m) => d.keep(m, { coin })) && !app.pmtape.config.coins.includes(coin)) {
       throw notFound(`Unknown coin '${coin}'; recorded coins: ${app.pmtape.config.coins.join(', ')}.`);
     }
     for (const m of all) {
-      if (m.coin !== coin || (qs.window !== undefined && m.window !== qs.window)) continue;
+      if (!d.keep(m, { coin, window: qs.window })) continue;
       const span = await recordedSpan(await markets.reader(family, 'books', m.market_id));
       if (!span || span.first >= end || span.last < start) continue;
       if (out.size === MAX_REPLAY_MARKETS) throw invalidParameter('coin', `selects more than ${MAX_REPLAY_MARKETS} markets in this range; narrow start_time/end_time or add window`);
-      out.set(m.market_id, { family, id: m.market_id, market: m });
+      add(m.market_id, m);
     }
   }
   return [...out.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -115,18 +121,19 @@ function socketWriter(reply: FastifyReply): { write(text: string): Promise<boole
 }
 
 export default async function replayRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/replay', {
+  app.withTypeProvider<TypeBoxTypeProvider>().get('/replay', {
     config: { plan: 'free' },
     schema: {
       description: DESCRIPTION,
       querystring: querySchema,
       response: { 200: { description: 'application/x-ndjson lines, the last an end (or error) line', type: 'string' } },
     },
-  }, async (req: FastifyRequest, reply: FastifyReply) => {
-    const qs = req.query as Query;
-    const family = qs.family as Family;
-    if (family === 'wallet-prediction' && req.apiKey?.plan !== 'paid') {
-      throw new PmtapeError('plan_required', `Replays of wallet-prediction need the paid plan; the key "${req.apiKey?.name ?? ''}" is on the ${req.apiKey?.plan ?? 'free'} plan.`);
+  }, async (req, reply) => {
+    const qs = req.query;
+    const { family } = qs;
+    const d = familyOf(family);
+    if (d.plan === 'paid' && req.apiKey?.plan !== 'paid') {
+      throw new PmtapeError('plan_required', `Replays of ${family} need the paid plan; the key "${req.apiKey?.name ?? ''}" is on the ${req.apiKey?.plan ?? 'free'} plan.`);
     }
     const now = Date.now();
     const start = timeParam(qs, 'start_time')!;
@@ -135,12 +142,12 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
     const givenEnd = timeParam(qs, 'end_time');
     if (givenEnd !== undefined && start >= givenEnd) throw invalidParameter('start_time', 'must be before end_time');
     const end = givenEnd ?? Math.max(start, now - 1000);
-    const maxDepth = family === 'yesno-exchange' ? YESNO_MAX_DEPTH : 1000;
-    const depth = qs.depth as number | undefined;
+    const { maxDepth } = d.replay;
+    const { depth } = qs;
     if (depth !== undefined && depth > maxDepth) throw invalidParameter('depth', `must be at most ${maxDepth} for ${family}`);
-    const types = parseTypes(qs.types as string | undefined, family, maxDepth);
-    const after: LineKey | null = qs.after === undefined ? null : decodeToken(qs.after as string);
-    const markets = await resolveMarkets(app, family, qs, start, end);
+    const types = parseTypes(qs.types, { name: family, maxDepth, metricFamilies: METRIC_FAMILIES });
+    const after: LineKey | null = qs.after === undefined ? null : decodeToken(qs.after);
+    const markets = await resolveMarkets(app, d, qs, start, end);
 
     // A resumed replay warms up from the bucket start before its token (every interval divides the
     // largest), so its interval samples are decided exactly as in the first run.

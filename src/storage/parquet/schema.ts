@@ -28,7 +28,7 @@ export const SCALES = {
   decimal: { price: 8, size: 8 },
   yesno: { price: 4, size: 2 },
 } as const;
-export const scalesOf = (f: Family): { price: number; size: number } => (f === 'yesno-exchange' ? SCALES.yesno : SCALES.decimal);
+export const scalesOf = (f: Family): { price: number; size: number } => SCALES[FAMILY_TABLES[f].books];
 
 type Opt = Partial<Pick<ColumnSpec, 'scale' | 'delta'>>;
 const c = (name: string, kind: ColumnSpec['kind'], nullable: boolean, doc: string, o: Opt = {}): ColumnSpec => ({ name, kind, nullable, doc, ...o });
@@ -51,7 +51,7 @@ const dec = (name: string, scale: number, nullable: boolean, doc: string): Colum
 
 function bookChanges(f: Family): ColumnSpec[] {
   const s = scalesOf(f);
-  const yn = f === 'yesno-exchange';
+  const yn = FAMILY_TABLES[f].books === 'yesno';
   return [
     ...head(),
     c('token_id', 'utf8', true, yn ? 'always null (a yes/no market has one book; see `side`)' : 'outcome token whose book the row changes'),
@@ -128,21 +128,32 @@ const lifecycle = (): ColumnSpec[] => [
 ];
 const NATIVE = txt('native', 'the upstream object as last received, as JSON (the only JSON column of any dataset)');
 
-function catalog(f: Family): ColumnSpec[] {
-  if (f === 'coin') {
-    return [...catalogHead(), txt('event_id', 'upstream event id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
-      txt('question', 'market question'), ...outcomes(), ...lifecycle(), NATIVE, ...tail()];
-  }
-  if (f === 'wallet-prediction') {
-    return [...catalogHead(), txt('topic_id', 'wallet venue topic id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
-      ...outcomes(), ...lifecycle(), c('participants', 'int64', true, 'number of participants'),
-      c('chain_id', 'int64', true, 'settlement chain id'), txt('exchange_contract', 'exchange contract address'),
-      c('start_price', 'f64', true, 'reference price at the start'), c('end_price', 'f64', true, 'reference price at the end'), NATIVE, ...tail()];
-  }
-  return [...catalogHead(), txt('ticker', 'market ticker (= market_id)'), txt('event_ticker', 'event ticker'), txt('series_ticker', 'series ticker'),
-    txt('title', 'market title'), txt('status', "the venue's own status word (`active`, `closed`, `finalized`, ...)"),
-    ts('open_time', 'market open'), ts('close_time', 'market close'), txt('result', '`yes`, `no` or empty'), NATIVE, ...tail()];
-}
+const coinCatalog = (): ColumnSpec[] => [
+  ...catalogHead(), txt('event_id', 'upstream event id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
+  txt('question', 'market question'), ...outcomes(), ...lifecycle(), NATIVE, ...tail(),
+];
+const walletCatalog = (): ColumnSpec[] => [
+  ...catalogHead(), txt('topic_id', 'wallet venue topic id'), txt('condition_id', 'condition id'), txt('slug', 'upstream slug'),
+  ...outcomes(), ...lifecycle(), c('participants', 'int64', true, 'number of participants'),
+  c('chain_id', 'int64', true, 'settlement chain id'), txt('exchange_contract', 'exchange contract address'),
+  c('start_price', 'f64', true, 'reference price at the start'), c('end_price', 'f64', true, 'reference price at the end'), NATIVE, ...tail(),
+];
+const yesnoCatalog = (): ColumnSpec[] => [
+  ...catalogHead(), txt('ticker', 'market ticker (= market_id)'), txt('event_ticker', 'event ticker'), txt('series_ticker', 'series ticker'),
+  txt('title', 'market title'), txt('status', "the venue's own status word (`active`, `closed`, `finalized`, ...)"),
+  ts('open_time', 'market open'), ts('close_time', 'market close'), txt('result', '`yes`, `no` or empty'), NATIVE, ...tail(),
+];
+
+/**
+ * What differs by family in its datasets: the books it records (`decimal`: outcome-token books in
+ * decimal text; `yesno`: whole yes/no books in dollars or cents) and its catalogue's columns. A new
+ * family is a compile error here until it has its entry.
+ */
+const FAMILY_TABLES: Readonly<Record<Family, { readonly books: keyof typeof SCALES; readonly catalog: () => ColumnSpec[] }>> = {
+  coin: { books: 'decimal', catalog: coinCatalog },
+  'wallet-prediction': { books: 'decimal', catalog: walletCatalog },
+  'yesno-exchange': { books: 'yesno', catalog: yesnoCatalog },
+};
 
 const cache = new Map<string, readonly ColumnSpec[]>();
 
@@ -152,7 +163,7 @@ export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec
   let cols = cache.get(k);
   if (!cols) {
     cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'trades' ? trades(family)
-      : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : catalog(family);
+      : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : FAMILY_TABLES[family].catalog();
     cache.set(k, cols);
   }
   return cols;

@@ -61,17 +61,15 @@ async function legacyRecords(p: LegacyPartition, want: ReadonlySet<string>): Pro
   return out;
 }
 
-/** Token id → outcome label from the market's latest catalogue entry (coin and wallet). */
+/** Token id → outcome label from the market's latest catalogue entry (empty when it has no outcome tokens). */
 async function contextOf(dataDir: string, family: Family, market: string): Promise<RowContext> {
   const outcomes = new Map<string, string>();
-  if (family !== 'yesno-exchange') {
-    const key = { family, stream: 'catalog', market } as const;
-    // The composite reader (logs and compacted days), built here rather than through storage/index.ts,
-    // which loads compaction lazily: importing the door from compaction would close a circle.
-    const latest = await compositeReader(dataDir, key, openLogReader(dataDir, key)).latest();
-    const list = latest?.rec.type === 'catalog' ? (latest.rec.market as { outcomes?: { label: string; token_id: string }[] }).outcomes : undefined;
-    for (const o of list ?? []) outcomes.set(o.token_id, o.label);
-  }
+  const key = { family, stream: 'catalog', market } as const;
+  // The composite reader (logs and compacted days), built here rather than through storage/index.ts,
+  // which loads compaction lazily: importing the door from compaction would close a circle.
+  const latest = await compositeReader(dataDir, key, openLogReader(dataDir, key)).latest();
+  const m = latest?.rec.type === 'catalog' ? latest.rec.market : null;
+  for (const o of m && 'outcomes' in m ? m.outcomes : []) outcomes.set(o.token_id, o.label);
   return { outcomes };
 }
 
