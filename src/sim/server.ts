@@ -94,6 +94,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
 
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node hands the upgraded socket over without an error listener: a client that resets while it
+    // is refused (a 429 fault) would otherwise throw ECONNRESET out of the emulator.
+    socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://sim');
     const hit = find(url.pathname);
     const refuse = (status: number, extra = ''): void => {

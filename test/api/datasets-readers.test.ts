@@ -3,6 +3,9 @@
 // dataset), and what they read is what the API serves from the same files (logs deleted).
 
 import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from '../selfhost/helpers.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
@@ -49,7 +52,7 @@ t.test('DuckDB and polars read every dataset of the tree identically, and as the
     const cols = columnsOf(family, dataset);
     const glob = `${dir}/parquet/family=${family}/dataset=${dataset}/**/*.parquet`;
     const duck = (await conn.runAndReadAll(`SELECT ${cols.map(duckExpr).join(', ')}, date::VARCHAR AS date, family, dataset
-      FROM read_parquet('${glob}', hive_partitioning = true) ORDER BY market_id, receive_time, seq`)).getRowObjectsJS() as Record<string, unknown>[];
+      FROM read_parquet('${glob}', hive_partitioning = true) ORDER BY market_id, ${dataset === 'book_snapshots' ? 'bucket_start, token_id' : 'receive_time, seq'}`)).getRowObjectsJS() as Record<string, unknown>[];
     const polars = pl.scanParquet(glob, { hivePartitioning: true, tryParseHiveDates: false })
       .select(...cols.map(polarsExpr), pl.col('date').cast(pl.Utf8), pl.col('family'), pl.col('dataset'))
       .collectSync()
@@ -89,6 +92,46 @@ t.test('DuckDB and polars read every dataset of the tree identically, and as the
     }
     t.equal(bySeq.size, snaps.length);
     t.same(snaps.map((s) => ({ seq: s.seq, yes: s.yes, no: s.no })), [...bySeq.entries()].map(([seq, v]) => ({ seq, ...v })));
+  });
+
+  t.test('coin book_snapshots: every valid second is the API\'s interval=1s snapshot at depth 25, and no other', async (t) => {
+    const api: { bucket_start: string; receive_time: string; seq: number; books: { token_id: string; outcome: string; bids: number[][]; asks: number[][] }[] }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await get(`/v3/btc/markets/540817/snapshots?interval=1s&depth=25&include_orderbook=true&limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      api.push(...page.data);
+      cursor = page.next_cursor;
+    } while (cursor);
+    const rows = tree['coin/book_snapshots'].filter((r) => r.market_id === '540817');
+    t.ok(api.length > 60, `${api.length} seconds served`);
+    const want = api.flatMap((s) => s.books.map((b) => ({
+      bucket_start: Date.parse(s.bucket_start) * 1000, receive_time: Date.parse(s.receive_time) * 1000, seq: s.seq, token_id: b.token_id, outcome: b.outcome,
+      bids: b.bids, asks: b.asks, best_bid: b.bids[0]?.[0] ?? null, best_ask: b.asks[0]?.[0] ?? null,
+    })));
+    const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+    const got = rows.map((r) => {
+      const side = (p: string): number[][] => {
+        const out: number[][] = [];
+        for (let i = 0; i < 25 && r[`${p}_price_${i}`] !== null; i++) out.push([Number(r[`${p}_price_${i}`]), Number(r[`${p}_size_${i}`])]);
+        return out;
+      };
+      return { bucket_start: Number(r.bucket_start), receive_time: Number(r.receive_time), seq: Number(r.seq), token_id: r.token_id, outcome: r.outcome,
+        bids: side('bid'), asks: side('ask'), best_bid: num(r.best_bid), best_ask: num(r.best_ask) };
+    });
+    t.equal(got.length, want.length, 'one row per outcome of every second the API serves');
+    t.same(got, want);
+    const withBoth = rows.filter((r) => r.best_bid !== null && r.best_ask !== null);
+    t.ok(withBoth.length > 0 && withBoth.every((r) => Number(r.mid) === (Number(r.best_bid) + Number(r.best_ask)) / 2), 'mid is the exact midpoint');
+    const gapSeconds = rows.filter((r) => Number(r.bucket_start) >= (T0 + 40_000) * 1000 && Number(r.bucket_start) < (T0 + 50_000) * 1000);
+    t.equal(gapSeconds.length, 0, 'no row inside the recorded gap');
+
+    // The datasets page's spread query, verbatim, from inside the data dir: one row per Up second.
+    const page = readFileSync(join(REPO, 'docs', 'datasets.md'), 'utf8');
+    const sql = /<!-- query:snapshots-spread -->\s*```sql\n([\s\S]*?)```/.exec(page)![1];
+    await conn.run(`SET file_search_path = '${dir}'`);
+    const spread = (await conn.runAndReadAll(sql)).getRowObjectsJS();
+    t.equal(spread.length, api.length, 'the docs query: one row per second the API serves');
+    t.ok(spread.every((r) => r.spread === null || Number(r.spread) >= 0), 'spreads are never negative');
   });
 
   t.test('wallet metrics: the chance series the API serves is the tree\'s chance rows', async (t) => {

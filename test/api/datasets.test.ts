@@ -32,13 +32,16 @@ t.test('datasets routes', async (t) => {
     const paths = body.data.map((e: { path: string }) => e.path).sort();
     t.same(paths, [
       `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
+      `family=coin/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
       `family=coin/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
       `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`,
       `family=coin/dataset=trades/date=${DAY}/trades-${DAY}.parquet`,
       `family=wallet-prediction/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
+      `family=wallet-prediction/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
       `family=wallet-prediction/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
       `family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`,
       `family=yesno-exchange/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
+      `family=yesno-exchange/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
       `family=yesno-exchange/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
     ]);
     t.equal(body.next_cursor, null);
@@ -54,10 +57,10 @@ t.test('datasets routes', async (t) => {
 
   t.test('filters by family and date; pages with a cursor that never repeats', async (t) => {
     const coin = await json('/v3/datasets?family=coin');
-    t.equal(coin.body.data.length, 4);
+    t.equal(coin.body.data.length, 5);
     t.equal((await json(`/v3/datasets?start_date=2026-07-27`)).body.data.length, 0);
     t.equal((await json(`/v3/datasets?end_date=2026-07-25`)).body.data.length, 0);
-    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 9);
+    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 12);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -65,8 +68,8 @@ t.test('datasets routes', async (t) => {
       seen.push(...page.body.data.map((x: { path: string }) => x.path));
       cursor = page.body.next_cursor;
     } while (cursor);
-    t.equal(seen.length, 9);
-    t.equal(new Set(seen).size, 9);
+    t.equal(seen.length, 12);
+    t.equal(new Set(seen).size, 12);
   });
 
   t.test('rejects bad dates, tampered cursors and unknown parameters with the envelope', async (t) => {

@@ -40,8 +40,8 @@ t.test('compaction of a closed day', async (t) => {
     const written = results.filter((r) => r.status === 'written').map((r) => `${r.family}/${r.dataset}`).sort();
     t.same(written, [
       'coin/book_changes', 'coin/gaps', 'coin/metrics', 'coin/trades',
-      'wallet-prediction/book_changes', 'wallet-prediction/gaps', 'wallet-prediction/metrics', 'wallet-prediction/trades',
-      'yesno-exchange/book_changes',
+      'wallet-prediction/book_changes', 'wallet-prediction/book_snapshots', 'wallet-prediction/gaps', 'wallet-prediction/metrics', 'wallet-prediction/trades',
+      'yesno-exchange/book_changes', 'yesno-exchange/book_snapshots',
     ]);
     t.ok(results.every((r) => r.date === day2));
   });

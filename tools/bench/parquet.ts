@@ -109,6 +109,7 @@ export async function run(): Promise<Record<string, unknown>> {
     const changes = results.filter((r) => r.dataset === 'book_changes').reduce((a, r) => a + r.rows, 0);
     const coinChanges = results.find((r) => r.family === 'coin' && r.dataset === 'book_changes')!;
     const v2Day = results.reduce((a, r) => a + r.bytes, 0);
+    const snapshots = results.filter((r) => r.dataset === 'book_snapshots');
     const v2Books = results.filter((r) => r.dataset === 'book_changes' || r.dataset === 'trades' || r.dataset === 'gaps').reduce((a, r) => a + r.bytes, 0);
 
     log('building the Tardis-style incremental_book_L2 CSV.gz of the same rows');
@@ -176,6 +177,10 @@ export async function run(): Promise<Record<string, unknown>> {
       v2_books_stream_vs_v1: round(v2Books / v1Books, 3),
       target_v2_vs_v1: 0.25,
       raw_log_bytes: logBytes,
+      // Derived, not records: one row per valid second and book, 25 levels a side (in v2_day_bytes too).
+      book_snapshots_rows: snapshots.reduce((a, r) => a + r.rows, 0),
+      book_snapshots_bytes: snapshots.reduce((a, r) => a + r.bytes, 0),
+      // Includes building book_snapshots after the record datasets.
       compaction_s: round(compactS),
       compaction_book_changes_rows_per_s: Math.round(changes / compactS),
       // CPU time is the steadier figure on a shared machine (wall time includes waiting for a core).

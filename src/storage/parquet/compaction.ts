@@ -10,6 +10,7 @@ import { FAMILIES, type Family } from '../../schema/observation.js';
 import { listPartitions, manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
 import { SCHEMA_VERSION, datasetsOfStream, type Dataset, type Stream } from './schema.js';
 import { buildStream, legacyPartition } from './stream-compaction.js';
+import { buildDerived } from './derived-compaction.js';
 import { recoverPartition, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
@@ -63,6 +64,12 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
 
 /** Compacts one family's stream for one closed day into its v2 partitions (see stream-compaction.ts). */
 export async function compactStream(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
+  // Derived datasets are checked even when the logs are gone: a tree compacted before one existed gets it.
+  return [...(await compactRecords(dataDir, family, stream, day, opts)), ...(await buildDerived(dataDir, family, stream, day, opts))];
+}
+
+/** The datasets that hold the stream's records (datasetsOfStream). */
+async function compactRecords(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions): Promise<PartitionResult[]> {
   const sources = await sourcesOf(dataDir, family, stream, day);
   const legacy = await legacyPartition(dataDir, family, stream, day);
   if (Object.keys(sources).length === 0 && !legacy) return [];

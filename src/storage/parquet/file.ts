@@ -37,7 +37,9 @@ type Cell = string | number | bigint | boolean | null | readonly string[] | read
 function arrowType(kind: ColumnKind, scale = 0): DataType {
   switch (kind) {
     case 'int32': return new Int32();
-    case 'decimal': return new Decimal(scale, DECIMAL_PRECISION, 128);
+    // 64-bit: DECIMAL(18, s) fits, and Parquet stores it as INT64 either way; half the bytes of a
+    // Decimal128 through IPC and into the writer (files written as Decimal128 still read, see records.ts).
+    case 'decimal': return new Decimal(scale, DECIMAL_PRECISION, 64);
     case 'utf8': return new Utf8();
     case 'ts': return new TimestampMicrosecond('UTC');
     case 'int64': return new Int64();
@@ -52,9 +54,19 @@ export function arrowSchema(cols: readonly ColumnSpec[]): Schema {
   return new Schema(cols.map((c) => new Field(c.name, arrowType(c.kind, c.scale), c.nullable)));
 }
 
-function validity(values: readonly Cell[]): { bitmap: Uint8Array; nulls: number } {
+/** A column as compaction hands it over: plain values, or raw doubles with NaN for null. */
+export type ColumnValues = readonly Cell[] | Float64Array;
+
+function validity(values: ColumnValues): { bitmap: Uint8Array; nulls: number } {
   const bitmap = new Uint8Array(Math.ceil(values.length / 8));
   let nulls = 0;
+  if (values instanceof Float64Array) {
+    for (let i = 0; i < values.length; i++) {
+      if (Number.isNaN(values[i])) nulls++;
+      else bitmap[i >> 3] |= 1 << (i & 7);
+    }
+    return { bitmap, nulls };
+  }
   for (let i = 0; i < values.length; i++) {
     if (values[i] === null || values[i] === undefined) nulls++;
     else bitmap[i >> 3] |= 1 << (i & 7);
@@ -107,17 +119,17 @@ function listData(kind: 'list_utf8' | 'list_f64', values: readonly (readonly (st
   return makeData({ type: arrowType(kind) as List, length: values.length, nullCount: nulls, nullBitmap: nulls ? bitmap : null, valueOffsets: offsets, child });
 }
 
-function columnData(spec: ColumnSpec, values: readonly Cell[]): Data {
+function columnData(spec: ColumnSpec, values: ColumnValues): Data {
   const n = values.length;
   const { bitmap, nulls } = validity(values);
   const nullBitmap = nulls ? bitmap : null;
   if (!spec.nullable && nulls) throw new TypeError(`column ${spec.name} is not nullable but has ${nulls} nulls`);
   switch (spec.kind) {
-    case 'utf8': return utf8Data(values as (string | null)[]);
-    case 'list_utf8': case 'list_f64': return listData(spec.kind, values as (string[] | number[] | null)[]);
+    case 'utf8': return utf8Data(values as unknown as (string | null)[]);
+    case 'list_utf8': case 'list_f64': return listData(spec.kind, values as unknown as (string[] | number[] | null)[]);
     case 'f64': {
       const data = new Float64Array(n);
-      for (let i = 0; i < n; i++) data[i] = (values[i] as number | null) ?? 0;
+      for (let i = 0; i < n; i++) data[i] = (values[i] as number | null) ?? 0; // NaN (null) stays, masked by the bitmap
       return makeData({ type: new Float64(), length: n, nullCount: nulls, nullBitmap, data });
     }
     case 'int32': {
@@ -126,17 +138,17 @@ function columnData(spec: ColumnSpec, values: readonly Cell[]): Data {
       return makeData({ type: new Int32(), length: n, nullCount: nulls, nullBitmap, data });
     }
     case 'decimal': {
-      // Four little-endian 32-bit words per value (Decimal128); values are unsigned and < 10^18.
-      const data = new Uint32Array(n * 4);
+      // Two little-endian 32-bit words per value (Decimal64); values are unsigned and < 10^18.
+      const data = new Uint32Array(n * 2);
       for (let i = 0; i < n; i++) {
         const v = values[i] as number | bigint | null;
-        if (v === null) continue;
+        if (v === null || v !== v) continue; // null, or NaN in a typed column
         if (typeof v === 'number') {
-          data[i * 4] = v % 4294967296;
-          data[i * 4 + 1] = Math.floor(v / 4294967296);
+          data[i * 2] = v % 4294967296;
+          data[i * 2 + 1] = Math.floor(v / 4294967296);
         } else {
-          data[i * 4] = Number(v & 0xffffffffn);
-          data[i * 4 + 1] = Number((v >> 32n) & 0xffffffffn);
+          data[i * 2] = Number(v & 0xffffffffn);
+          data[i * 2 + 1] = Number((v >> 32n) & 0xffffffffn);
         }
       }
       return makeData({ type: arrowType('decimal', spec.scale) as Decimal, length: n, nullCount: nulls, nullBitmap, data });
@@ -150,7 +162,10 @@ function columnData(spec: ColumnSpec, values: readonly Cell[]): Data {
       const data = new BigInt64Array(n);
       // Receive times may carry sub-millisecond digits: round to whole microseconds.
       const scale = spec.kind === 'ts' ? 1000 : 1;
-      for (let i = 0; i < n; i++) data[i] = values[i] === null ? 0n : BigInt(Math.round((values[i] as number) * scale));
+      for (let i = 0; i < n; i++) {
+        const v = values[i] as number | null;
+        data[i] = v === null || v !== v ? 0n : BigInt(Math.round(v * scale));
+      }
       return spec.kind === 'ts'
         ? makeData({ type: new TimestampMicrosecond('UTC'), length: n, nullCount: nulls, nullBitmap, data })
         : makeData({ type: new Int64(), length: n, nullCount: nulls, nullBitmap, data });
@@ -169,7 +184,7 @@ export interface WriteOptions {
  * Columns (one value array per spec, equal lengths) → Parquet bytes: ZSTD, page statistics (min/max
  * per page and row group), dictionary for text and decimals, DELTA_BINARY_PACKED for times and seq.
  */
-export function encodeParquet(specs: readonly ColumnSpec[], columns: readonly (readonly Cell[])[], opts: WriteOptions): Uint8Array {
+export function encodeParquet(specs: readonly ColumnSpec[], columns: readonly ColumnValues[], opts: WriteOptions): Uint8Array {
   const schema = arrowSchema(specs);
   const n = columns[0]?.length ?? 0;
   const children = specs.map((s, i) => columnData(s, columns[i]));

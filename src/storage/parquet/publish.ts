@@ -29,7 +29,7 @@ export const partFileName = (dataset: AnyDataset, day: string, part: number): st
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 /** One market's contiguous rows per row group, with their time and seq ranges. */
-export function segmentsOf(markets: readonly unknown[], times: readonly unknown[], seqs: readonly unknown[]): Segment[] {
+export function segmentsOf(markets: ArrayLike<unknown>, times: ArrayLike<unknown>, seqs: ArrayLike<unknown>): Segment[] {
   const out: Segment[] = [];
   let cur: { -readonly [K in keyof Segment]: Segment[K] } | null = null;
   for (let i = 0; i < markets.length; i++) {
@@ -50,10 +50,11 @@ export function segmentsOf(markets: readonly unknown[], times: readonly unknown[
   return out;
 }
 
-function minMax(xs: readonly number[]): [number, number] {
+function minMax(xs: ArrayLike<number>): [number, number] {
   let lo = Infinity;
   let hi = -Infinity;
-  for (const x of xs) {
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i];
     if (x < lo) lo = x;
     if (x > hi) hi = x;
   }
@@ -120,7 +121,7 @@ export class PartitionBuilder {
     if (n === 0) return;
     const base = { family: this.family, dataset: this.dataset, date: this.day };
     const specs = columnsOf(this.family, this.dataset);
-    const times = this.sink.column('receive_time') as number[];
+    const times = this.sink.column('receive_time') as ArrayLike<number>;
     const metadata = new Map([
       ['pmtape.schema_version', String(SCHEMA_VERSION)],
       ['pmtape.partition', JSON.stringify(base)],

@@ -26,6 +26,8 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[]): Columns {
     const a = new Array<unknown>(n);
     let i = 0;
     for (const d of v.data) {
+      // 32-bit words per decimal: 2 (Decimal64, written since) or 4 (Decimal128, older files).
+      const stride = s.kind === 'decimal' ? (d.type as { bitWidth?: number }).bitWidth! / 32 : 0;
       for (let k = 0; k < d.length; k++, i++) {
         if (d.nullCount > 0 && !d.getValid(k)) { a[i] = null; continue; }
         const at = d.offset + k;
@@ -36,8 +38,8 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[]): Columns {
           case 'f64': a[i] = (d.values as Float64Array)[at]; break;
           case 'decimal': {
             const w = d.values as Uint32Array;
-            const lo = w[at * 4];
-            const hi = w[at * 4 + 1];
+            const lo = w[at * stride];
+            const hi = w[at * stride + 1];
             const x = hi * 4294967296 + lo;
             a[i] = x <= Number.MAX_SAFE_INTEGER ? x : (BigInt(hi) << 32n) | BigInt(lo);
             break;

@@ -8,21 +8,35 @@ import { DecimalError, encodeDecimal } from './decimal.js';
 import type { ColumnSpec } from './file.js';
 import { scalesOf, type Dataset } from './schema.js';
 
+/** Column kinds held as raw doubles (NaN = null) while every value is a safe number. */
+const NUMERIC = new Set<ColumnSpec['kind']>(['decimal', 'ts', 'int64', 'int32', 'f64']);
+
 /**
  * Rows accumulated column by column (no object per row: compaction of deep books is dominated by
  * allocation otherwise). `set` fills the current row, `emit` appends it; values stay set until
- * `reset`, so the fields of a record are set once for all its level rows.
+ * `reset`, so the fields of a record are set once for all its level rows. Numeric columns live in
+ * Float64Arrays grown together, NaN for null (pushing millions of values into plain arrays cost more
+ * than writing the Parquet); a bigint (a decimal past 2^53) turns its column into a plain array.
  */
 export class RowSink {
-  readonly cols: unknown[][];
+  /** Per column: its doubles while numeric, else null (then `plain` holds it). */
+  private readonly nums: (Float64Array | null)[];
+  private readonly plain: (unknown[] | null)[];
+  private capacity = 1024;
   private readonly idx = new Map<string, number>();
   private readonly cur: unknown[];
   length = 0;
 
   constructor(readonly specs: readonly ColumnSpec[]) {
-    this.cols = specs.map(() => []);
+    this.nums = specs.map((s) => (NUMERIC.has(s.kind) ? new Float64Array(this.capacity) : null));
+    this.plain = specs.map((s) => (NUMERIC.has(s.kind) ? null : []));
     specs.forEach((s, i) => this.idx.set(s.name, i));
     this.cur = new Array<unknown>(specs.length).fill(null);
+  }
+
+  /** Every column's values so far: typed views (NaN = null) or plain arrays, `length` long each. */
+  get cols(): (readonly unknown[] | Float64Array)[] {
+    return this.specs.map((_, i) => this.columnAt(i));
   }
 
   reset(): void {
@@ -36,17 +50,70 @@ export class RowSink {
   }
 
   emit(): void {
-    for (let i = 0; i < this.cur.length; i++) this.cols[i].push(this.cur[i]);
-    this.length++;
+    this.emitRow(this.cur);
   }
 
-  column(name: string): unknown[] {
-    return this.cols[this.idx.get(name)!];
+  /**
+   * Appends one whole row given as values by column index (`row.length === specs.length`): also the
+   * fast path of a writer that emits many rows sharing most values (book_snapshots).
+   */
+  emitRow(row: readonly unknown[]): void {
+    const n = this.length;
+    if (n === this.capacity) this.grow();
+    const nums = this.nums;
+    for (let i = 0; i < row.length; i++) {
+      const f = nums[i];
+      const v = row[i];
+      if (f !== null) {
+        if (typeof v === 'number') {
+          f[n] = v;
+          continue;
+        }
+        if (v === null) {
+          f[n] = NaN;
+          continue;
+        }
+        this.toPlain(i, n);
+      }
+      this.plain[i]!.push(v);
+    }
+    this.length = n + 1;
+  }
+
+  private grow(): void {
+    this.capacity *= 2;
+    for (let i = 0; i < this.nums.length; i++) {
+      const f = this.nums[i];
+      if (f === null) continue;
+      const g = new Float64Array(this.capacity);
+      g.set(f);
+      this.nums[i] = g;
+    }
+  }
+
+  private toPlain(i: number, n: number): void {
+    this.plain[i] = Array.from(this.nums[i]!.subarray(0, n), (x) => (Number.isNaN(x) ? null : x));
+    this.nums[i] = null;
+  }
+
+  private columnAt(i: number): readonly unknown[] | Float64Array {
+    const f = this.nums[i];
+    return f !== null ? f.subarray(0, this.length) : this.plain[i]!;
+  }
+
+  /** One column's values so far (see `cols`). */
+  column(name: string): readonly unknown[] | Float64Array {
+    return this.columnAt(this.idx.get(name)!);
+  }
+
+  /** The index of a column in `specs`, or -1 (for writers that fill whole rows themselves). */
+  indexOf(name: string): number {
+    return this.idx.get(name) ?? -1;
   }
 
   /** Drops every row (after they were written out). */
   clear(): void {
-    for (const c of this.cols) c.length = 0;
+    for (const p of this.plain) if (p !== null) p.length = 0;
     this.length = 0;
   }
 }

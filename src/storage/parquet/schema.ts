@@ -9,8 +9,8 @@ import type { ColumnSpec } from './file.js';
 /** Bumped whenever any dataset's columns change; written in every footer and manifest entry. */
 export const SCHEMA_VERSION = 2;
 
-export type Dataset = 'book_changes' | 'trades' | 'metrics' | 'catalog' | 'gaps';
-export const DATASETS: readonly Dataset[] = ['book_changes', 'trades', 'metrics', 'catalog', 'gaps'];
+export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps';
+export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps'];
 /** Schema version 1's one books dataset (the whole book per record plus the record as JSON). */
 export type LegacyDataset = 'books';
 export type AnyDataset = Dataset | LegacyDataset;
@@ -20,8 +20,17 @@ export const DATASET_FOLDERS: readonly AnyDataset[] = [...DATASETS, 'books'];
 export type Stream = 'books' | 'metrics' | 'catalog';
 /** Which log stream feeds a dataset. */
 export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : 'books');
-/** The v2 datasets one stream feeds; the first is the stream's primary (it holds the record index). */
+/**
+ * The v2 datasets that hold one stream's records (the read side rebuilds the records from them); the
+ * first is the stream's primary (it holds the record index).
+ */
 export const datasetsOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_changes', 'trades', 'gaps'] : [s]);
+/** Datasets derived from a stream's compacted records (not records themselves): built after them. */
+export const derivedOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_snapshots'] : []);
+
+/** `book_snapshots`: levels a side per row, and the grid (one row per second while the book is valid). */
+export const SNAPSHOT_DEPTH = 25;
+export const SNAPSHOT_INTERVAL_MS = 1000;
 
 /** DECIMAL scales: probability prices and share sizes (coin, wallet); dollar prices and counts (yes/no). */
 export const SCALES = {
@@ -88,6 +97,38 @@ function trades(f: Family): ColumnSpec[] {
   ];
 }
 
+/** Which book a `book_snapshots` row shows: each outcome token's, the first outcome's only, or the yes/no book. */
+export type SnapshotBooks = 'every_outcome' | 'first_outcome' | 'yesno';
+
+function bookSnapshots(f: Family): ColumnSpec[] {
+  const s = scalesOf(f);
+  const yn = FAMILY_TABLES[f].snapshots === 'yesno';
+  const [bid, ask] = yn ? ['yes', 'no'] : ['bid', 'ask'];
+  const levels: ColumnSpec[] = [];
+  for (let i = 0; i < SNAPSHOT_DEPTH; i++) {
+    levels.push(
+      c(`${bid}_price_${i}`, 'decimal', true, i === 0 ? `price of ${yn ? 'yes bid' : 'bid'} level 0 (the best) … ${SNAPSHOT_DEPTH - 1}; null past the book's depth` : '', { scale: s.price }),
+      c(`${bid}_size_${i}`, 'decimal', true, i === 0 ? `size at \`${bid}_price_<i>\`` : '', { scale: s.size }),
+      c(`${ask}_price_${i}`, 'decimal', true, i === 0 ? `price of ${yn ? 'no bid' : 'ask'} level 0 (the best) … ${SNAPSHOT_DEPTH - 1}; null past the book's depth` : '', { scale: s.price }),
+      c(`${ask}_size_${i}`, 'decimal', true, i === 0 ? `size at \`${ask}_price_<i>\`` : '', { scale: s.size }),
+    );
+  }
+  return [
+    c('market_id', 'utf8', false, 'market id (the ticker for yes/no)'),
+    c('bucket_start', 'ts', false, 'the second this row describes, [bucket_start, bucket_start + 1 s): the book as it stood at its end', { delta: true }),
+    c('receive_time', 'ts', false, 'receive time of the newest book record the row shows (as `/snapshots?interval=1s` names it)', { delta: true }),
+    c('source_time', 'ts', true, "the venue's time of that record, null when it gave none", { delta: true }),
+    c('seq', 'int64', false, 'seq of that record', { delta: true }),
+    c('token_id', 'utf8', true, yn ? 'always null (one yes/no book per market)' : 'outcome token of the book'),
+    c('outcome', 'utf8', true, yn ? 'always null' : "outcome label of `token_id` from the market's catalogue"),
+    ...(yn ? [c('units', 'utf8', false, '`dollars` or `cents`: the unit of every price of the row')] : []),
+    c('best_bid', 'decimal', true, yn ? 'best yes bid (`yes_price_0`); null when the yes side is empty' : 'best bid (`bid_price_0`); null when the side is empty', { scale: s.price }),
+    c('best_ask', 'decimal', true, yn ? 'implied yes ask: 1 dollar (100 cents) minus the best no bid; null when the no side is empty' : 'best ask (`ask_price_0`); null when the side is empty', { scale: s.price }),
+    c('mid', 'decimal', true, '(best_bid + best_ask) / 2, exact (one more decimal); null unless both exist', { scale: s.price + 1 }),
+    ...levels,
+  ];
+}
+
 const METRICS: ColumnSpec[] = [
   ...head(),
   c('metric', 'utf8', false, '`chance`, `price` or `last_trade` (three series, never merged)'),
@@ -149,11 +190,23 @@ const yesnoCatalog = (): ColumnSpec[] => [
  * decimal text; `yesno`: whole yes/no books in dollars or cents) and its catalogue's columns. A new
  * family is a compile error here until it has its entry.
  */
-const FAMILY_TABLES: Readonly<Record<Family, { readonly books: keyof typeof SCALES; readonly catalog: () => ColumnSpec[] }>> = {
-  coin: { books: 'decimal', catalog: coinCatalog },
-  'wallet-prediction': { books: 'decimal', catalog: walletCatalog },
-  'yesno-exchange': { books: 'yesno', catalog: yesnoCatalog },
+interface FamilyTables {
+  readonly books: keyof typeof SCALES;
+  /**
+   * Which books `book_snapshots` holds and when they are valid, as `/snapshots?interval=` decides
+   * it: coin markets need every outcome's book, a wallet market its first (the stored one; the
+   * others are its mirror), a yes/no market its whole book.
+   */
+  readonly snapshots: SnapshotBooks;
+  readonly catalog: () => ColumnSpec[];
+}
+const FAMILY_TABLES: Readonly<Record<Family, FamilyTables>> = {
+  coin: { books: 'decimal', snapshots: 'every_outcome', catalog: coinCatalog },
+  'wallet-prediction': { books: 'decimal', snapshots: 'first_outcome', catalog: walletCatalog },
+  'yesno-exchange': { books: 'yesno', snapshots: 'yesno', catalog: yesnoCatalog },
 };
+
+export const snapshotBooksOf = (f: Family): SnapshotBooks => FAMILY_TABLES[f].snapshots;
 
 const cache = new Map<string, readonly ColumnSpec[]>();
 
@@ -162,7 +215,7 @@ export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec
   const k = `${family}/${dataset}`;
   let cols = cache.get(k);
   if (!cols) {
-    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'trades' ? trades(family)
+    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'book_snapshots' ? bookSnapshots(family) : dataset === 'trades' ? trades(family)
       : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : FAMILY_TABLES[family].catalog();
     cache.set(k, cols);
   }

@@ -62,7 +62,7 @@ async function legacyRecords(p: LegacyPartition, want: ReadonlySet<string>): Pro
 }
 
 /** Token id → outcome label from the market's latest catalogue entry (empty when it has no outcome tokens). */
-async function contextOf(dataDir: string, family: Family, market: string): Promise<RowContext> {
+export async function contextOf(dataDir: string, family: Family, market: string): Promise<RowContext> {
   const outcomes = new Map<string, string>();
   const key = { family, stream: 'catalog', market } as const;
   // The composite reader (logs and compacted days), built here rather than through storage/index.ts,

@@ -1,0 +1,216 @@
+// `book_snapshots` rows of one market's day (anchor: Tardis `book_snapshot_25_1s`): the top 25
+// levels a side, one row per second and book, only for the seconds the books were valid from start
+// to end. The grid and its rules are the ones `/snapshots?interval=1s` serves (api/query/intervals.ts,
+// whose sweep this mirrors and a test compares against): a record at a bucket's start counts for
+// it; a bucket is written only when the books were valid at its start and never broke inside it;
+// it shows the newest book record before its end. Nothing before the first capture, nothing
+// forward-filled across a gap, nothing after the log's last record unless the log goes on past the day.
+
+import { MarketBooks } from '../../book/book-state.js';
+import type { Family, Ladder, Recorded, YesNoBook } from '../../schema/observation.js';
+import { DAY_MS, dayStartMs } from '../../schema/time.js';
+import type { LogView, ReadItem } from '../types.js';
+import { encodeDecimal, type Unscaled } from './decimal.js';
+import type { RowSink } from './rows.js';
+import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
+
+const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
+const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
+
+/** One book's row with every column that changes only when the book does, encoded once per change. */
+interface Encoded {
+  readonly bids: readonly unknown[];
+  readonly asks: readonly unknown[];
+  /** A whole row by column index; the per-second columns are filled in before each emit. */
+  readonly row: unknown[];
+}
+
+/** Which books make the market valid, and which rows a valid second writes. */
+class MarketState {
+  readonly books = new MarketBooks();
+  private yesno: Recorded<YesNoBook> | null = null;
+  private yesnoGap = false;
+  validSince: number | null = null;
+  lastBook: Recorded | null = null;
+
+  constructor(private readonly mode: ReturnType<typeof snapshotBooksOf>, readonly tokens: readonly string[]) {}
+
+  valid(): boolean {
+    if (this.mode === 'yesno') return this.yesno !== null && !this.yesnoGap;
+    return this.tokens.length > 0 && this.tokens.every((t) => this.books.isValid(t));
+  }
+
+  get yesnoBook(): Recorded<YesNoBook> | null {
+    return this.yesno;
+  }
+
+  /** Applies a record; returns true when validity was lost. */
+  apply(rec: Recorded): boolean {
+    const was = this.valid();
+    let changed: readonly string[];
+    if (rec.type === 'yesno_book') {
+      this.yesno = rec;
+      this.yesnoGap = false;
+      changed = [''];
+    } else {
+      if (rec.type === 'gap' && rec.end_ts === null) this.yesnoGap = true;
+      changed = this.books.apply(rec);
+    }
+    // As intervals.ts: a checkpoint names the snapshot only when it is what made the books valid.
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
+    const now = this.valid();
+    if (!was && now) this.validSince = rec.recv_ts;
+    else if (was && !now) this.validSince = null;
+    return was && !now;
+  }
+}
+
+export interface SnapshotInput {
+  readonly family: Family;
+  readonly market: string;
+  readonly day: string;
+  /** Token id → outcome label, in the catalogue's order (first outcome first); empty for yes/no. */
+  readonly outcomes: ReadonlyMap<string, string>;
+}
+
+/**
+ * Appends the market's `book_snapshots` rows for the day to `sink`, reading the market's composite
+ * view (the day's records, and before them the newest checkpoint that makes the books whole at
+ * 00:00). Returns the number of rows.
+ */
+export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink: RowSink): Promise<number> {
+  const I = SNAPSHOT_INTERVAL_MS;
+  const dayStart = dayStartMs(input.day)!;
+  const dayEnd = dayStart + DAY_MS;
+  const mode = snapshotBooksOf(input.family);
+  const order = [...input.outcomes.keys()];
+  const tokens = mode === 'every_outcome' ? order : mode === 'first_outcome' ? order.slice(0, 1) : [];
+  if (mode !== 'yesno' && tokens.length === 0) return 0; // no catalogue entry: no outcome to name
+  const first = await view.first();
+  const last = await view.latest();
+  if (!first || !last) return 0;
+  const lo = alignUp(Math.max(dayStart, first.rec.recv_ts), I);
+  // What happened after the log's last record is not known, unless the log goes on past the day.
+  const dataEnd = last.rec.recv_ts >= dayEnd ? dayEnd : last.rec.recv_ts + 1;
+  if (lo >= dayEnd) return 0;
+
+  const state = new MarketState(mode, tokens);
+  const rows = new RowWriter(input, sink, mode, tokens);
+  const cp = await view.checkpointAtOrBefore(lo - 1);
+  const it: AsyncIterator<ReadItem> = view.replay(cp ? { pos: cp.pos } : 'start', { until: Math.min(dayEnd, dataEnd) });
+  let nxt = await it.next();
+  let broke = false;
+  const apply = (rec: Recorded): void => {
+    if (state.apply(rec)) broke = true;
+  };
+  let written = 0;
+  try {
+    let bs = lo;
+    while (bs < dayEnd) {
+      const be = bs + I;
+      while (!nxt.done && nxt.value.rec.recv_ts <= bs) {
+        apply(nxt.value.rec);
+        nxt = await it.next();
+      }
+      broke = false;
+      const okAtStart = state.validSince !== null && state.validSince <= bs;
+      while (!nxt.done && nxt.value.rec.recv_ts < be) {
+        apply(nxt.value.rec);
+        nxt = await it.next();
+      }
+      if (be > dataEnd) break;
+      if (okAtStart && !broke && state.valid() && state.lastBook) {
+        written += rows.write(bs, state);
+        bs = be;
+        continue;
+      }
+      // Still invalid: every bucket up to the next record shares this fate; jump there at once.
+      bs = state.valid() ? be : nxt.done ? dayEnd : Math.max(be, Math.min(dayEnd, alignDown(nxt.value.rec.recv_ts, I)));
+    }
+  } finally {
+    await it.return?.();
+  }
+  return written;
+}
+
+/** Writes the rows of one valid second, re-encoding a book's levels only when that book changed. */
+class RowWriter {
+  private readonly scales: { price: number; size: number };
+  private readonly memo = new Map<string, Encoded>();
+  private readonly col: (name: string) => number;
+  private readonly levelCols: { bidPrice: number[]; bidSize: number[]; askPrice: number[]; askSize: number[] };
+  private readonly at: { bucket: number; recv: number; source: number; seq: number };
+
+  constructor(private readonly input: SnapshotInput, private readonly sink: RowSink, private readonly mode: string, private readonly tokens: readonly string[]) {
+    this.scales = scalesOf(input.family);
+    this.col = (name) => {
+      const i = sink.indexOf(name);
+      if (i < 0) throw new Error(`book_snapshots has no column ${name}`);
+      return i;
+    };
+    const [bid, ask] = mode === 'yesno' ? ['yes', 'no'] : ['bid', 'ask'];
+    const n = (p: string): number[] => Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => this.col(`${p}_${i}`));
+    this.levelCols = { bidPrice: n(`${bid}_price`), bidSize: n(`${bid}_size`), askPrice: n(`${ask}_price`), askSize: n(`${ask}_size`) };
+    this.at = { bucket: this.col('bucket_start'), recv: this.col('receive_time'), source: this.col('source_time'), seq: this.col('seq') };
+  }
+
+  write(bucketStart: number, state: MarketState): number {
+    const at = state.lastBook!;
+    if (this.mode === 'yesno') {
+      const b = state.yesnoBook!;
+      this.emit(bucketStart, at, this.encode('', null, b.yes, b.no, b.units));
+      return 1;
+    }
+    let n = 0;
+    for (const token of this.tokens) {
+      const v = state.books.view(token); // the same arrays until the token's book changes
+      if (!v) continue;
+      this.emit(bucketStart, at, this.encode(token, token, v.bids, v.asks, null));
+      n++;
+    }
+    return n;
+  }
+
+  private emit(bucketStart: number, at: Recorded, enc: Encoded): void {
+    const row = enc.row;
+    row[this.at.bucket] = bucketStart;
+    row[this.at.recv] = at.recv_ts;
+    row[this.at.source] = at.source_ts;
+    row[this.at.seq] = at.seq;
+    this.sink.emitRow(row);
+  }
+
+  private encode(key: string, token: string | null, bids: Ladder, asks: Ladder, units: 'dollars' | 'cents' | null): Encoded {
+    const hit = this.memo.get(key);
+    if (hit && hit.bids === bids && hit.asks === asks) return hit;
+    const { price, size } = this.scales;
+    const where = `market ${this.input.market}`;
+    const row = new Array<unknown>(this.sink.specs.length).fill(null);
+    row[this.col('market_id')] = this.input.market;
+    row[this.col('token_id')] = token;
+    row[this.col('outcome')] = token === null ? null : this.input.outcomes.get(token) ?? null;
+    if (units !== null) row[this.col('units')] = units;
+    const side = (l: Ladder, prices: number[], sizes: number[]): void => {
+      for (let i = 0; i < SNAPSHOT_DEPTH && i < l.length; i++) {
+        row[prices[i]] = encodeDecimal(l[i][0], price, `${where} level ${i} price`).unscaled;
+        row[sizes[i]] = encodeDecimal(l[i][1], size, `${where} level ${i} size`).unscaled;
+      }
+    };
+    const c = this.levelCols;
+    side(bids, c.bidPrice, c.bidSize);
+    side(asks, c.askPrice, c.askSize);
+    const bestBid = bids[0] ? BigInt(encodeDecimal(bids[0][0], price, where).unscaled) : null;
+    let bestAsk = asks[0] ? BigInt(encodeDecimal(asks[0][0], price, where).unscaled) : null;
+    // Yes/no: both ladders are bids; the yes ask implied by the best no bid is one dollar (100 cents) less it.
+    if (units !== null && bestAsk !== null) bestAsk = (units === 'cents' ? 100n : 1n) * 10n ** BigInt(price) - bestAsk;
+    const small = (b: bigint | null): Unscaled | null => (b === null ? null : b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(b) : b);
+    row[this.col('best_bid')] = small(bestBid);
+    row[this.col('best_ask')] = small(bestAsk);
+    // (bid + ask) / 2 at one more decimal: (bid + ask) × 10 / 2, exact.
+    row[this.col('mid')] = bestBid !== null && bestAsk !== null ? small((bestBid + bestAsk) * 5n) : null;
+    const enc = { bids, asks, row };
+    this.memo.set(key, enc);
+    return enc;
+  }
+}

@@ -1,0 +1,78 @@
+// Datasets derived from a stream's compacted records rather than holding them (`book_snapshots`):
+// built after the record datasets of the day are published, market by market from the composite
+// view the read side uses (the day's records, and the checkpoint before 00:00 that makes the books
+// whole), and published the same way. A derived partition is current when its manifest names the
+// same sources as the stream's primary partition and its files match their checksums; so a tree
+// compacted before the dataset existed gets it on the next `compact`, from its logs or its Parquet.
+
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Family } from '../../schema/observation.js';
+import { openLogReader } from '../read/reader.js';
+import { compositeReader } from '../read/composite-reader.js';
+import { bookSnapshotRows } from './book-snapshots.js';
+import type { CompactOptions, PartitionResult } from './compaction-input.js';
+import { manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
+import { PartitionBuilder, recoverPartition } from './publish.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
+import { contextOf } from './stream-compaction.js';
+
+async function current(dir: string, primary: Manifest): Promise<Manifest | null> {
+  const m = await readManifest(dir);
+  if (!m || manifestVersion(m) < SCHEMA_VERSION) return null;
+  if (JSON.stringify(sortedKeys(m.sources)) !== JSON.stringify(sortedKeys(primary.sources))) return null;
+  for (const f of m.files) {
+    const bytes = await readFile(join(dir, f.file)).catch(() => null);
+    if (!bytes || bytes.length !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) return null;
+  }
+  return m;
+}
+
+const sortedKeys = <T>(o: Record<string, T>): [string, T][] => Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
+/** Builds (or keeps) every derived dataset of the stream's day; nothing when its records are not compacted. */
+export async function buildDerived(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions): Promise<PartitionResult[]> {
+  const out: PartitionResult[] = [];
+  const derived = derivedOfStream(stream);
+  if (derived.length === 0) return out;
+  const primary = await readManifest(partitionDir(dataDir, family, datasetsOfStream(stream)[0], day));
+  if (!primary || manifestVersion(primary) < SCHEMA_VERSION) return out;
+  for (const dataset of derived) {
+    const dir = partitionDir(dataDir, family, dataset, day);
+    if (!opts.dryRun) {
+      await recoverPartition(dataDir, family, dataset, day);
+      await removeStaging(dir);
+    }
+    const have = await current(dir, primary);
+    if (have) {
+      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0) });
+      continue;
+    }
+    if (opts.dryRun) {
+      out.push({ family, dataset, date: day, status: 'would-write', rows: 0, bytes: 0 });
+      continue;
+    }
+    out.push(await build(dataDir, family, stream, dataset, day, primary, opts));
+  }
+  return out;
+}
+
+async function build(dataDir: string, family: Family, stream: Stream, dataset: Dataset, day: string, primary: Manifest, opts: CompactOptions): Promise<PartitionResult> {
+  const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows);
+  await b.start();
+  try {
+    for (const market of Object.keys(primary.sources).sort()) {
+      const key = { family, stream, market };
+      const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
+      const { outcomes } = await contextOf(dataDir, family, market);
+      await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+      await b.added();
+    }
+    await b.publish(primary.sources);
+  } catch (e) {
+    await b.abandon().catch(() => undefined);
+    throw e;
+  }
+  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes };
+}
