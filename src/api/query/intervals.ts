@@ -4,10 +4,11 @@
 // and reported in `gaps` (consecutive buckets with one reason merged). Never forward-fills a gap.
 
 import { MarketBooks } from '../../book/book-state.js';
+import { IntervalGrid } from '../../book/interval-grid.js';
 import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import type { LogReader, LogView, ReadItem } from '../../storage/index.js';
+import type { LogReader, LogView } from '../../storage/index.js';
 import { coinSnapshot, type BookShapeOptions } from './shapes.js';
 import type { CursorPos } from './cursor.js';
 
@@ -47,19 +48,17 @@ async function sweep(
   view: LogView, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
   b0: number, bEnd: number, dataEnd: number, maxData: number,
 ): Promise<{ items: Record<string, unknown>[]; gaps: GapOut[]; stoppedAt: number | null }> {
-  const I = req.intervalMs;
   const books = new MarketBooks();
   const tokens = market.outcomes.map((o) => o.token_id);
   const valid = (): boolean => tokens.length > 0 && tokens.every((t) => books.isValid(t));
-  let validSince: number | null = null;
+  const state = { validSince: null as number | null, valid };
   let reason: GapReason = 'not_recording';
+  /** The reason of the gap record about to be applied (it spoils buckets written before it). */
+  let spoiling: GapReason = 'not_recording';
   let lastBook: Recorded | null = null;
   let everValid = false;
 
   const cp = await view.checkpointAtOrBefore(b0 - 1);
-  const it: AsyncIterator<ReadItem> = view.replay(cp ? { pos: cp.pos } : 'start', { until: Math.min(bEnd, dataEnd) });
-  let nxt: IteratorResult<ReadItem> = await it.next();
-  let brokeInBucket = false;
   const apply = (rec: Recorded): void => {
     const was = valid();
     if (rec.type === 'gap' && rec.end_ts === null) reason = rec.reason;
@@ -70,12 +69,9 @@ async function sweep(
     else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || lastBook === null)) lastBook = rec;
     const now = valid();
     if (!was && now) {
-      validSince = rec.recv_ts;
+      state.validSince = rec.recv_ts;
       everValid = true;
-    } else if (was && !now) {
-      validSince = null;
-      brokeInBucket = true;
-    }
+    } else if (was && !now) state.validSince = null;
   };
 
   const items: Record<string, unknown>[] = [];
@@ -85,46 +81,32 @@ async function sweep(
     if (prev && prev.reason === why && prev.end === toIso(s)) prev.end = toIso(e);
     else gaps.push({ start: toIso(s), end: toIso(e), reason: why });
   };
-
-  let bs = b0;
-  try {
-    while (bs < bEnd) {
-      const be = bs + I;
-      // Records at exactly bs count from bs on (a book received at the bucket start covers it).
-      while (!nxt.done && nxt.value.rec.recv_ts <= bs) {
-        apply(nxt.value.rec);
-        nxt = await it.next();
+  let stoppedAt: number | null = null;
+  // Buckets ending after dataEnd are not known: the recorder has not reported past it.
+  const grid = new IntervalGrid(req.intervalMs, b0, Math.min(bEnd, dataEnd), {
+    served: (bs) => {
+      if (items.length === maxData) {
+        stoppedAt = bs; // the next page starts here
+        return false;
       }
-      brokeInBucket = false;
-      const okAtStart = validSince !== null && validSince <= bs;
-      while (!nxt.done && nxt.value.rec.recv_ts < be) {
-        apply(nxt.value.rec);
-        nxt = await it.next();
-      }
-      if (be > dataEnd) {
-        // The recorder has not reported past dataEnd: nothing after it is known.
-        addGap(bs, bEnd, 'not_recording');
-        bs = bEnd;
-        break;
-      }
-      if (okAtStart && !brokeInBucket && valid() && lastBook) {
-        if (items.length === maxData) return { items, gaps, stoppedAt: bs };
-        const snap = coinSnapshot(market, lastBook, books, shape);
-        if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
-        else addGap(bs, be, reason);
-        bs = be;
-        continue;
-      }
-      const why: GapReason = everValid || cp ? reason : 'not_recording';
-      // Still invalid: every bucket up to the next record shares this fate; jump there at once.
-      let to = be;
-      if (!valid()) to = nxt.done ? bEnd : Math.max(be, Math.min(bEnd, alignDown(nxt.value.rec.recv_ts, I)));
-      addGap(bs, to, why);
-      bs = to;
-    }
-  } finally {
-    await it.return?.();
+      const snap = lastBook && coinSnapshot(market, lastBook, books, shape);
+      if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
+      else addGap(bs, bs + req.intervalMs, reason);
+    },
+    unserved: (from, to, spoiled) => addGap(from, to, spoiled ? spoiling : everValid || cp ? reason : 'not_recording'),
+  });
+  // Read past bEnd up to one record: a gap written after the page's range may still spoil its end.
+  for await (const { rec } of view.replay(cp ? { pos: cp.pos } : 'start', { until: dataEnd })) {
+    if (rec.type === 'gap') spoiling = rec.reason;
+    grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
+    if (grid.done) break;
+    const was = valid();
+    apply(rec);
+    grid.noteApplied(was, state);
   }
+  grid.advance(Infinity, state);
+  if (stoppedAt !== null) return { items, gaps, stoppedAt };
+  if (grid.position < bEnd) addGap(grid.position, bEnd, 'not_recording');
   return { items, gaps, stoppedAt: null };
 }
 

@@ -1,9 +1,10 @@
 // One market's book state during a replay, and what each replay type makes of a record: the REST
 // snapshot object (`book`), the level changes (`book_change`), and per-interval samples that follow
-// the `interval` snapshot rules of intervals.ts (a bucket is served only when the books were valid
+// the `interval` snapshot rules of book/interval-grid.ts (a bucket is served only when the books were valid
 // from its start through its end; never forward-filled across a gap).
 
 import { MarketBooks } from '../../book/book-state.js';
+import { IntervalGrid } from '../../book/interval-grid.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
@@ -172,45 +173,34 @@ export interface Sample {
 }
 
 /**
- * Buckets of one interval over the replay, decided as records stream by. Mirrors the sweep of
- * intervals.ts: records at or before a bucket's start count before it, validity must hold from the
- * start and never break inside, and the bucket holds the last book before its end.
+ * Samples of one interval over the replay, on the grid every interval snapshot uses
+ * (book/interval-grid.ts): a bucket is sampled only when the books were valid through it.
  */
 export class IntervalSampler {
-  private pendingStart = true;
-  private okAtStart = false;
-  private broke = false;
-  private done = false;
+  private readonly grid: IntervalGrid;
+  private book: ReplayBook | null = null;
+  private out: Sample[] = [];
 
   /** `start`: first bucket start (aligned); `stop`: no bucket ends after it. */
-  constructor(private readonly intervalMs: number, private readonly depth: number, private start: number, private readonly stop: number) {
-    if (start + intervalMs > stop) this.done = true;
+  constructor(intervalMs: number, depth: number, start: number, stop: number) {
+    this.grid = new IntervalGrid(intervalMs, start, stop, {
+      served: (bs) => {
+        const book = this.book!;
+        const snap = book.sample(depth);
+        if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: toIso(bs) } });
+      },
+    });
   }
 
-  /** Decides every bucket that ends at or before `t` (call before applying a record received at t). */
-  advance(t: number, book: ReplayBook, out: Sample[]): void {
-    while (!this.done) {
-      if (this.pendingStart) {
-        if (t <= this.start) return;
-        this.okAtStart = book.validSince !== null && book.validSince <= this.start;
-        this.broke = false;
-        this.pendingStart = false;
-        continue;
-      }
-      const end = this.start + this.intervalMs;
-      if (t < end) return;
-      if (this.okAtStart && !this.broke) {
-        const snap = book.sample(this.depth);
-        if (snap) out.push({ bucketEnd: end, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: toIso(this.start) } });
-      }
-      this.start = end;
-      this.pendingStart = true;
-      if (this.start + this.intervalMs > this.stop) this.done = true;
-    }
+  /** Decides every bucket that ends at or before `t` (call before applying a record received at t; see IntervalGrid.advance). */
+  advance(t: number, book: ReplayBook, out: Sample[], spoiledFrom = Infinity): void {
+    this.book = book;
+    this.out = out;
+    this.grid.advance(t, book, spoiledFrom);
   }
 
   /** After a record was applied: a break of validity inside the bucket spoils it. */
   noteApplied(wasValid: boolean, book: ReplayBook): void {
-    if (!this.pendingStart && wasValid && !book.valid()) this.broke = true;
+    this.grid.noteApplied(wasValid, book);
   }
 }

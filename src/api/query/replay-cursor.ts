@@ -43,6 +43,14 @@ export async function* marketRecords(reader: LogReader, range: CursorRange): Asy
   }
 }
 
+/** The first record received at or after `t`, or null (a gap there may spoil interval samples before it). */
+export async function recordAtOrAfter(reader: LogReader, t: number): Promise<Recorded | null> {
+  const p = await reader.seekTime(t);
+  if (p === null) return null;
+  for await (const item of reader.read(p)) return item.rec;
+  return null;
+}
+
 /** First and last receive time of a log, or null when it holds nothing (market selection by range). */
 export async function recordedSpan(reader: LogReader): Promise<{ first: number; last: number } | null> {
   const first = await reader.first();

@@ -6,7 +6,7 @@ import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
 import { IntervalSampler, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
-import { marketRecords } from './replay-cursor.js';
+import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
 
 /** One output line: its position and its JSON text (without the newline). */
@@ -51,10 +51,10 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine>
   const book = m.newBook();
   const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop) }));
   const due: { name: string; s: Sample }[] = [];
-  const sampleLines = (t: number): ReplayLine[] => {
+  const sampleLines = (t: number, spoiledFrom = Infinity): ReplayLine[] => {
     for (const { name, sampler } of samplers) {
       const out: Sample[] = [];
-      sampler.advance(t, book, out);
+      sampler.advance(t, book, out, spoiledFrom);
       for (const s of out) due.push({ name, s });
     }
     if (due.length === 0) return [];
@@ -78,13 +78,17 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine>
         if (keep(k)) yield { ...k, text: lineText(m, 'book_change', book.lastSeq, req.start, null, state) };
       }
     }
-    if (samplers.length > 0) for (const l of sampleLines(t)) if (keep(l)) yield l;
+    if (samplers.length > 0) for (const l of sampleLines(t, rec.type === 'gap' ? rec.start_ts : Infinity)) if (keep(l)) yield l;
     const wasValid = book.valid();
     const changed = book.apply(rec);
     for (const { sampler } of samplers) sampler.noteApplied(wasValid, book);
     for (const l of recordLines(req, book, rec, changed, t)) if (keep(l)) yield l;
   }
-  if (samplers.length > 0) for (const l of sampleLines(Infinity)) if (keep(l)) yield l;
+  if (samplers.length > 0) {
+    // A gap written after the range (a recorder's restart) may still spoil its last buckets.
+    const next = await recordAtOrAfter(req.reader, req.end);
+    for (const l of sampleLines(Infinity, next?.type === 'gap' ? next.start_ts : Infinity)) if (keep(l)) yield l;
+  }
 }
 
 /** The lines one record makes, in rank order: gap, book_change, book, trade. */

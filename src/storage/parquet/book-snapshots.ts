@@ -1,21 +1,20 @@
 // `book_snapshots` rows of one market's day (anchor: Tardis `book_snapshot_25_1s`): the top 25
 // levels a side, one row per second and book, only for the seconds the books were valid from start
-// to end. The grid and its rules are the ones `/snapshots?interval=1s` serves (api/query/intervals.ts,
-// whose sweep this mirrors and a test compares against): a record at a bucket's start counts for
-// it; a bucket is written only when the books were valid at its start and never broke inside it;
-// it shows the newest book record before its end. Nothing before the first capture, nothing
-// forward-filled across a gap, nothing after the log's last record unless the log goes on past the day.
+// to end. The seconds are decided by the grid `/snapshots?interval=1s` uses (book/interval-grid.ts;
+// a test compares the two); a row shows the newest book record before the second's end. Nothing
+// before the first capture, nothing forward-filled across a gap, nothing after the log's last record
+// unless the log goes on past the day.
 
 import { MarketBooks } from '../../book/book-state.js';
+import { IntervalGrid } from '../../book/interval-grid.js';
 import type { Family, Ladder, Recorded, YesNoBook } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import type { LogView, ReadItem } from '../types.js';
+import type { LogView } from '../types.js';
 import { encodeDecimal, type Unscaled } from './decimal.js';
 import type { RowSink } from './rows.js';
 import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
 
 const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
-const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
 
 /** One book's row with every column that changes only when the book does, encoded once per change. */
 interface Encoded {
@@ -44,8 +43,7 @@ class MarketState {
     return this.yesno;
   }
 
-  /** Applies a record; returns true when validity was lost. */
-  apply(rec: Recorded): boolean {
+  apply(rec: Recorded): void {
     const was = this.valid();
     let changed: readonly string[];
     if (rec.type === 'yesno_book') {
@@ -62,7 +60,6 @@ class MarketState {
     const now = this.valid();
     if (!was && now) this.validSince = rec.recv_ts;
     else if (was && !now) this.validSince = null;
-    return was && !now;
   }
 }
 
@@ -97,40 +94,18 @@ export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink
 
   const state = new MarketState(mode, tokens);
   const rows = new RowWriter(input, sink, mode, tokens);
-  const cp = await view.checkpointAtOrBefore(lo - 1);
-  const it: AsyncIterator<ReadItem> = view.replay(cp ? { pos: cp.pos } : 'start', { until: Math.min(dayEnd, dataEnd) });
-  let nxt = await it.next();
-  let broke = false;
-  const apply = (rec: Recorded): void => {
-    if (state.apply(rec)) broke = true;
-  };
   let written = 0;
-  try {
-    let bs = lo;
-    while (bs < dayEnd) {
-      const be = bs + I;
-      while (!nxt.done && nxt.value.rec.recv_ts <= bs) {
-        apply(nxt.value.rec);
-        nxt = await it.next();
-      }
-      broke = false;
-      const okAtStart = state.validSince !== null && state.validSince <= bs;
-      while (!nxt.done && nxt.value.rec.recv_ts < be) {
-        apply(nxt.value.rec);
-        nxt = await it.next();
-      }
-      if (be > dataEnd) break;
-      if (okAtStart && !broke && state.valid() && state.lastBook) {
-        written += rows.write(bs, state);
-        bs = be;
-        continue;
-      }
-      // Still invalid: every bucket up to the next record shares this fate; jump there at once.
-      bs = state.valid() ? be : nxt.done ? dayEnd : Math.max(be, Math.min(dayEnd, alignDown(nxt.value.rec.recv_ts, I)));
-    }
-  } finally {
-    await it.return?.();
+  const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) });
+  const cp = await view.checkpointAtOrBefore(lo - 1);
+  // Past midnight up to one record: a gap written the next day (a restart) may spoil the day's end.
+  for await (const { rec } of view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {})) {
+    grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
+    if (grid.done) break;
+    const was = state.valid();
+    state.apply(rec);
+    grid.noteApplied(was, state);
   }
+  grid.advance(Infinity, state);
   return written;
 }
 
