@@ -25,7 +25,9 @@ export interface GridListener {
   unserved?(from: number, to: number, spoiled: boolean): void;
 }
 
-const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
+/** The grid's bucket boundaries: a time rounded down or up to a multiple of the interval. */
+export const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
+export const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
 
 export class IntervalGrid {
   private start: number;

@@ -1,12 +1,12 @@
-// Coin snapshots sampled on a fixed grid (`interval` 1s/1m/5m/1h). A bucket [start, end) holds the
-// last book at or before its end only when the books were valid through the whole bucket; any
-// bucket touched by a gap, before capture began, or after the recorder stopped is absent from data
-// and reported in `gaps` (consecutive buckets with one reason merged). Never forward-fills a gap.
+// Coin snapshots sampled on a fixed grid (`interval` 1s/1m/5m/1h; the rules are book/interval-grid.ts).
+// A bucket [start, end) holds the last book at or before its end only when the books were valid
+// through the whole bucket; any bucket touched by a gap, before capture began, or after the recorder
+// stopped is absent from data and reported in `gaps` (consecutive buckets with one reason merged).
 
-import { MarketBooks } from '../../book/book-state.js';
-import { IntervalGrid } from '../../book/interval-grid.js';
+import { alignUp, alignDown, IntervalGrid } from '../../book/interval-grid.js';
+import { SampledBooks } from '../../book/sampled-books.js';
 import type { CoinMarket } from '../../schema/market.js';
-import type { GapReason, Recorded } from '../../schema/observation.js';
+import type { GapReason } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
 import type { LogReader, LogView } from '../../storage/index.js';
 import { coinSnapshot, type BookShapeOptions } from './shapes.js';
@@ -40,39 +40,17 @@ export interface IntervalPage {
   readonly next: CursorPos | null;
 }
 
-const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
-const alignDown = (t: number, i: number): number => Math.floor(t / i) * i;
-
 /** Buckets [b0, bEnd) forward; stops after `maxData` served buckets (returns where it stopped). */
 async function sweep(
   view: LogView, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
   b0: number, bEnd: number, dataEnd: number, maxData: number,
 ): Promise<{ items: Record<string, unknown>[]; gaps: GapOut[]; stoppedAt: number | null }> {
-  const books = new MarketBooks();
-  const tokens = market.outcomes.map((o) => o.token_id);
-  const valid = (): boolean => tokens.length > 0 && tokens.every((t) => books.isValid(t));
-  const state = { validSince: null as number | null, valid };
+  const state = new SampledBooks('every_outcome', market.outcomes.map((o) => o.token_id));
   let reason: GapReason = 'not_recording';
   /** The reason of the gap record about to be applied (it spoils buckets written before it). */
   let spoiling: GapReason = 'not_recording';
-  let lastBook: Recorded | null = null;
   let everValid = false;
-
   const cp = await view.checkpointAtOrBefore(b0 - 1);
-  const apply = (rec: Recorded): void => {
-    const was = valid();
-    if (rec.type === 'gap' && rec.end_ts === null) reason = rec.reason;
-    const changed = books.apply(rec);
-    // Checkpoints restate the book, so the snapshot names the observation that made it; only when a
-    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in.
-    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta')) lastBook = rec;
-    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || lastBook === null)) lastBook = rec;
-    const now = valid();
-    if (!was && now) {
-      state.validSince = rec.recv_ts;
-      everValid = true;
-    } else if (was && !now) state.validSince = null;
-  };
 
   const items: Record<string, unknown>[] = [];
   const gaps: GapOut[] = [];
@@ -89,7 +67,7 @@ async function sweep(
         stoppedAt = bs; // the next page starts here
         return false;
       }
-      const snap = lastBook && coinSnapshot(market, lastBook, books, shape);
+      const snap = state.lastBook && coinSnapshot(market, state.lastBook, state.books, shape);
       if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
       else addGap(bs, bs + req.intervalMs, reason);
     },
@@ -100,8 +78,10 @@ async function sweep(
     if (rec.type === 'gap') spoiling = rec.reason;
     grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
     if (grid.done) break;
-    const was = valid();
-    apply(rec);
+    if (rec.type === 'gap' && rec.end_ts === null) reason = rec.reason;
+    const was = state.valid();
+    state.apply(rec);
+    everValid ||= state.valid();
     grid.noteApplied(was, state);
   }
   grid.advance(Infinity, state);

@@ -7,6 +7,7 @@ import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
 import { IntervalSampler, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
+import { alignUp } from '../../book/interval-grid.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
 
 /** One output line: its position and its JSON text (without the newline). */
@@ -33,7 +34,6 @@ export interface SourceRequest {
   readonly after: LineKey | null;
 }
 
-const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
 
 function lineText(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
   return lineOf(m, type, seq, recvMs, sourceTs, JSON.stringify(data));

@@ -5,16 +5,15 @@
 // before the first capture, nothing forward-filled across a gap, nothing after the log's last record
 // unless the log goes on past the day.
 
-import { MarketBooks } from '../../book/book-state.js';
-import { IntervalGrid } from '../../book/interval-grid.js';
-import type { Family, Ladder, Recorded, YesNoBook } from '../../schema/observation.js';
+import { alignUp, IntervalGrid } from '../../book/interval-grid.js';
+import { SampledBooks } from '../../book/sampled-books.js';
+import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import type { LogView } from '../types.js';
 import { encodeDecimal, type Unscaled } from './decimal.js';
 import type { RowSink } from './rows.js';
 import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
 
-const alignUp = (t: number, i: number): number => Math.ceil(t / i) * i;
 
 /** One book's row with every column that changes only when the book does, encoded once per change. */
 interface Encoded {
@@ -22,45 +21,6 @@ interface Encoded {
   readonly asks: readonly unknown[];
   /** A whole row by column index; the per-second columns are filled in before each emit. */
   readonly row: unknown[];
-}
-
-/** Which books make the market valid, and which rows a valid second writes. */
-class MarketState {
-  readonly books = new MarketBooks();
-  private yesno: Recorded<YesNoBook> | null = null;
-  private yesnoGap = false;
-  validSince: number | null = null;
-  lastBook: Recorded | null = null;
-
-  constructor(private readonly mode: ReturnType<typeof snapshotBooksOf>, readonly tokens: readonly string[]) {}
-
-  valid(): boolean {
-    if (this.mode === 'yesno') return this.yesno !== null && !this.yesnoGap;
-    return this.tokens.length > 0 && this.tokens.every((t) => this.books.isValid(t));
-  }
-
-  get yesnoBook(): Recorded<YesNoBook> | null {
-    return this.yesno;
-  }
-
-  apply(rec: Recorded): void {
-    const was = this.valid();
-    let changed: readonly string[];
-    if (rec.type === 'yesno_book') {
-      this.yesno = rec;
-      this.yesnoGap = false;
-      changed = [''];
-    } else {
-      if (rec.type === 'gap' && rec.end_ts === null) this.yesnoGap = true;
-      changed = this.books.apply(rec);
-    }
-    // As intervals.ts: a checkpoint names the snapshot only when it is what made the books valid.
-    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
-    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
-    const now = this.valid();
-    if (!was && now) this.validSince = rec.recv_ts;
-    else if (was && !now) this.validSince = null;
-  }
 }
 
 export interface SnapshotInput {
@@ -92,7 +52,7 @@ export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink
   const dataEnd = last.rec.recv_ts >= dayEnd ? dayEnd : last.rec.recv_ts + 1;
   if (lo >= dayEnd) return 0;
 
-  const state = new MarketState(mode, tokens);
+  const state = new SampledBooks(mode, tokens);
   const rows = new RowWriter(input, sink, mode, tokens);
   let written = 0;
   const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) });
@@ -130,7 +90,7 @@ class RowWriter {
     this.at = { bucket: this.col('bucket_start'), recv: this.col('receive_time'), source: this.col('source_time'), seq: this.col('seq') };
   }
 
-  write(bucketStart: number, state: MarketState): number {
+  write(bucketStart: number, state: SampledBooks): number {
     const at = state.lastBook!;
     if (this.mode === 'yesno') {
       const b = state.yesnoBook!;

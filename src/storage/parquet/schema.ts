@@ -3,6 +3,7 @@
 // `catalog.native`. Every column here is documented in docs (datasets page); rows.ts fills them and
 // records.ts rebuilds the stored records from them exactly.
 
+import type { SampledMarket } from '../../book/sampled-books.js';
 import type { Family } from '../../schema/observation.js';
 import type { ColumnSpec } from './file.js';
 
@@ -98,7 +99,7 @@ function trades(f: Family): ColumnSpec[] {
 }
 
 /** Which book a `book_snapshots` row shows: each outcome token's, the first outcome's only, or the yes/no book. */
-export type SnapshotBooks = 'every_outcome' | 'first_outcome' | 'yesno';
+export type SnapshotBooks = SampledMarket;
 
 function bookSnapshots(f: Family): ColumnSpec[] {
   const s = scalesOf(f);
