@@ -1,30 +1,18 @@
 // The pmtape page: asks for an API key once (kept in sessionStorage, so it dies with the tab),
-// lists markets by family with their status, and for the selected market draws its coverage
-// timeline (gaps coloured by reason) and a depth chart of the latest book, kept live by /v3/stream.
+// lists markets by family with their status, and shows three tabs: the selected market (its
+// timeline, its book live or as of any instant: market-view.js), the Parquet partitions to download
+// (data-tab.js) and a days × markets coverage overview (overview.js). The URL's hash keeps the
+// market and the instant (`#family/market/time`), never the key, so a view can be shared.
 
-import { bookOf, drawDepth } from './depth.js';
-import { drawTimeline, spansOf, viewOf } from './timeline.js';
+import { api, KEY } from './api.js';
+import { DATASETS, dayOf, duckdbQuery, loadPartitions } from './data-tab.js';
+import { label, openMarket, scrubTo, goLive, view, wireMarketView } from './market-view.js';
+import { loadFamilyStrip } from './overview.js';
 
-const KEY = 'pmtape.key';
 const $ = (id) => document.getElementById(id);
 const COINS = ['btc', 'eth', 'bnb'];
-const WINDOW_MS = 2 * 3600_000;
-const state = { markets: [], notes: new Set(), selected: null, ws: null, wsRetry: 0, updates: 0, coverageTimer: 0 };
-
-class ApiError extends Error {
-  constructor(status, body) {
-    super(body?.error?.message ?? `HTTP ${status}`);
-    this.status = status;
-    this.code = body?.error?.code;
-  }
-}
-
-async function api(path) {
-  const res = await fetch(path, { headers: { Authorization: `Bearer ${sessionStorage.getItem(KEY) ?? ''}` } });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) throw new ApiError(res.status, body);
-  return body;
-}
+const FAMILIES = ['coin', 'wallet-prediction', 'yesno-exchange'];
+const state = { markets: [], notes: new Set(), tab: 'market', pendingHash: null, dataSeq: 0 };
 
 function status(text) { $('status').textContent = text; }
 
@@ -56,21 +44,18 @@ async function loadMarkets() {
   state.markets = [...perCoin.flat(), ...wallet, ...yesno];
   renderMarkets();
   status(`${state.markets.length} markets · updated ${new Date().toISOString().slice(11, 19)} UTC`);
-  if (!state.selected && state.markets.length > 0) {
+  if (state.pendingHash !== null) {
+    const hash = state.pendingHash;
+    state.pendingHash = null;
+    if (applyHash(hash)) return;
+  }
+  if (!view.x && state.markets.length > 0) {
     const live = state.markets.find((x) => ['open', 'active'].includes(x.m.status)) ?? state.markets[0];
     select(live);
   }
 }
 
 const FAMILY_TITLES = { coin: 'Coin markets', 'wallet-prediction': 'Wallet prediction', 'yesno-exchange': 'Yes/no exchange' };
-
-function label(x) {
-  const m = x.m;
-  if (x.family === 'yesno-exchange') return m.title ? `${m.ticker} — ${m.title}` : m.ticker;
-  const w = m.window ? ` ${m.window}` : '';
-  const start = m.start_time ? ` ${String(m.start_time).slice(11, 16)}` : '';
-  return `${(x.coin ?? m.coin ?? '').toUpperCase()}${w}${start} · ${x.id}`;
-}
 
 function renderMarkets() {
   const root = $('markets');
@@ -88,7 +73,7 @@ function renderMarkets() {
       b.dataset.family = family;
       b.dataset.id = x.id;
       if (x.coin) b.dataset.coin = x.coin;
-      if (state.selected && state.selected.family === family && state.selected.id === x.id) b.classList.add('selected');
+      if (view.x && view.x.family === family && view.x.id === x.id) b.classList.add('selected');
       const name = document.createElement('span');
       name.className = 'id';
       name.textContent = label(x);
@@ -114,106 +99,122 @@ function renderMarkets() {
   }
 }
 
-function latestPath(x) {
-  const id = encodeURIComponent(x.id);
-  if (x.family === 'wallet-prediction') return `/v3/wallet-prediction/${id}/orderbook/latest`;
-  if (x.family === 'yesno-exchange') return `/v3/yesno-exchange/${id}/snapshots?include_orderbook=true&order=desc&limit=1`;
-  return `/v3/${encodeURIComponent(x.coin)}/markets/${id}/snapshots?include_orderbook=true&order=desc&limit=1`;
+/** `#family/market[/time]`: the view to share (the key never goes into the URL). */
+function hashOf(x, asOf) {
+  if (!x) return '';
+  return `#${x.family}/${encodeURIComponent(x.id)}${asOf === null ? '' : `/${new Date(asOf).toISOString()}`}`;
 }
 
-function showBook(snap, how) {
-  if (!state.selected) return;
-  const book = bookOf(state.selected.family, snap);
-  const canvas = $('depth');
-  const n = drawDepth(canvas, book);
-  state.updates += 1;
-  canvas.dataset.updates = String(state.updates);
-  const t = snap?.receive_time ?? snap?.observed_time ?? '';
-  $('depth-info').textContent = n ? `(${n} levels, seq ${snap.seq ?? '?'}, ${how} ${String(t).slice(11, 23)}${snap.stale ? ', stale' : ''})` : '';
+/** {family, id, asOf} of a hash, or null; the time may be ISO 8601 or epoch milliseconds. */
+function parseHash(hash) {
+  const [family, id, time] = hash.replace(/^#/, '').split('/');
+  if (!FAMILIES.includes(family) || !id) return null;
+  const asOf = time === undefined || time === '' ? null : /^\d+$/.test(time) ? Number(time) : Date.parse(decodeURIComponent(time));
+  if (asOf !== null && !Number.isFinite(asOf)) return null;
+  return { family, id: decodeURIComponent(id), asOf };
 }
 
-async function loadCoverage() {
-  const x = state.selected;
-  if (!x) return;
-  const to = Date.now(), from = to - WINDOW_MS;
-  const idParam = x.family === 'yesno-exchange' ? 'ticker' : 'market_id';
-  try {
-    const body = await api(`/v3/coverage?family=${x.family}&${idParam}=${encodeURIComponent(x.id)}&start_time=${from}&end_time=${to}`);
-    if (state.selected !== x) return;
-    const spans = spansOf(body, to);
-    const view = viewOf(spans, to, WINDOW_MS);
-    const gaps = drawTimeline($('coverage'), $('coverage-legend'), $('gap-list'), spans, view.from, view.to);
-    const secs = Math.round((view.to - view.from) / 1000);
-    $('coverage-span').textContent = `(last ${secs < 120 ? `${secs} s` : `${Math.round(secs / 60)} min`}, UTC)`;
-    $('coverage').dataset.gaps = String(gaps);
-  } catch (e) {
-    $('coverage').textContent = `coverage unavailable: ${e.message}`;
+/** Opens the view a hash names; false when its market is not (yet) listed. */
+function applyHash(hash) {
+  const want = parseHash(hash);
+  if (!want) return false;
+  const x = state.markets.find((m) => m.family === want.family && m.id === want.id);
+  if (!x) { status(`market ${want.id} (${want.family}) is not listed for this key`); return false; }
+  showTab('market');
+  if (view.x === x) {
+    if (want.asOf === null) { if (view.asOf !== null) void goLive(); } else if (want.asOf !== view.asOf) scrubTo(want.asOf);
+  } else {
+    select(x, want.asOf);
   }
+  return true;
 }
 
-async function select(x) {
-  state.selected = x;
-  state.updates = 0;
+function select(x, asOf = null) {
+  openMarket(x, asOf);
   renderMarkets();
-  $('detail').hidden = false;
-  $('detail-title').textContent = label(x);
-  const m = x.m;
-  const times = [m.start_time ?? m.open_time, m.end_time ?? m.close_time].filter(Boolean).join(' → ');
-  $('detail-meta').textContent = `${FAMILY_TITLES[x.family]} · status ${m.status ?? '?'}${times ? ` · ${times}` : ''}`;
-  $('depth').dataset.levels = '0';
-  clearInterval(state.coverageTimer);
-  state.coverageTimer = setInterval(loadCoverage, 15_000);
-  loadCoverage();
+}
+
+view.onChange = () => {
+  const h = hashOf(view.x, view.asOf);
+  if (location.hash !== h) history.replaceState(null, '', h || location.pathname);
+};
+window.addEventListener('hashchange', () => applyHash(location.hash));
+
+function showTab(tab) {
+  state.tab = tab;
+  for (const b of document.querySelectorAll('#tabs [role=tab]')) b.setAttribute('aria-selected', String(b.dataset.tab === tab));
+  for (const panel of document.querySelectorAll('[data-panel]')) panel.hidden = panel.dataset.panel !== tab;
+  if (tab === 'data') openDataTab();
+  if (tab === 'overview') void loadOverview();
+}
+
+/** The Data tab opens on the selected market's family and recorded days. */
+function openDataTab() {
+  const x = view.x;
+  if (x) {
+    $('data-family').value = x.family;
+    $('data-market').value = x.id;
+    const from = view.model?.from ?? Date.now() - 6 * 86_400_000, to = view.model?.to ?? Date.now();
+    $('data-start').value = dayOf(from);
+    $('data-end').value = dayOf(to);
+  } else if (!$('data-start').value) {
+    $('data-start').value = dayOf(Date.now() - 6 * 86_400_000);
+    $('data-end').value = dayOf(Date.now());
+  }
+  void refreshData();
+}
+
+function updateQuery() {
+  $('data-query').textContent = duckdbQuery({
+    origin: location.origin, family: $('data-family').value, dataset: $('data-dataset').value,
+    market: $('data-market').value.trim() || '<market_id>', startDate: $('data-start').value, endDate: $('data-end').value,
+  });
+}
+
+async function refreshData() {
+  const family = $('data-family').value, startDate = $('data-start').value, endDate = $('data-end').value;
+  const seq = ++state.dataSeq;
+  updateQuery();
+  $('data-info').textContent = 'loading…';
   try {
-    const body = await api(latestPath(x));
-    const snap = Array.isArray(body.data) ? body.data[0] : body.data;
-    if (state.selected === x) showBook(snap, 'REST');
+    const files = await loadPartitions({ table: $('data-files') }, { family, startDate, endDate }, () => seq === state.dataSeq);
+    if (files) $('data-info').textContent = `${files.length} files`;
   } catch (e) {
-    if (state.selected === x) { drawDepth($('depth'), null); $('depth-info').textContent = `(${e.message})`; }
+    if (seq !== state.dataSeq) return;
+    $('data-files').innerHTML = '';
+    $('data-info').textContent = e.message;
   }
-  subscribe();
 }
 
-let nextId = 1;
-function subscription(x, op = 'subscribe') {
-  const msg = { op, id: nextId++, channel: 'book', family: x.family };
-  if (x.family === 'coin') msg.coin = x.coin;
-  if (x.family === 'yesno-exchange') msg.ticker = x.id; else msg.market_id = x.id;
-  return msg;
+async function loadOverview() {
+  const root = $('overview-strips');
+  root.replaceChildren();
+  for (const family of FAMILIES) {
+    const h = document.createElement('h3');
+    h.textContent = FAMILY_TITLES[family];
+    const el = document.createElement('div');
+    el.className = 'strip';
+    el.dataset.family = family;
+    el.textContent = 'loading…';
+    root.append(h, el);
+    const find = (id) => state.markets.find((m) => m.family === family && m.id === id);
+    await loadFamilyStrip(el, family, {
+      label: (id) => (find(id) ? label(find(id)) : id),
+      windowEnd: (id) => Date.parse(find(id)?.m.end_time ?? find(id)?.m.close_time ?? ''),
+      onPick: (id) => { const x = find(id); if (x) { showTab('market'); select(x); } },
+    });
+  }
 }
 
-/** One socket for the page; switching markets unsubscribes the old one and subscribes the new. */
-function subscribe() {
-  const x = state.selected;
-  if (!x) return;
-  if (state.ws && state.ws.readyState === WebSocket.OPEN) {
-    if (state.ws.current) state.ws.send(JSON.stringify(subscription(state.ws.current, 'unsubscribe')));
-    state.ws.current = x;
-    state.ws.send(JSON.stringify(subscription(x)));
-    return;
-  }
-  if (state.ws && state.ws.readyState === WebSocket.CONNECTING) return;
-  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v3/stream?api_key=${encodeURIComponent(sessionStorage.getItem(KEY) ?? '')}`;
-  const ws = new WebSocket(url);
-  state.ws = ws;
-  ws.onopen = () => { state.wsRetry = 0; $('stream-state').textContent = '· live'; ws.current = null; subscribe(); };
-  ws.onmessage = (ev) => {
-    let msg;
-    try { msg = JSON.parse(ev.data); } catch { return; }
-    const cur = state.selected;
-    if (!cur) return;
-    const id = msg.data?.market_id ?? msg.data?.ticker ?? msg.market_id ?? msg.ticker;
-    if (msg.type === 'book' && id === cur.id) showBook(msg.data, 'live');
-    else if (msg.type === 'gap' && (id === undefined || id === cur.id)) { $('stream-state').textContent = `· gap: ${msg.reason ?? msg.data?.reason ?? 'feed lost'}`; loadCoverage(); }
-    else if (msg.type === 'error') $('stream-state').textContent = `· stream error: ${msg.error?.message ?? ''}`;
-  };
-  ws.onclose = () => {
-    if (state.ws !== ws) return;
-    state.ws = null;
-    $('stream-state').textContent = '· stream closed, retrying';
-    state.wsRetry = Math.min(state.wsRetry + 1, 5);
-    setTimeout(subscribe, 1000 * 2 ** state.wsRetry);
-  };
+function wireTabs() {
+  for (const b of document.querySelectorAll('#tabs [role=tab]')) b.addEventListener('click', () => showTab(b.dataset.tab));
+  $('data-dataset').innerHTML = DATASETS.map((d) => `<option>${d}</option>`).join('');
+  for (const id of ['data-family', 'data-start', 'data-end']) $(id).addEventListener('change', () => void refreshData());
+  for (const id of ['data-dataset', 'data-market']) { $(id).addEventListener('change', updateQuery); $(id).addEventListener('input', updateQuery); }
+  $('data-copy').addEventListener('click', () => {
+    const text = $('data-query').textContent;
+    navigator.clipboard?.writeText(text).then(() => { $('data-copy').textContent = 'copied'; }, () => { $('data-copy').textContent = 'select and copy'; });
+  });
 }
 
 async function startWithKey() {
@@ -244,4 +245,7 @@ $('key-forget').addEventListener('click', () => {
 // still filling), and the listing is cheap (served from the in-memory catalogue index).
 setInterval(() => { if (sessionStorage.getItem(KEY)) loadMarkets().catch(() => {}); }, 10_000);
 
+wireMarketView();
+wireTabs();
+if (location.hash) state.pendingHash = location.hash;
 if (sessionStorage.getItem(KEY)) startWithKey(); else askForKey();

@@ -2,8 +2,12 @@
 // Also turns the three families' book shapes into one {bids, asks} of numbers (probability prices),
 // so the chart itself knows nothing about venues.
 
-/** One family's snapshot object (REST or stream `data`) → {bids, asks} as [price, size] numbers. */
-export function bookOf(family, snap) {
+/**
+ * One family's snapshot object (REST or stream `data`) → {bids, asks} as [price, size] numbers, of
+ * `outcome` when the snapshot holds several (coin; null if that outcome's book is not valid), else of
+ * its first.
+ */
+export function bookOf(family, snap, outcome) {
   if (!snap) return null;
   if (family === 'yesno-exchange') {
     const scale = snap.units === 'cents' ? 100 : 1;
@@ -15,7 +19,7 @@ export function bookOf(family, snap) {
     const asks = ladder(snap.no).map(([q, s]) => [1 - q, s]);
     return { bids: ladder(snap.yes), asks };
   }
-  const src = Array.isArray(snap.books) ? snap.books[0] : snap;
+  const src = Array.isArray(snap.books) ? (outcome ? snap.books.find((b) => b.outcome === outcome) : snap.books[0]) : snap;
   if (!src || !Array.isArray(src.bids) || !Array.isArray(src.asks)) return null;
   const nums = (l) => l.map(([p, s]) => [Number(p), Number(s)]).filter(([p, s]) => Number.isFinite(p) && Number.isFinite(s));
   return { bids: nums(src.bids), asks: nums(src.asks) };
@@ -27,8 +31,11 @@ function cumulative(levels, dir) {
   return sorted.map(([p, s]) => [p, (total += s)]);
 }
 
-/** Draws `book` on `canvas`; returns how many levels were drawn (also kept in data-levels). */
-export function drawDepth(canvas, book) {
+/**
+ * Draws `book` on `canvas`; returns how many levels were drawn (also kept in data-levels). Without
+ * levels it writes `empty` instead (why there is no book).
+ */
+export function drawDepth(canvas, book, empty = 'no book recorded yet') {
   const ctx = canvas.getContext('2d');
   const W = canvas.width, H = canvas.height, pad = { l: 56, r: 12, t: 12, b: 28 };
   ctx.clearRect(0, 0, W, H);
@@ -41,7 +48,9 @@ export function drawDepth(canvas, book) {
   if (n === 0) {
     ctx.fillStyle = '#6e7781';
     ctx.font = '14px system-ui, sans-serif';
-    ctx.fillText('no book recorded yet', W / 2 - 60, H / 2);
+    ctx.textAlign = 'center';
+    ctx.fillText(empty, W / 2, H / 2);
+    ctx.textAlign = 'start';
     return 0;
   }
   const prices = [...bids, ...asks].map((l) => l[0]);
