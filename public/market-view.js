@@ -123,6 +123,8 @@ async function showInstant(t) {
     }
     $('book-view').dataset.state = answer.state;
     $('book-view').dataset.asof = String(t);
+    // Counts answers shown, so a step that lands on the instant already shown is still seen as done.
+    $('book-view').dataset.answers = String(Number($('book-view').dataset.answers ?? 0) + 1);
     $('book-state').textContent = describe(t, answer);
   } catch (e) {
     if (seq === view.scrubSeq) $('book-state').textContent = `book unavailable: ${e.message}`;

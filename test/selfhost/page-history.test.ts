@@ -51,16 +51,14 @@ function rowsOf(snap: Snap, outcome: string): string[][] {
 }
 
 const pageRows = (page: Page): Promise<string[][]> => page.$$eval('#levels tbody tr', (rows) => rows.map((r) => [...(r as HTMLTableRowElement).cells].map((c) => c.textContent ?? '')));
-const bookView = (page: Page): Promise<{ state: string; asof: string | undefined; text: string }> => page.$eval('#book-view', (e) => ({
+const bookView = (page: Page): Promise<{ state: string; asof: string | undefined; text: string; answers: number }> => page.$eval('#book-view', (e) => ({
   state: (e as HTMLElement).dataset.state ?? '', asof: (e as HTMLElement).dataset.asof, text: document.getElementById('book-state')?.textContent ?? '',
+  answers: Number((e as HTMLElement).dataset.answers ?? 0),
 }));
 
-/** Waits until the book panel shows an answer for an instant other than `prev`. */
-async function answered(page: Page, prev: string | undefined): Promise<{ state: string; asof: string | undefined; text: string }> {
-  await page.waitForFunction((p) => {
-    const e = document.getElementById('book-view')!;
-    return e.dataset.asof !== undefined && e.dataset.asof !== p && !(document.getElementById('book-state')!.textContent ?? '').startsWith('loading');
-  }, prev, { timeout: 30_000 });
+/** Waits until the book panel has shown an answer after the `prev`-th. */
+async function answered(page: Page, prev: number): Promise<{ state: string; asof: string | undefined; text: string; answers: number }> {
+  await page.waitForFunction((p) => Number(document.getElementById('book-view')!.dataset.answers ?? 0) > p, prev, { timeout: 30_000 });
   return bookView(page);
 }
 
@@ -173,7 +171,7 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
 
   // 3. Clicking inside the gap: the page says so and shows no book.
   await clickAt(page, Math.round((gapStart + gapEnd) / 2));
-  let seen = await answered(page, undefined);
+  let seen = await answered(page, 0);
   t.equal(seen.state, 'gap', `inside the gap the panel is in gap state: ${seen.text}`);
   t.ok(Number(seen.asof) > gapStart && Number(seen.asof) < gapEnd, 'at an instant inside the gap');
   t.match(seen.text, /inside a gap \(not_recording/, 'and names the reason');
@@ -181,11 +179,13 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   t.equal((await pageRows(page)).length, 0, 'no level is listed');
   await page.screenshot({ path: join(shots, 'in-gap.png'), fullPage: true });
 
-  // 4. Clicking a recorded instant (halfway between the first book and the gap): the API's as_of book.
-  const cov = (await api<{ data: Coverage }>(`/v3/coverage?family=coin&market_id=${id}`)).data;
-  const first = Date.parse(cov.datasets.books!.first_time);
-  await clickAt(page, Math.round(first + (gapStart - first) * 0.6));
-  seen = await answered(page, seen.asof);
+  // 4. Clicking a recorded instant (the middle of the longest recorded interval before the gap): the
+  // API's as_of book.
+  const cov = (await api<{ data: Coverage & { intervals: { start: string; end: string }[] } }>(`/v3/coverage?family=coin&market_id=${id}`)).data;
+  const longest = cov.intervals.map((i) => [Date.parse(i.start), Date.parse(i.end)]).filter(([, e]) => e <= gapStart).sort((a, b) => (b[1] - b[0]) - (a[1] - a[0]))[0];
+  t.ok(longest && longest[1] - longest[0] > 5000, `a recorded interval of ${longest[1] - longest[0]} ms before the gap`);
+  await clickAt(page, Math.round((longest[0] + longest[1]) / 2));
+  seen = await answered(page, seen.answers);
   t.equal(seen.state, 'book', `a recorded instant shows a book: ${seen.text}`);
   const asOf = Number(seen.asof);
   const truth = (await api<{ data: Snap }>(`/v3/btc/markets/${id}/orderbook/latest?as_of=${asOf}`)).data;
@@ -198,13 +198,13 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   await page.focus('#history');
   const next = (await api<{ data: Snap[] }>(`/v3/btc/markets/${id}/snapshots?start_time=${asOf + 1}&limit=1`)).data[0];
   await page.keyboard.press('ArrowRight');
-  seen = await answered(page, seen.asof);
+  seen = await answered(page, seen.answers);
   t.equal(Number(seen.asof), Date.parse(next.receive_time), '→ goes to the next recorded change');
   const nextTruth = (await api<{ data: Snap }>(`/v3/btc/markets/${id}/orderbook/latest?as_of=${seen.asof}`)).data;
   t.same(await pageRows(page), rowsOf(nextTruth, pick.outcomes[0].label), 'and shows its book');
   const prev = (await api<{ data: Snap[] }>(`/v3/btc/markets/${id}/snapshots?end_time=${Date.parse(nextTruth.receive_time)}&order=desc&limit=1`)).data[0];
   await page.keyboard.press('ArrowLeft');
-  seen = await answered(page, seen.asof);
+  seen = await answered(page, seen.answers);
   t.equal(Number(seen.asof), Date.parse(prev.receive_time), '← goes to the change before it');
   const shared = await page.evaluate(() => location.href);
   t.notOk(shared.includes(key) || shared.includes(key.slice(4, 16)), 'the key is not in the URL');
@@ -222,12 +222,34 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   t.equal(await other.$eval('#history svg line.cursor', (l) => l.getAttribute('data-time')), sharedView.asof, 'and the cursor on the timeline at that instant');
   await other.close();
 
-  // 7. "live" returns to the stream.
+  // 7. Dragging along the timeline: the book follows, and the instant where the drag ends is shown.
+  const [a, b] = [longest[0] + (longest[1] - longest[0]) * 0.3, longest[0] + (longest[1] - longest[0]) * 0.7];
+  const xy = async (ms: number): Promise<{ x: number; y: number }> => page.$eval('#history svg', (s, t) => {
+    const svg = s as SVGSVGElement, box = svg.getBoundingClientRect();
+    const px = Number(svg.dataset.plotLeft) + ((t - Number(svg.dataset.from)) / (Number(svg.dataset.to) - Number(svg.dataset.from))) * (Number(svg.dataset.plotRight) - Number(svg.dataset.plotLeft));
+    return { x: box.left + (px / Number(svg.getAttribute('width'))) * box.width, y: box.top + box.height / 2 };
+  }, ms);
+  const [pa, pb] = [await xy(a), await xy(b)];
+  const before = (await bookView(page)).answers;
+  await page.mouse.move(pa.x, pa.y);
+  await page.mouse.down();
+  await page.mouse.move(pb.x, pb.y, { steps: 8 });
+  await page.mouse.up();
+  await page.waitForFunction(() => {
+    const e = document.getElementById('book-view')!;
+    return e.dataset.asof === document.querySelector('#history svg line.cursor')?.getAttribute('data-time') && !(document.getElementById('book-state')!.textContent ?? '').startsWith('loading');
+  }, undefined, { timeout: 30_000 });
+  const dragged = await bookView(page);
+  const pxMs = (Number(await page.$eval('#history svg', (s) => Number((s as SVGElement).dataset.to) - Number((s as SVGElement).dataset.from)))) / 500;
+  t.ok(dragged.answers > before && Math.abs(Number(dragged.asof) - b) <= pxMs, `a drag ends on the instant under the pointer (${Number(dragged.asof) - b} ms off)`);
+  t.same(await pageRows(page), rowsOf((await api<{ data: Snap }>(`/v3/btc/markets/${id}/orderbook/latest?as_of=${dragged.asof}`)).data, pick.outcomes[0].label), 'showing the API\'s as_of book there');
+
+  // 8. "live" returns to the stream.
   await page.click('#go-live');
   await page.waitForFunction(() => document.getElementById('book-view')!.dataset.state === 'live' && !location.hash.split('/')[2], undefined, { timeout: 30_000 });
   t.pass('live: the panel follows the stream and the URL names no instant');
 
-  // 8. A wallet market adds chance, price and last_trade as three lines.
+  // 9. A wallet market adds chance, price and last_trade as three lines.
   const wallet = await until('a wallet market with metric samples', 120_000, async () => {
     for (const m of (await api<{ data: Market[] }>('/v3/wallet-prediction/markets?status=open&limit=50')).data) {
       const n = (await api<{ data: unknown[] }>(`/v3/wallet-prediction/${m.market_id}/timeseries?metric=last_trade&limit=5`)).data.length;
@@ -244,7 +266,20 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   t.same(walletBridges.bridges, [], `no book or metric line crosses any of the ${walletBridges.bands} gap bands`);
   await page.screenshot({ path: join(shots, 'wallet.png'), fullPage: true });
 
-  // 9. The Data tab: the compacted day's partitions, a download checked against its sha256, a query DuckDB runs.
+  // 10. A yes/no market: its yes and no quotes.
+  const ticker = await until('an active yes/no market with books', 120_000, async () => {
+    for (const m of (await api<{ data: { ticker: string }[] }>('/v3/yesno-exchange/markets?status=active&limit=20')).data) {
+      if ((await api<{ data: Coverage }>(`/v3/coverage?family=yesno-exchange&ticker=${encodeURIComponent(m.ticker)}`)).data.datasets.books) return m.ticker;
+    }
+    return undefined;
+  });
+  {
+    await page.evaluate((h) => { location.hash = h; }, `#yesno-exchange/${ticker}`);
+    await page.waitForFunction(() => document.querySelectorAll('#history path.series[data-kind=mid]').length === 2, undefined, { timeout: 60_000 });
+    t.same(await page.$$eval('#history path.series[data-kind=mid]', (els) => els.map((e) => (e as SVGElement).dataset.outcome)), ['yes', 'no'], `a yes/no market draws yes and no (${ticker})`);
+  }
+
+  // 11. The Data tab: the compacted day's partitions, a download checked against its sha256, a query DuckDB runs.
   await page.click('#tabs [data-tab=data]');
   await page.selectOption('#data-family', 'coin');
   await page.fill('#data-start', pastDay);
@@ -274,7 +309,7 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   t.equal(rows.length, expected, `the page's DuckDB query reads the market's ${expected} book_changes rows`);
   await page.screenshot({ path: join(shots, 'data.png'), fullPage: true });
 
-  // 10. The Overview: the day of the restart is partial for the market, with the reason in the cell.
+  // 12. The Overview: the day of the restart is partial for the market, with the reason in the cell.
   await page.click('#tabs [data-tab=overview]');
   const cell = `.strip[data-family=coin] td.cell[data-market="${id}"][data-date="${utcDay(gapStart)}"]`;
   await page.waitForSelector(cell, { timeout: 60_000 });
