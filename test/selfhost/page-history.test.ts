@@ -273,11 +273,9 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
     }
     return undefined;
   });
-  {
-    await page.evaluate((h) => { location.hash = h; }, `#yesno-exchange/${ticker}`);
-    await page.waitForFunction(() => document.querySelectorAll('#history path.series[data-kind=mid]').length === 2, undefined, { timeout: 60_000 });
-    t.same(await page.$$eval('#history path.series[data-kind=mid]', (els) => els.map((e) => (e as SVGElement).dataset.outcome)), ['yes', 'no'], `a yes/no market draws yes and no (${ticker})`);
-  }
+  await page.evaluate((h) => { location.hash = h; }, `#yesno-exchange/${ticker}`);
+  await page.waitForFunction(() => document.querySelectorAll('#history path.series[data-kind=mid]').length === 2, undefined, { timeout: 60_000 });
+  t.same(await page.$$eval('#history path.series[data-kind=mid]', (els) => els.map((e) => (e as SVGElement).dataset.outcome)), ['yes', 'no'], `a yes/no market draws yes and no (${ticker})`);
 
   // 11. The Data tab: the compacted day's partitions, a download checked against its sha256, a query DuckDB runs.
   await page.click('#tabs [data-tab=data]');
