@@ -4,6 +4,7 @@
 
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { preloadParquet } from '../storage/index.js';
 import { buildApp, type AppOptions } from './app.js';
 
 export interface ApiServer {
@@ -17,6 +18,8 @@ export interface ApiServer {
 export async function startApi(config: Config, opts: Partial<AppOptions> & { logger?: FastifyServerOptions['logger'] } = {}): Promise<ApiServer> {
   const app = await buildApp({ ...opts, config });
   const address = await app.listen({ host: config.host, port: config.port });
+  // In the background: the first request for a compacted day should not wait for the module load.
+  preloadParquet(config.dataDir).catch((e: unknown) => app.log.warn({ err: e }, 'could not preload the Parquet reader'));
   let closing: Promise<void> | null = null;
   return {
     app,

@@ -231,6 +231,15 @@ export class ParquetFileReader {
     return tableFromIPC(t.intoIPCStream());
   }
 
+  /**
+   * Decodes rows [offset, offset + limit) of one row group: the reader skips the rest (whole pages,
+   * where the page index allows), so a small range costs little of a large group.
+   */
+  async readRows(index: number, offset: number, limit: number, columns?: string[]): Promise<Table> {
+    const t = await this.file.read({ rowGroups: [index], columns, offset, limit, batchSize: 1 << 16 });
+    return tableFromIPC(t.intoIPCStream());
+  }
+
   /** Decodes the whole file. */
   async readAll(columns?: string[]): Promise<Table> {
     const t = await this.file.read({ columns, batchSize: 1 << 16 });

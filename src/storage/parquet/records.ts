@@ -16,19 +16,35 @@ function valid(v: Vector, i: number): boolean {
   return v.nullCount === 0 || v.isValid(i);
 }
 
-/** Decodes every column of `specs` present in `t` into plain arrays. */
-export function decodeColumns(t: Table, specs: readonly ColumnSpec[]): Columns {
+const utf8 = new TextDecoder();
+
+/**
+ * Decodes rows [from, to) of every column of `specs` present in `t` into plain arrays (index 0 is
+ * row `from`). The read side asks for one market's rows of a seq range. Values are read from each
+ * chunk's buffers, not through Vector.get (a chunk lookup per value); a text equal to the previous
+ * row's bytes reuses its string (market, token, outcome and side come in long runs).
+ */
+export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, to = t.numRows): Columns {
   const out: Columns = {};
-  const n = t.numRows;
+  const n = Math.max(0, to - from);
   for (const s of specs) {
     const v = t.getChild(s.name);
     if (!v) continue;
     const a = new Array<unknown>(n);
-    let i = 0;
+    if (s.kind === 'list_utf8' || s.kind === 'list_f64') {
+      // Schema-version-1 columns only: rare, kept on the vector API.
+      for (let r = from; r < to; r++) a[r - from] = valid(v, r) ? Array.from(v.get(r) as Vector) : null;
+      out[s.name] = a;
+      continue;
+    }
+    let base = 0; // row of `t` where chunk `d` starts
     for (const d of v.data) {
+      const lo = Math.max(from, base), hi = Math.min(to, base + d.length);
       // 32-bit words per decimal: 2 (Decimal64, written since) or 4 (Decimal128, older files).
       const stride = s.kind === 'decimal' ? (d.type as { bitWidth?: number }).bitWidth! / 32 : 0;
-      for (let k = 0; k < d.length; k++, i++) {
+      let prevStart = -1, prevEnd = -1, prevText = '';
+      for (let r = lo; r < hi; r++) {
+        const k = r - base, i = r - from;
         if (d.nullCount > 0 && !d.getValid(k)) { a[i] = null; continue; }
         const at = d.offset + k;
         switch (s.kind) {
@@ -36,28 +52,40 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[]): Columns {
           case 'int64': a[i] = Number((d.values as BigInt64Array)[at]); break;
           case 'int32': a[i] = (d.values as Int32Array)[at]; break;
           case 'f64': a[i] = (d.values as Float64Array)[at]; break;
-          case 'decimal': {
-            const w = d.values as Uint32Array;
-            const lo = w[at * stride];
-            const hi = w[at * stride + 1];
-            const x = hi * 4294967296 + lo;
-            a[i] = x <= Number.MAX_SAFE_INTEGER ? x : (BigInt(hi) << 32n) | BigInt(lo);
+          case 'bool': a[i] = (((d.values as Uint8Array)[at >> 3] >> (at & 7)) & 1) === 1; break;
+          case 'utf8': {
+            if (!d.valueOffsets) { a[i] = v.get(r); break; } // a dictionary-encoded chunk: through its vector
+            // Int32 offsets (Utf8) or BigInt64 (LargeUtf8): Number() reads either.
+            const offs = d.valueOffsets as ArrayLike<number | bigint>, bytes = d.values as Uint8Array;
+            const st = Number(offs[at]), en = Number(offs[at + 1]);
+            if (prevStart < 0 || en - st !== prevEnd - prevStart || !sameBytes(bytes, st, prevStart, en - st)) {
+              prevText = utf8.decode(bytes.subarray(st, en));
+            }
+            prevStart = st;
+            prevEnd = en;
+            a[i] = prevText;
             break;
           }
-          default: a[i] = null; // filled below through the vector API
+          case 'decimal': {
+            const w = d.values as Uint32Array;
+            const wlo = w[at * stride];
+            const whi = w[at * stride + 1];
+            const x = whi * 4294967296 + wlo;
+            a[i] = x <= Number.MAX_SAFE_INTEGER ? x : (BigInt(whi) << 32n) | BigInt(wlo);
+            break;
+          }
         }
       }
-    }
-    if (s.kind === 'utf8' || s.kind === 'bool' || s.kind === 'list_utf8' || s.kind === 'list_f64') {
-      for (let r = 0; r < n; r++) {
-        if (!valid(v, r)) { a[r] = null; continue; }
-        const x = v.get(r);
-        a[r] = s.kind.startsWith('list_') ? Array.from(x as Vector) : x;
-      }
+      base += d.length;
     }
     out[s.name] = a;
   }
   return out;
+}
+
+function sameBytes(b: Uint8Array, x: number, y: number, len: number): boolean {
+  for (let k = 0; k < len; k++) if (b[x + k] !== b[y + k]) return false;
+  return true;
 }
 
 const text = (c: Columns, name: string, i: number, scale: number): string | undefined => {
@@ -186,6 +214,6 @@ export function recordsOf(family: Family, dataset: Dataset, c: Columns, from: nu
 }
 
 /** Decodes a row group of a v2 dataset file into columns. */
-export function decodeDataset(family: Family, dataset: Dataset, t: Table): Columns {
-  return decodeColumns(t, columnsOf(family, dataset));
+export function decodeDataset(family: Family, dataset: Dataset, t: Table, from = 0, to = t.numRows): Columns {
+  return decodeColumns(t, columnsOf(family, dataset), from, to);
 }
