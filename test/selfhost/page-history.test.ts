@@ -115,10 +115,12 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
     return r.body as T;
   };
-  type Market = { market_id: string; end_time: string; outcomes: { label: string }[] };
+  type Market = { market_id: string; start_time: string; end_time: string; outcomes: { label: string }[] };
   const pick = await until('a coin market with 15 s of books and 2 minutes left', 240_000, async () => {
     const list = (await api<{ data: Market[] }>('/v3/btc/markets?limit=500')).data;
-    for (const m of list.filter((x) => Date.parse(x.end_time) - Date.now() > 120_000)) {
+    // Open markets first (their window start falls inside the drawn range), then upcoming ones.
+    const started = (x: Market): number => (Date.parse(x.start_time) <= Date.now() ? 0 : 1);
+    for (const m of list.filter((x) => Date.parse(x.end_time) - Date.now() > 120_000).sort((a, b) => started(a) - started(b))) {
       const cov = (await api<{ data: Coverage }>(`/v3/coverage?family=coin&market_id=${m.market_id}`)).data;
       if (cov.datasets.books && Date.now() - Date.parse(cov.datasets.books.first_time) > 15_000) return m;
     }
@@ -162,6 +164,20 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   t.ok(bands.some((b) => b.reason === 'not_recording' && b.start === gapStart && b.end === gapEnd), 'the restart gap is a band with its reason and the API\'s times');
   t.match(await page.textContent('#history-legend'), /gap: not_recording/, 'the legend names the gap reason');
   t.same((await bridgesOf(page)).bridges, [], 'no line is drawn across the gap');
+  // The market's window is marked where it falls inside the drawn range.
+  const drawn = await page.$eval('#history svg', (s) => ({ from: Number((s as SVGElement).dataset.from), to: Number((s as SVGElement).dataset.to), markers: [...s.querySelectorAll('line.marker')].map((l) => l.getAttribute('data-marker')) }));
+  const inside = (iso: string): boolean => Date.parse(iso) >= drawn.from && Date.parse(iso) <= drawn.to;
+  t.same(drawn.markers, [...(inside(pick.start_time) ? ['start'] : []), ...(inside(pick.end_time) ? ['end'] : [])], `window markers where the window falls in the range (${drawn.markers.join(', ') || 'none'})`);
+  // The last 15 minutes hold an open market's window start.
+  if (Date.parse(pick.start_time) <= Date.now()) {
+    const before = drawn.from;
+    await page.selectOption('#history-range', '15m');
+    await page.waitForFunction((f) => Number((document.querySelector('#history svg') as SVGElement | null)?.dataset.from) !== f, before, { timeout: 60_000 });
+    const m15 = await page.$$eval('#history svg line.marker', (ls) => ls.map((l) => l.getAttribute('data-marker')));
+    t.ok(m15.includes('start'), `over the last 15 minutes the window start is marked (${m15.join(', ')})`);
+    await page.selectOption('#history-range', 'life');
+    await page.waitForFunction((f) => Number((document.querySelector('#history svg') as SVGElement | null)?.dataset.from) === f, before, { timeout: 60_000 });
+  }
   const interval = await page.$eval('#history svg', (s) => (s as SVGElement).dataset.interval);
   t.equal(interval, '1s', 'a young market is drawn at 1 s');
   // Inside the gap the lines are broken: no interval snapshot is drawn across it.
