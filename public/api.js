@@ -14,10 +14,18 @@ export class ApiError extends Error {
 
 const auth = () => ({ Authorization: `Bearer ${sessionStorage.getItem(KEY) ?? ''}` });
 
-/** GET a JSON route. */
-export async function api(path) {
+/**
+ * GET a JSON route. A 429 (a free key's per-minute limit, easily met by the overview's per-market
+ * requests) is waited out once, as its Retry-After says (at most 30 s), before it becomes an error.
+ */
+export async function api(path, retries = 1) {
   const res = await fetch(path, { headers: auth() });
   const body = await res.json().catch(() => null);
+  if (res.status === 429 && retries > 0) {
+    const wait = Math.min(30, Math.max(1, Number(res.headers.get('retry-after')) || 5));
+    await new Promise((r) => setTimeout(r, wait * 1000));
+    return api(path, retries - 1);
+  }
   if (!res.ok) throw new ApiError(res.status, body);
   return body;
 }

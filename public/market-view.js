@@ -16,7 +16,7 @@ const FAMILY_TITLES = { coin: 'Coin markets', 'wallet-prediction': 'Wallet predi
 /** What is shown; `onChange` is told whenever the market or the instant changes (the URL follows). */
 export const view = {
   x: null, asOf: null, outcome: null, model: null, book: null, updates: 0,
-  ws: null, wsRetry: 0, timers: [], historySeq: 0, scrubSeq: 0, lastFetch: 0, dragging: false,
+  ws: null, wsRetry: 0, timers: [], historySeq: 0, scrubSeq: 0, lastFetch: 0, dragging: false, loadedAt: 0,
   onChange: () => {},
 };
 
@@ -52,6 +52,7 @@ export async function loadTimeline() {
     const model = await loadHistory(x, range.from, range.to);
     if (seq !== view.historySeq) return;
     view.model = model;
+    view.loadedAt = Date.now();
     redrawHistory();
     $('history-info').textContent = `(${isoOf(model.from).slice(0, 19)} – ${isoOf(model.to).slice(0, 19)} UTC · ${model.points} snapshots at ${model.interval})`;
     $('history').dataset.ready = String(seq);
@@ -192,13 +193,17 @@ export function openMarket(x, asOf = null) {
   const outcomes = x.family === 'yesno-exchange' ? [] : (m.outcomes ?? []).map((o) => o.label);
   view.outcome = outcomes[0] ?? null;
   $('outcome-select').hidden = outcomes.length === 0;
-  $('outcome-select').innerHTML = outcomes.map((o) => `<option>${o.replace(/[&<>"']/g, '')}</option>`).join('');
+  $('outcome-select').replaceChildren(...outcomes.map((o) => new Option(o, o)));
   $('depth').dataset.levels = '0';
   for (const timer of view.timers) clearInterval(timer);
   view.timers = [
     setInterval(loadCoverage, 15_000),
-    // A live market's timeline grows: redrawn every 30 s while nothing is scrubbed.
-    setInterval(() => { if (view.asOf === null && !view.dragging) void loadTimeline(); }, 30_000),
+    // A live market's timeline grows: redrawn while nothing is scrubbed, every 30 s for short ranges
+    // and every 1/200 of the range for long ones (a week's replay is not asked for twice a minute).
+    setInterval(() => {
+      const span = view.model ? view.model.to - view.model.from : 0;
+      if (view.asOf === null && !view.dragging && Date.now() - view.loadedAt >= Math.max(30_000, span / 200)) void loadTimeline();
+    }, 30_000),
   ];
   void loadCoverage();
   void loadTimeline();

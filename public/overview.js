@@ -39,6 +39,7 @@ export function dayCells(data, days, openUntil) {
 
 /** Cell colour: green when complete, amber to red as the share of gaps grows. */
 export function colourOf(cell) {
+  if (cell.state === 'unknown') return 'repeating-linear-gradient(45deg, #eaeef2 0 3px, #fff 3px 6px)';
   if (cell.state === 'none') return '#f6f8fa';
   if (cell.state === 'complete') return '#2da44e';
   const share = cell.gap / (cell.gap + cell.recorded);
@@ -83,14 +84,20 @@ export async function loadFamilyStrip(el, family, { label, windowEnd, onPick }) 
   const idParam = family === 'yesno-exchange' ? 'ticker' : 'market_id';
   const cells = new Array(rows.length);
   await pool(rows, 4, async (e, i) => {
-    const body = await api(`/v3/coverage?family=${family}&${idParam}=${encodeURIComponent(e.market_id)}&start_time=${days[0]}&end_time=${Math.min(now, days[days.length - 1] + DAY)}`).catch(() => null);
-    cells[i] = body ? dayCells(body.data, days, openUntil(body.data, windowEnd(e.market_id), now)) : days.map((d) => ({ day: d, recorded: 0, gap: 0, reasons: [], state: 'none' }));
+    try {
+      const body = await api(`/v3/coverage?family=${family}&${idParam}=${encodeURIComponent(e.market_id)}&start_time=${days[0]}&end_time=${Math.min(now, days[days.length - 1] + DAY)}`);
+      cells[i] = dayCells(body.data, days, openUntil(body.data, windowEnd(e.market_id), now));
+    } catch (err) {
+      // Unknown is not "nothing recorded": the cell says why it is empty.
+      cells[i] = days.map((d) => ({ day: d, recorded: 0, gap: 0, reasons: [], state: 'unknown', error: err.message }));
+    }
   });
   const head = days.map((d) => `<th scope="col">${new Date(d).toISOString().slice(5, 10)}</th>`).join('');
   const body = rows.map((e, i) => `<tr><th scope="row"><button type="button" class="pick" data-id="${esc(e.market_id)}">${esc(label(e.market_id))}</button></th>${
     cells[i].map((c) => {
       const total = c.recorded + c.gap;
-      const title = c.state === 'none' ? 'nothing recorded' : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${c.gap ? `, gaps ${dur(c.gap)}: ${c.reasons.join(', ')}` : ''}`;
+      const title = c.state === 'unknown' ? `coverage unavailable: ${c.error}` : c.state === 'none' ? 'nothing recorded'
+        : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${c.gap ? `, gaps ${dur(c.gap)}: ${c.reasons.join(', ')}` : ''}`;
       return `<td class="cell" data-state="${c.state}" data-date="${new Date(c.day).toISOString().slice(0, 10)}" data-market="${esc(e.market_id)}" style="background:${colourOf(c)}" title="${esc(`${label(e.market_id)} · ${new Date(c.day).toISOString().slice(0, 10)}: ${title}`)}"></td>`;
     }).join('')}</tr>`).join('');
   const more = recorded.length > rows.length ? `<p class="meta">The ${rows.length} most recently recorded of ${recorded.length} markets.</p>` : '';
