@@ -154,7 +154,8 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   // 2. The timeline of the market draws: both outcomes, the gap as a band with its reason.
   await page.goto(`${url}/#coin/${id}`);
   await enterKey(page, key);
-  await page.waitForSelector('#history svg path.series', { timeout: 60_000 });
+  // `attached`, not visible: a flat line (an unchanged best bid) has an empty box.
+  await page.waitForSelector('#history svg path.series', { state: 'attached', timeout: 60_000 });
   const series = await page.$$eval('#history path.series', (els) => els.map((e) => `${(e as SVGElement).dataset.outcome}/${(e as SVGElement).dataset.kind}:${(e as SVGElement).dataset.points}`));
   for (const outcome of pick.outcomes.map((o) => o.label)) {
     const mid = series.find((s) => s.startsWith(`${outcome}/mid:`));
