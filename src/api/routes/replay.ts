@@ -153,7 +153,7 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
     // largest), so its interval samples are decided exactly as in the first run.
     const widest = Math.max(0, ...types.snapshots.map((s) => s.intervalMs));
     const from = after === null ? start : Math.max(start, widest > 0 ? Math.floor(after.t / widest) * widest : after.t);
-    const sources: AsyncIterable<ReplayLine>[] = [];
+    const sources: AsyncIterable<readonly ReplayLine[]>[] = [];
     for (const m of markets) {
       const base = { market: m, types, depth, start, from, end, after };
       if (types.book || types.bookChange || types.trade || types.gap || types.snapshots.length > 0) {
@@ -171,34 +171,40 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
       }
     }
 
-    const lines = mergeSorted(sources, compareKeys)[Symbol.asyncIterator]();
-    let next = await lines.next(); // a failure before the first line is answered with the envelope
-    reply.hijack();
-    const headers: Record<string, string | number | string[]> = {};
-    for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v;
-    reply.raw.writeHead(200, { ...headers, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
     const out = socketWriter(reply);
+    let started = false;
+    const begin = (): void => {
+      started = true;
+      reply.hijack();
+      const headers: Record<string, string | number | string[]> = {};
+      for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v;
+      reply.raw.writeHead(200, { ...headers, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
+    };
     let last: LineKey | null = after;
     let batch = '';
+    // Each line is appended as the merge hands it over (never held in a list), and written with
+    // the ones before it once the batch is full; the write's promise paces the merge.
+    const sink = (line: ReplayLine): boolean | Promise<boolean> => {
+      if (!started) begin(); // the first line is there: from now on failures are error lines
+      batch += line.text + '\n';
+      last = line;
+      if (batch.length < BATCH_CHARS) return true;
+      const text = batch;
+      batch = '';
+      return out.write(text); // false once the client left: the merge closes every cursor
+    };
     try {
-      for (; !next.done; next = await lines.next()) {
-        batch += next.value.text + '\n';
-        last = next.value;
-        if (batch.length >= BATCH_CHARS) {
-          const ok = await out.write(batch);
-          batch = '';
-          if (!ok) return; // the client left: the finally below closes every cursor
-        }
-      }
+      if (!(await mergeSorted(sources, compareKeys, sink))) return;
+      if (!started) begin();
       const token = encodeToken(last ?? { t: start - 1, market: '', seq: -1, type: '' });
       await out.write(batch + JSON.stringify({ type: 'end', next: token }) + '\n');
     } catch (err) {
+      if (!started) throw err; // a failure before the first line is answered with the envelope
       req.log.error({ err, request_id: req.id }, 'replay failed mid-stream');
       const e = envelope('internal', `Reading the recorded data failed; resume with the last line's position. Quote request_id ${req.id} when reporting it.`, String(req.id));
       await out.write(batch + JSON.stringify({ type: 'error', error: e.error }) + '\n');
     } finally {
-      await lines.return?.(undefined);
-      if (!out.gone()) reply.raw.end();
+      if (started && !out.gone()) reply.raw.end();
     }
   });
 }
