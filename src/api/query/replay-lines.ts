@@ -5,7 +5,7 @@
 import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
-import { IntervalSampler, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
+import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
 import { alignUp } from '../../book/interval-grid.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
@@ -39,10 +39,21 @@ function lineText(m: ReplayMarket, type: string, seq: number, recvMs: number, so
   return lineOf(m, type, seq, recvMs, sourceTs, JSON.stringify(data));
 }
 
+/** `{"type":...,"family":...,"<idField>":...,"seq":` per market and type: the same on every line. */
+const HEADS = new WeakMap<ReplayMarket, Map<string, string>>();
+
+function headOf(m: ReplayMarket, type: string): string {
+  let byType = HEADS.get(m);
+  if (!byType) HEADS.set(m, (byType = new Map()));
+  let head = byType.get(type);
+  if (head === undefined) byType.set(type, (head = `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":`));
+  return head;
+}
+
 /** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
 function lineOf(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
-  const src = sourceTs === null ? 'null' : `"${toIso(sourceTs)}"`;
-  return `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
+  const src = sourceTs === null ? 'null' : `"${replayIso.format(sourceTs)}"`;
+  return `${headOf(m, type)}${seq},"receive_time":"${replayIso.format(recvMs)}","source_time":${src},"data":${dataText}}`;
 }
 
 /**
