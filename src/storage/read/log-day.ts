@@ -13,8 +13,13 @@ import type { Position, ReadItem } from '../types.js';
 const SEEK_CHUNK = 16 * 1024;
 /** A forward pass decodes at most this much log ahead of its consumer (memory per open pass). */
 export const PASS_CHUNK_MAX = 256 * 1024;
-/** forwardRecords reads this much log at a time: its decoded records die young (see there). */
-const RECORDS_CHUNK = 32 * 1024;
+/**
+ * forwardRecords reads this much log at a time: a chunk's records are decoded at once and live until
+ * the consumer has handled them all (two chunks with read-ahead), so small chunks let them die in
+ * the young generation (a whole-day replay of 10 markets grew RSS by up to 50 MB at 32 KiB, about
+ * 10 MB at 8 KiB, at the same speed).
+ */
+const RECORDS_CHUNK = 8 * 1024;
 
 /** What a view needs of one day, whether it lives in a log file or a compacted partition. */
 export interface DaySource {

@@ -5,6 +5,7 @@
 import { dayStartMs, utcDay } from '../../schema/time.js';
 import { msToUs } from '../log/frame.js';
 import type { DaySource } from './log-day.js';
+import { readAhead } from './read-ahead.js';
 import type { Recorded } from '../../schema/observation.js';
 import type { LogView, Position, ReadItem, RecordsOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
 
@@ -96,13 +97,13 @@ export class PlannedView implements LogView {
     }
   }
 
-  /** See LogView.records: the days' chunks, the last one cut before `until`. */
+  /** See LogView.records: the days' chunks (the next one read while this one is handled), the last one cut before `until`. */
   async *records(from: ReplayFrom, opts: RecordsOptions = {}): AsyncGenerator<readonly Recorded[]> {
     const endUs = opts.until === undefined ? Infinity : msToUs(opts.until);
     const at = await this.locate(from);
     if (!at) return;
     for (let k = at.k; k < this.plan.length; k++) {
-      for await (const chunk of this.plan[k].forwardRecords(k === at.k ? at.pos : null)) {
+      for await (const chunk of readAhead(this.plan[k].forwardRecords(k === at.k ? at.pos : null))) {
         if (endUs === Infinity || msToUs(chunk[chunk.length - 1].recv_ts) < endUs) {
           yield chunk;
           continue;
