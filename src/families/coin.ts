@@ -10,7 +10,7 @@ import { catalogImporter } from '../recorders/catalog/import.js';
 import { clobImporter } from '../recorders/clob/import.js';
 import { coinSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type ReplayMarket } from '../api/query/replay-book.js';
+import { ReplayBook, type LevelsText, type ReplayMarket } from '../api/query/replay-book.js';
 import type { Recorded } from '../schema/observation.js';
 import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
 import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
@@ -38,6 +38,7 @@ export class CoinReplayBook extends ReplayBook {
     super(m);
     this.market = m.market as CoinMarket;
     this.tokens = [...this.outcomes.keys()];
+    this.idJson = JSON.stringify(m.id);
   }
 
   valid(): boolean {
@@ -49,15 +50,22 @@ export class CoinReplayBook extends ReplayBook {
     return coinSnapshot(this.market, rec, this.books, { depth, includeOrderbook: true });
   }
 
-  /** The same text as `snapshot`, with each outcome's levels serialized once per change of its book. */
+  /** `{"outcome":...,"token_id":...,"bids":...,"asks":...}` per token, kept while its levels are the same. */
+  private readonly bookTexts = new Map<string, { levels: LevelsText; text: string }>();
+  private readonly idJson: string;
+
+  /** The same text as `snapshot`; each outcome's part is built once per change of its book. */
   override snapshotText(rec: Recorded, changed: readonly string[], depth: number | undefined): string | null {
     if ((rec.type !== 'book' && rec.type !== 'book_delta') || !this.outcomes.has(rec.token_id) || changed.length === 0) return null;
-    const parts: string[] = [];
+    let books = '';
     for (const [token, label] of this.outcomes) {
-      const t = this.levelsText(token, depth);
-      if (t !== null) parts.push(`{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${t}}`);
+      const levels = this.levelsText(token, depth);
+      if (levels === null) continue;
+      let part = this.bookTexts.get(token);
+      if (part?.levels !== levels) this.bookTexts.set(token, (part = { levels, text: `{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${levels.text}}` }));
+      books += books === '' ? part.text : `,${part.text}`;
     }
-    return parts.length === 0 ? null : `{"market_id":${JSON.stringify(this.m.id)},${this.timesText(rec)},"books":[${parts.join(',')}]}`;
+    return books === '' ? null : `{"market_id":${this.idJson},${this.timesText(rec)},"books":[${books}]}`;
   }
 
   sample(depth: number): Record<string, unknown> | null {

@@ -54,7 +54,7 @@ export class WalletReplayBook extends ReplayBook {
     const t = this.levelsText(this.first!, depth);
     if (t === null) return null;
     const label = this.market.outcomes[0].label;
-    return `{"market_id":${JSON.stringify(this.m.id)},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(this.first)},${this.timesText(rec)},${t}}`;
+    return `{"market_id":${JSON.stringify(this.m.id)},"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(this.first)},${this.timesText(rec)},${t.text}}`;
   }
 
   sample(depth: number): Record<string, unknown> | null {

@@ -6,6 +6,48 @@ export function toIso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
+const PAD2 = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+const PAD3Z = Array.from({ length: 1000 }, (_, i) => `${String(i).padStart(3, '0')}Z`);
+const MINUTE_MS = 60_000;
+
+/**
+ * toIso for many times close together (a replay writes four per line): the text up to the minute
+ * is built once per minute, the rest from tables, and the last two answers are kept (a line names
+ * its receive and source time twice). The same text as toIso for every time.
+ */
+export class IsoFormatter {
+  private minute = NaN;
+  private minuteText = '';
+  private lastA = NaN;
+  private textA = '';
+  private lastB = NaN;
+  private textB = '';
+
+  format(ms: number): string {
+    if (ms === this.lastA) return this.textA;
+    if (ms === this.lastB) return this.textB;
+    const text = this.build(ms);
+    this.lastB = this.lastA;
+    this.textB = this.textA;
+    this.lastA = ms;
+    this.textA = text;
+    return text;
+  }
+
+  private build(ms: number): string {
+    // Date drops a fraction of a millisecond (toward zero); times before 1970 or past 9999 take the slow path.
+    const whole = Math.trunc(ms);
+    if (!(whole >= 0 && whole < 253_402_300_800_000)) return toIso(ms);
+    const inMinute = whole % MINUTE_MS;
+    const minute = whole - inMinute;
+    if (minute !== this.minute) {
+      this.minute = minute;
+      this.minuteText = toIso(minute).slice(0, 17); // YYYY-MM-DDTHH:MM:
+    }
+    return this.minuteText + PAD2[Math.floor(inMinute / 1000)] + '.' + PAD3Z[inMinute % 1000];
+  }
+}
+
 export function toIsoOrNull(ms: number | null | undefined): string | null {
   return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }

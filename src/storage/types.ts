@@ -121,6 +121,11 @@ export interface ReplayOptions {
   readonly warmup?: boolean;
 }
 
+export interface RecordsOptions {
+  /** Stop before the first record with recv_ts ≥ this (exclusive end). */
+  readonly until?: number;
+}
+
 export interface ReplayItem extends ReadItem {
   /** Before the requested start: replayed only to rebuild state (see ReplayOptions.warmup). */
   readonly warmup: boolean;
@@ -142,6 +147,12 @@ export interface LogView {
   seek(from: ReplayFrom): Promise<Position | null>;
   /** Records from `from` forward in (receive time, seq) order; nothing when no record is at or after `from`. */
   replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem>;
+  /**
+   * The records of `replay(from)` (no warm-up) in non-empty chunks, without positions: for one pass
+   * that handles records synchronously (`/v3/replay`), an await per chunk instead of per record.
+   * A chunk's records are all decoded before it is handed out, so chunks are small (≤ 32 KiB of log).
+   */
+  records(from: ReplayFrom, opts?: RecordsOptions): AsyncGenerator<readonly Recorded[]>;
   /** Records strictly before `before` (or from the end), newest first, down to `startTime` (inclusive). */
   backward(before: Position | 'end', opts?: { readonly startTime?: number }): AsyncGenerator<ReadItem>;
   first(): Promise<ReadItem | null>;
@@ -168,6 +179,8 @@ export interface LogReader {
   seekSeq(s: number): Promise<Position | null>;
   /** Records from `from` (inclusive) forward, across day files. */
   read(from: Position | 'start', opts?: ReadOptions): AsyncIterable<ReadItem>;
+  /** The records of `read(from, { endTime })` a chunk at a time (see LogView.records). */
+  readChunks(from: Position | 'start', opts?: { readonly endTime?: number }): AsyncIterable<readonly Recorded[]>;
   /** Records strictly before `before` (or from the end when 'end'), newest first. */
   readBackward(before: Position | 'end', opts?: { readonly startTime?: number; readonly limit?: number }): AsyncIterable<ReadItem>;
   /** The newest record, or null. */

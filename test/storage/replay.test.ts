@@ -119,6 +119,20 @@ t.test('replay over a compacted day and the open log', async (t) => {
     t.same(seqs(await all(view.replay({ pos: stale }, { until: truth[905].rec.recv_ts }))), seqs(truth.slice(900, 905)));
   });
 
+  t.test('records() gives the records of replay() in non-empty chunks, across both days, cut before until', async (t) => {
+    for (const [from, until] of [[truth[3].rec.recv_ts, undefined], [truth[700].rec.recv_ts, truth[1200 + 100].rec.recv_ts], [truth[10].rec.recv_ts, truth[11].rec.recv_ts]] as const) {
+      const chunks = await all(view.records({ time: from }, { until }));
+      const want = truth.filter((x) => x.rec.recv_ts >= from && (until === undefined || x.rec.recv_ts < until));
+      t.ok(chunks.every((c) => c.length > 0), 'no empty chunk');
+      t.same(chunks.flat(), want.map((x) => x.rec), `${want.length} records from ${from}`);
+    }
+    const byRead = await all(r.readChunks({ day: past, offset: 123_456, seq: truth[900].rec.seq }, { endTime: truth[905].rec.recv_ts }));
+    t.same(byRead.flat().map((x) => x.seq), seqs(truth.slice(900, 905)), 'readChunks: from a position (by seq in a compacted day), until endTime');
+    const path = logFilePath(dir, books, today);
+    for await (const c of view.records({ seq: truth[1200].rec.seq })) if (c.length > 0) break;
+    t.equal(heldReaders(path), 0, 'stopping early lets go of the day file');
+  });
+
   t.test('stopping early lets go of the day file', async (t) => {
     const path = logFilePath(dir, books, today);
     const it = view.replay({ time: t0 })[Symbol.asyncIterator]();

@@ -6,8 +6,11 @@
 import { MarketBooks } from '../../book/book-state.js';
 import { IntervalGrid } from '../../book/interval-grid.js';
 import type { Market } from '../../schema/market.js';
-import type { Family, Ladder, Recorded } from '../../schema/observation.js';
-import { toIso } from '../../schema/time.js';
+import type { Family, Ladder, Level, Recorded } from '../../schema/observation.js';
+import { IsoFormatter } from '../../schema/time.js';
+
+/** The ISO texts of every replay line (one formatter: JS runs one line at a time). */
+export const replayIso = new IsoFormatter();
 
 /** A market of the replay: its family, the id on its lines, and its catalogue entry (null for a bare ticker). */
 export interface ReplayMarket {
@@ -75,29 +78,27 @@ export abstract class ReplayBook {
 
   /** `"source_time":...,"receive_time":...,"seq":...` of a record, as the REST shapes print them. */
   protected timesText(rec: Recorded): string {
-    return `"source_time":${rec.source_ts === null ? 'null' : `"${toIso(rec.source_ts)}"`},"receive_time":"${toIso(rec.recv_ts)}","seq":${rec.seq}`;
+    return `"source_time":${rec.source_ts === null ? 'null' : `"${replayIso.format(rec.source_ts)}"`},"receive_time":"${replayIso.format(rec.recv_ts)}","seq":${rec.seq}`;
   }
 
-  private readonly textMemo = new Map<string, { bids: readonly unknown[]; asks: readonly unknown[]; depth: number | undefined; text: string }>();
+  private readonly levelsMemo = new Map<string, LevelsText>();
 
   /**
    * `"bids":[[p,s],...],"asks":[...]` of a valid token (numbers as the REST routes print them), or
-   * null. Serialized once per change of that token's book: most of a replay's work.
+   * null. The same object (and text) until that token's book changes, and a side's text is kept
+   * while only the other side changes (a delta touches one): most of a replay's work is here.
    */
-  protected levelsText(token: string, depth: number | undefined): string | null {
-    const v = this.books.view(token); // the same arrays until the token's book changes
+  protected levelsText(token: string, depth: number | undefined): LevelsText | null {
+    const v = this.books.view(token); // the same arrays until that side of the token's book changes
     if (!v) return null;
-    const hit = this.textMemo.get(token);
-    if (hit && hit.bids === v.bids && hit.asks === v.asks && hit.depth === depth) return hit.text;
-    const side = (l: readonly (readonly [string, string])[]): string => {
-      const n = depth === undefined ? l.length : Math.min(depth, l.length);
-      let out = '[';
-      for (let i = 0; i < n; i++) out += (i > 0 ? ',' : '') + levelText(l[i]);
-      return out + ']';
-    };
-    const text = `"bids":${side(v.bids)},"asks":${side(v.asks)}`;
-    this.textMemo.set(token, { bids: v.bids, asks: v.asks, depth, text });
-    return text;
+    const hit = this.levelsMemo.get(token);
+    if (hit && hit.bids.levels === v.bids && hit.asks.levels === v.asks && hit.depth === depth) return hit;
+    const same = hit !== undefined && hit.depth === depth;
+    const bids = same && hit.bids.levels === v.bids ? hit.bids : sideText(v.bids, depth, hit?.bids);
+    const asks = same && hit.asks.levels === v.asks ? hit.asks : sideText(v.asks, depth, hit?.asks);
+    const entry: LevelsText = { bids, asks, depth, text: `"bids":${bids.text},"asks":${asks.text}` };
+    this.levelsMemo.set(token, entry);
+    return entry;
   }
 
   protected levels(out: Change[], token: string | undefined, side: string, ladder: Ladder, numeric: boolean): void {
@@ -152,12 +153,41 @@ export abstract class ReplayBook {
   }
 }
 
-/** A level's `[price,size]` text, kept per level tuple (a book keeps its tuples until they change). */
-const LEVEL_TEXT = new WeakMap<object, string>();
-function levelText(l: readonly [string, string]): string {
-  let t = LEVEL_TEXT.get(l);
-  if (t === undefined) LEVEL_TEXT.set(l, (t = `[${Number(l[0])},${Number(l[1])}]`));
-  return t;
+/** One side's `[[p,s],...]` text, with the level tuples and each level's text it was made of. */
+export interface SideText {
+  readonly levels: readonly Level[];
+  readonly texts: readonly string[];
+  readonly text: string;
+}
+
+/** The levels text of one token's book (levelsText): compare entries by identity to see a change. */
+export interface LevelsText {
+  readonly bids: SideText;
+  readonly asks: SideText;
+  readonly depth: number | undefined;
+  readonly text: string;
+}
+
+/**
+ * `[[p,s],...]` of one side, best first, at most `depth` levels. A book keeps a level's tuple until
+ * that level changes, and a change inserts, replaces or removes a level in place: walking the
+ * previous text of this side alongside finds every unchanged level's text (numbers as the REST
+ * routes print them) without a lookup.
+ */
+function sideText(levels: readonly Level[], depth: number | undefined, prev: SideText | undefined): SideText {
+  const n = depth === undefined ? levels.length : Math.min(depth, levels.length);
+  const old = prev?.levels ?? [];
+  const oldTexts = prev?.texts ?? [];
+  const texts: string[] = new Array<string>(n);
+  for (let i = 0, j = 0; i < n; i++) {
+    const l = levels[i];
+    if (j < oldTexts.length && old[j] === l) texts[i] = oldTexts[j++];
+    else if (j + 1 < oldTexts.length && old[j + 1] === l) {
+      texts[i] = oldTexts[j + 1]; // the level at j was removed
+      j += 2;
+    } else texts[i] = `[${Number(l[0])},${Number(l[1])}]`; // a new level (or a new size), or a whole new book
+  }
+  return { levels, texts, text: `[${texts.join(',')}]` };
 }
 
 const rankOf = (order: string[], t: string): number => {
@@ -187,7 +217,7 @@ export class IntervalSampler {
       served: (bs) => {
         const book = this.book!;
         const snap = book.sample(depth);
-        if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: toIso(bs) } });
+        if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: replayIso.format(bs) } });
       },
     });
   }

@@ -7,12 +7,6 @@ import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, Position } from '../../storage/index.js';
 import { anchoredStart, type BookModel } from './book-pages.js';
 
-export interface CursorRecord {
-  readonly rec: Recorded;
-  /** True for warm-up records (received before `from`): they build state and emit nothing. */
-  readonly warm: boolean;
-}
-
 /** Any stored book observation can anchor a warm-up: the newest one before `from` is replayed itself. */
 const ANCHOR: BookModel = {
   replay: true,
@@ -30,17 +24,19 @@ export interface CursorRange {
   readonly warmUp: boolean;
 }
 
-/** Records of one log over a range, in log order (receive time, then seq). */
-export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<CursorRecord> {
+/**
+ * Records of one log over a range, in log order (receive time, then seq), a chunk at a time (one
+ * await per chunk: the caller handles each record synchronously). With a warm-up, the records
+ * received before `from` come first; they build state and emit nothing.
+ */
+export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<readonly Recorded[]> {
   if (range.from >= range.end) return;
   const bound = await reader.seekTime(range.from);
   let start: Position | 'start' | null;
   if (range.warmUp) start = await anchoredStart(reader, ANCHOR, bound ?? 'end');
   else start = bound;
   if (start === null) return;
-  for await (const item of reader.read(start, { endTime: range.end })) {
-    yield { rec: item.rec, warm: item.rec.recv_ts < range.from };
-  }
+  yield* reader.readChunks(start, { endTime: range.end });
 }
 
 /** The first record received at or after `t`, or null (a gap there may spoil interval samples before it). */

@@ -5,7 +5,7 @@
 import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
-import { IntervalSampler, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
+import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
 import { alignUp } from '../../book/interval-grid.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
@@ -39,14 +39,54 @@ function lineText(m: ReplayMarket, type: string, seq: number, recvMs: number, so
   return lineOf(m, type, seq, recvMs, sourceTs, JSON.stringify(data));
 }
 
-/** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
-function lineOf(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
-  const src = sourceTs === null ? 'null' : `"${toIso(sourceTs)}"`;
-  return `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":${seq},"receive_time":"${toIso(recvMs)}","source_time":${src},"data":${dataText}}`;
+/** `{"type":...,"family":...,"<idField>":...,"seq":` per market and type: the same on every line. */
+const HEADS = new WeakMap<ReplayMarket, Map<string, string>>();
+
+function headOf(m: ReplayMarket, type: string): string {
+  let byType = HEADS.get(m);
+  if (!byType) HEADS.set(m, (byType = new Map()));
+  let head = byType.get(type);
+  if (head === undefined) byType.set(type, (head = `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":`));
+  return head;
 }
 
-/** Lines of one market's books log. */
-export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine> {
+/** A line around `data` already serialized: the same text as JSON.stringify of the whole line. */
+function lineOf(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, dataText: string): string {
+  const src = sourceTs === null ? 'null' : `"${replayIso.format(sourceTs)}"`;
+  return `${headOf(m, type)}${seq},"receive_time":"${replayIso.format(recvMs)}","source_time":${src},"data":${dataText}}`;
+}
+
+/**
+ * A source hands out its lines in batches of about this many characters: one await per batch, not
+ * per line. Small on purpose: a line waiting in a batch may outlive a young-generation collection,
+ * and at 32 KiB per source the copying of such survivors cost more than the awaits saved.
+ */
+const BATCH_CHARS = 4 * 1024;
+
+/** Collects a source's lines (those after the resume token) into batches. */
+class Batcher {
+  out: ReplayLine[] = [];
+  private chars = 0;
+  constructor(private readonly after: LineKey | null) {}
+
+  add(l: ReplayLine): void {
+    if (this.after !== null && compareKeys(l, this.after) <= 0) return;
+    this.out.push(l);
+    this.chars += l.text.length;
+  }
+
+  /** The batch when it is full (or `force` and not empty), else null. */
+  take(force = false): ReplayLine[] | null {
+    if (this.chars < BATCH_CHARS && !(force && this.out.length > 0)) return null;
+    const b = this.out;
+    this.out = [];
+    this.chars = 0;
+    return b;
+  }
+}
+
+/** Lines of one market's books log, in batches. */
+export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[]> {
   const { market: m, types } = req;
   const book = m.newBook();
   const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop) }));
@@ -62,41 +102,43 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine>
     due.length = 0;
     return lines.sort(compareKeys);
   };
-  const keep = (l: LineKey): boolean => req.after === null || compareKeys(l, req.after) > 0;
+  const batch = new Batcher(req.after);
   let opened = req.from > req.start; // a resumed replay warmed up later than start: its opening state was sent before
-  for await (const { rec, warm } of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: true })) {
-    if (warm) {
-      book.apply(rec);
-      continue;
-    }
-    const t = Math.floor(rec.recv_ts);
-    if (!opened) {
-      opened = true;
-      const state = types.bookChange && book.lastSeq >= 0 ? book.state() : null;
-      if (state) {
-        const k = { t: req.start, market: m.id, seq: book.lastSeq, type: 'book_change' };
-        if (keep(k)) yield { ...k, text: lineText(m, 'book_change', book.lastSeq, req.start, null, state) };
+  for await (const chunk of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: true })) {
+    for (const rec of chunk) {
+      if (rec.recv_ts < req.from) {
+        book.apply(rec); // warm-up: state only
+        continue;
       }
+      const t = Math.floor(rec.recv_ts);
+      if (!opened) {
+        opened = true;
+        const state = types.bookChange && book.lastSeq >= 0 ? book.state() : null;
+        if (state) batch.add({ t: req.start, market: m.id, seq: book.lastSeq, type: 'book_change', text: lineText(m, 'book_change', book.lastSeq, req.start, null, state) });
+      }
+      if (samplers.length > 0) for (const l of sampleLines(t, rec.type === 'gap' ? rec.start_ts : Infinity)) batch.add(l);
+      const wasValid = book.valid();
+      const changed = book.apply(rec);
+      for (const { sampler } of samplers) sampler.noteApplied(wasValid, book);
+      recordLines(req, book, rec, changed, t, batch);
+      const full = batch.take();
+      if (full) yield full;
     }
-    if (samplers.length > 0) for (const l of sampleLines(t, rec.type === 'gap' ? rec.start_ts : Infinity)) if (keep(l)) yield l;
-    const wasValid = book.valid();
-    const changed = book.apply(rec);
-    for (const { sampler } of samplers) sampler.noteApplied(wasValid, book);
-    for (const l of recordLines(req, book, rec, changed, t)) if (keep(l)) yield l;
   }
   if (samplers.length > 0) {
     // A gap written after the range (a recorder's restart) may still spoil its last buckets.
     const next = await recordAtOrAfter(req.reader, req.end);
-    for (const l of sampleLines(Infinity, next?.type === 'gap' ? next.start_ts : Infinity)) if (keep(l)) yield l;
+    for (const l of sampleLines(Infinity, next?.type === 'gap' ? next.start_ts : Infinity)) batch.add(l);
   }
+  const last = batch.take(true);
+  if (last) yield last;
 }
 
 /** The lines one record makes, in rank order: gap, book_change, book, trade. */
-function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, changed: readonly string[], t: number): ReplayLine[] {
+function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, changed: readonly string[], t: number, out: Batcher): void {
   const { market: m, types } = req;
-  const out: ReplayLine[] = [];
   const push = (type: string, data: unknown): void => {
-    out.push({ t, market: m.id, seq: rec.seq, type, text: lineText(m, type, rec.seq, rec.recv_ts, rec.source_ts, data) });
+    out.add({ t, market: m.id, seq: rec.seq, type, text: lineText(m, type, rec.seq, rec.recv_ts, rec.source_ts, data) });
   };
   if (rec.type === 'gap') {
     if (types.gap) {
@@ -105,7 +147,7 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
       if (rec.detail !== undefined) data.detail = rec.detail;
       push('gap', data);
     }
-    return out;
+    return;
   }
   if (types.bookChange) {
     const c = book.changes(rec, changed);
@@ -113,7 +155,7 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
   }
   if (types.book) {
     const text = book.snapshotText(rec, changed, req.depth);
-    if (text !== null) out.push({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
+    if (text !== null) out.add({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
   }
   if (types.trade && rec.type === 'trade') {
     push('trade', {
@@ -121,16 +163,20 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
       size: rec.size === undefined ? null : Number(rec.size), side: rec.side ?? null,
     });
   }
-  return out;
 }
 
-/** Lines of one market's metrics log (wallet-prediction: chance, price, last_trade samples). */
-export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLine> {
+/** Lines of one market's metrics log (wallet-prediction: chance, price, last_trade samples), in batches. */
+export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLine[]> {
   const m = req.market;
-  for await (const { rec } of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: false })) {
-    if (rec.type !== 'metric') continue;
-    const k = { t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric' };
-    if (req.after !== null && compareKeys(k, req.after) <= 0) continue;
-    yield { ...k, text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) };
+  const batch = new Batcher(req.after);
+  for await (const chunk of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: false })) {
+    for (const rec of chunk) {
+      if (rec.type !== 'metric') continue;
+      batch.add({ t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric', text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) });
+      const full = batch.take();
+      if (full) yield full;
+    }
   }
+  const last = batch.take(true);
+  if (last) yield last;
 }

@@ -21,8 +21,8 @@ import { oneOf, q, typedQuery } from '../schemas.js';
 
 /** Most markets one replay merges (each holds a cursor, and a file handle while it reads). */
 export const MAX_REPLAY_MARKETS = 300;
-/** Lines are written in batches of about this many characters (fewer syscalls, same pacing). */
-const BATCH_CHARS = 64 * 1024;
+/** Lines are written in batches of about this many bytes (fewer syscalls, same pacing). */
+const BATCH_BYTES = 64 * 1024;
 
 /** Families whose recorders sample metrics (`types=metric`). */
 const METRIC_FAMILIES = DESCRIPTORS.filter((d) => d.replay.metrics).map((d) => d.family);
@@ -97,16 +97,46 @@ async function resolveMarkets(app: FastifyInstance, d: FamilyDescriptor, qs: Rep
   return [...out.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
+/**
+ * Lines encoded as UTF-8 into one buffer until a batch is full. Writing a buffer spares the HTTP
+ * layer a scan of a long string for its byte length (chunked encoding needs it) before encoding it.
+ */
+class LineBuffer {
+  private buf = Buffer.allocUnsafe(2 * BATCH_BYTES);
+  private used = 0;
+
+  /** Appends `text` and a newline; true once the batch is full. */
+  add(text: string): boolean {
+    const room = text.length * 3 + 1; // UTF-8 needs at most 3 bytes per UTF-16 unit
+    if (this.buf.length - this.used < room) {
+      const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.used + room));
+      this.buf.copy(bigger, 0, 0, this.used);
+      this.buf = bigger;
+    }
+    this.used += this.buf.write(text, this.used);
+    this.buf[this.used++] = 10;
+    return this.used >= BATCH_BYTES;
+  }
+
+  /** The batch so far; the next starts in a fresh buffer (the socket may hold this one a while). */
+  take(): Buffer {
+    const out = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(2 * BATCH_BYTES);
+    this.used = 0;
+    return out;
+  }
+}
+
 /** Writes to the raw response, waiting for `drain` when the socket is full; false once the client is gone. */
-function socketWriter(reply: FastifyReply): { write(text: string): Promise<boolean>; gone(): boolean } {
+function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promise<boolean>; gone(): boolean } {
   const raw = reply.raw;
   let closed = false;
   raw.on('close', () => (closed = true));
   return {
     gone: () => closed || raw.destroyed,
-    write: (text) => {
+    write: (chunk) => {
       if (closed || raw.destroyed) return Promise.resolve(false);
-      if (raw.write(text)) return Promise.resolve(true);
+      if (raw.write(chunk)) return Promise.resolve(true);
       return new Promise((resolve) => {
         const done = (): void => {
           raw.off('drain', done);
@@ -153,7 +183,7 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
     // largest), so its interval samples are decided exactly as in the first run.
     const widest = Math.max(0, ...types.snapshots.map((s) => s.intervalMs));
     const from = after === null ? start : Math.max(start, widest > 0 ? Math.floor(after.t / widest) * widest : after.t);
-    const sources: AsyncIterable<ReplayLine>[] = [];
+    const sources: AsyncIterable<readonly ReplayLine[]>[] = [];
     for (const m of markets) {
       const base = { market: m, types, depth, start, from, end, after };
       if (types.book || types.bookChange || types.trade || types.gap || types.snapshots.length > 0) {
@@ -171,34 +201,38 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
       }
     }
 
-    const lines = mergeSorted(sources, compareKeys)[Symbol.asyncIterator]();
-    let next = await lines.next(); // a failure before the first line is answered with the envelope
-    reply.hijack();
-    const headers: Record<string, string | number | string[]> = {};
-    for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v;
-    reply.raw.writeHead(200, { ...headers, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
     const out = socketWriter(reply);
+    let started = false;
+    const begin = (): void => {
+      started = true;
+      reply.hijack();
+      const headers: Record<string, string | number | string[]> = {};
+      for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v;
+      reply.raw.writeHead(200, { ...headers, 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
+    };
     let last: LineKey | null = after;
-    let batch = '';
+    const batch = new LineBuffer();
+    // Each line is encoded as the merge hands it over (never held in a list), and written with the
+    // ones before it once the batch is full; the write's promise paces the merge.
+    const sink = (line: ReplayLine): boolean | Promise<boolean> => {
+      if (!started) begin(); // the first line is there: from now on failures are error lines
+      last = line;
+      if (!batch.add(line.text)) return true;
+      return out.write(batch.take()); // false once the client left: the merge closes every cursor
+    };
     try {
-      for (; !next.done; next = await lines.next()) {
-        batch += next.value.text + '\n';
-        last = next.value;
-        if (batch.length >= BATCH_CHARS) {
-          const ok = await out.write(batch);
-          batch = '';
-          if (!ok) return; // the client left: the finally below closes every cursor
-        }
-      }
-      const token = encodeToken(last ?? { t: start - 1, market: '', seq: -1, type: '' });
-      await out.write(batch + JSON.stringify({ type: 'end', next: token }) + '\n');
+      if (!(await mergeSorted(sources, compareKeys, sink))) return;
+      if (!started) begin();
+      batch.add(JSON.stringify({ type: 'end', next: encodeToken(last ?? { t: start - 1, market: '', seq: -1, type: '' }) }));
+      await out.write(batch.take());
     } catch (err) {
+      if (!started) throw err; // a failure before the first line is answered with the envelope
       req.log.error({ err, request_id: req.id }, 'replay failed mid-stream');
       const e = envelope('internal', `Reading the recorded data failed; resume with the last line's position. Quote request_id ${req.id} when reporting it.`, String(req.id));
-      await out.write(batch + JSON.stringify({ type: 'error', error: e.error }) + '\n');
+      batch.add(JSON.stringify({ type: 'error', error: e.error }));
+      await out.write(batch.take());
     } finally {
-      await lines.return?.(undefined);
-      if (!out.gone()) reply.raw.end();
+      if (started && !out.gone()) reply.raw.end();
     }
   });
 }

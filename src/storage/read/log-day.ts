@@ -5,13 +5,21 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { FrameHead } from '../log/frame.js';
 import { readFrameAt } from '../log/recovery.js';
-import { readFrames, scanFrames } from './scan.js';
+import { readFrameChunks, readFrames, scanFrames } from './scan.js';
 import { acquireFile, segmentOf, withFile, type Segment } from './segment.js';
+import type { Recorded } from '../../schema/observation.js';
 import type { Position, ReadItem } from '../types.js';
 
 const SEEK_CHUNK = 16 * 1024;
 /** A forward pass decodes at most this much log ahead of its consumer (memory per open pass). */
 export const PASS_CHUNK_MAX = 256 * 1024;
+/**
+ * forwardRecords reads this much log at a time: a chunk's records are decoded at once and live until
+ * the consumer has handled them all (two chunks with read-ahead), so small chunks let them die in
+ * the young generation (a whole-day replay of 10 markets grew RSS by up to 50 MB at 32 KiB, about
+ * 10 MB at 8 KiB, at the same speed).
+ */
+const RECORDS_CHUNK = 8 * 1024;
 
 /** What a view needs of one day, whether it lives in a log file or a compacted partition. */
 export interface DaySource {
@@ -30,6 +38,8 @@ export interface DaySource {
   checkpointAtOrBefore(tUs: number): Promise<ReadItem | null>;
   /** Records from `from` (this day's start when null) on, ascending. */
   forward(from: Position | null): AsyncGenerator<ReadItem>;
+  /** The records of forward() without positions, a chunk (one read, or part of a row group) at a time. */
+  forwardRecords(from: Position | null): AsyncGenerator<readonly Recorded[]>;
   /** Records strictly before `before` (the day's end when null), newest first. */
   backward(before: Position | null): AsyncGenerator<ReadItem>;
   /** The newest record of the day, or null. */
@@ -122,6 +132,20 @@ export class LogDay implements DaySource {
     try {
       for await (const { head, rec } of readFrames(fh, from ? from.offset : 0, seg.validEnd, undefined, 64 * 1024, PASS_CHUNK_MAX)) {
         yield { rec, pos: { day: this.day, offset: head.offset, seq: head.seq } };
+      }
+    } finally {
+      await release();
+    }
+  }
+
+  async *forwardRecords(from: Position | null): AsyncGenerator<readonly Recorded[]> {
+    const seg = await this.seg();
+    if (!seg) return;
+    const { fh, release } = await acquireFile(seg);
+    try {
+      // Small reads: every record of a chunk stays alive until the consumer has handled the chunk.
+      for await (const batch of readFrameChunks(fh, from ? from.offset : 0, seg.validEnd, undefined, RECORDS_CHUNK, RECORDS_CHUNK)) {
+        yield batch.map((f) => f.rec);
       }
     } finally {
       await release();

@@ -4,7 +4,11 @@
 
 import type { DecodedGroup, FileSegment, MarketDay } from '../parquet/reader.js';
 import type { DaySource } from './log-day.js';
+import type { Recorded } from '../../schema/observation.js';
 import type { Position, ReadItem } from '../types.js';
+
+/** forwardRecords hands out at most this many records at a time (a chunk of a decoded group). */
+const RECORDS_CHUNK = 256;
 
 export class ParquetDay implements DaySource {
   constructor(private readonly md: MarketDay) {}
@@ -89,6 +93,20 @@ export class ParquetDay implements DaySource {
     for (let s = start.s; s < md.segments.length; s++) {
       const g = await md.group(md.segments[s]);
       for (let k = s === start.s ? start.k : 0; k < md.segments[s].rows; k++) yield this.item(g, s, k);
+    }
+  }
+
+  async *forwardRecords(from: Position | null): AsyncGenerator<readonly Recorded[]> {
+    const md = this.md;
+    const start = from ? this.locate(from.offset) : { s: 0, k: 0 };
+    for (let s = start.s; s < md.segments.length; s++) {
+      const seg = md.segments[s];
+      const g = await md.group(seg);
+      for (let k = s === start.s ? start.k : 0; k < seg.rows; k += RECORDS_CHUNK) {
+        const out: Recorded[] = [];
+        for (let i = k, n = Math.min(seg.rows, k + RECORDS_CHUNK); i < n; i++) out.push(g.record(seg.start + i));
+        yield out;
+      }
     }
   }
 
