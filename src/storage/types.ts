@@ -121,6 +121,21 @@ export interface ReplayOptions {
   readonly warmup?: boolean;
 }
 
+/**
+ * Records of a forward pass handed out together (LogView.records), decoded when taken: a chunk
+ * holds the bytes of its records, so a long chunk costs no heap until its records are used. A chunk
+ * is valid until the chunk after the next one is requested (its bytes are then read over): take
+ * its records before asking for more.
+ */
+export interface RecordChunk {
+  /** Number of records, at least 1. */
+  readonly length: number;
+  /** Receive time of record i in µs, without decoding it. */
+  recvUs(i: number): number;
+  /** Record i, decoded by this call: take each record once. */
+  record(i: number): Recorded;
+}
+
 export interface RecordsOptions {
   /** Stop before the first record with recv_ts ≥ this (exclusive end). */
   readonly until?: number;
@@ -148,11 +163,11 @@ export interface LogView {
   /** Records from `from` forward in (receive time, seq) order; nothing when no record is at or after `from`. */
   replay(from: ReplayFrom, opts?: ReplayOptions): AsyncGenerator<ReplayItem>;
   /**
-   * The records of `replay(from)` (no warm-up) in non-empty chunks, without positions: for one pass
-   * that handles records synchronously (`/v3/replay`), an await per chunk instead of per record.
-   * A chunk's records are all decoded before it is handed out, so chunks are small (≤ 32 KiB of log).
+   * The records of `replay(from)` (no warm-up) in chunks, without positions: for one pass that
+   * handles records synchronously (`/v3/replay`), an await per chunk instead of per record. The next
+   * chunk is read while the consumer handles the current one; see RecordChunk for how long one stays valid.
    */
-  records(from: ReplayFrom, opts?: RecordsOptions): AsyncGenerator<readonly Recorded[]>;
+  records(from: ReplayFrom, opts?: RecordsOptions): AsyncGenerator<RecordChunk>;
   /** Records strictly before `before` (or from the end), newest first, down to `startTime` (inclusive). */
   backward(before: Position | 'end', opts?: { readonly startTime?: number }): AsyncGenerator<ReadItem>;
   first(): Promise<ReadItem | null>;
@@ -180,7 +195,7 @@ export interface LogReader {
   /** Records from `from` (inclusive) forward, across day files. */
   read(from: Position | 'start', opts?: ReadOptions): AsyncIterable<ReadItem>;
   /** The records of `read(from, { endTime })` a chunk at a time (see LogView.records). */
-  readChunks(from: Position | 'start', opts?: { readonly endTime?: number }): AsyncIterable<readonly Recorded[]>;
+  readChunks(from: Position | 'start', opts?: { readonly endTime?: number }): AsyncIterable<RecordChunk>;
   /** Records strictly before `before` (or from the end when 'end'), newest first. */
   readBackward(before: Position | 'end', opts?: { readonly startTime?: number; readonly limit?: number }): AsyncIterable<ReadItem>;
   /** The newest record, or null. */

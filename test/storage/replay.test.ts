@@ -6,7 +6,7 @@ import t from 'tap';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type ReplayItem } from '../../src/storage/index.js';
+import { listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type RecordChunk, type ReplayItem } from '../../src/storage/index.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { CompositeReader } from '../../src/storage/read/composite-reader.js';
@@ -120,17 +120,55 @@ t.test('replay over a compacted day and the open log', async (t) => {
   });
 
   t.test('records() gives the records of replay() in non-empty chunks, across both days, cut before until', async (t) => {
+    // A chunk is valid until the one after the next is requested: records are taken as chunks come.
+    const take = async (chunks: AsyncIterable<RecordChunk>): Promise<{ recs: Recorded[]; recvs: number[]; sizes: number[] }> => {
+      const out = { recs: [] as Recorded[], recvs: [] as number[], sizes: [] as number[] };
+      for await (const c of chunks) {
+        out.sizes.push(c.length);
+        for (let i = 0; i < c.length; i++) {
+          out.recs.push(c.record(i));
+          out.recvs.push(c.recvUs(i));
+        }
+      }
+      return out;
+    };
     for (const [from, until] of [[truth[3].rec.recv_ts, undefined], [truth[700].rec.recv_ts, truth[1200 + 100].rec.recv_ts], [truth[10].rec.recv_ts, truth[11].rec.recv_ts]] as const) {
-      const chunks = await all(view.records({ time: from }, { until }));
+      const got = await take(view.records({ time: from }, { until }));
       const want = truth.filter((x) => x.rec.recv_ts >= from && (until === undefined || x.rec.recv_ts < until));
-      t.ok(chunks.every((c) => c.length > 0), 'no empty chunk');
-      t.same(chunks.flat(), want.map((x) => x.rec), `${want.length} records from ${from}`);
+      t.ok(got.sizes.every((n) => n > 0), 'no empty chunk');
+      t.same(got.recs, want.map((x) => x.rec), `${want.length} records from ${from}`);
+      t.same(got.recvs, want.map((x) => Math.round(x.rec.recv_ts * 1000)), 'receive times without decoding');
     }
-    const byRead = await all(r.readChunks({ day: past, offset: 123_456, seq: truth[900].rec.seq }, { endTime: truth[905].rec.recv_ts }));
-    t.same(byRead.flat().map((x) => x.seq), seqs(truth.slice(900, 905)), 'readChunks: from a position (by seq in a compacted day), until endTime');
+    const byRead = await take(r.readChunks({ day: past, offset: 123_456, seq: truth[900].rec.seq }, { endTime: truth[905].rec.recv_ts }));
+    t.same(byRead.recs.map((x) => x.seq), seqs(truth.slice(900, 905)), 'readChunks: from a position (by seq in a compacted day), until endTime');
     const path = logFilePath(dir, books, today);
     for await (const c of view.records({ seq: truth[1200].rec.seq })) if (c.length > 0) break;
     t.equal(heldReaders(path), 0, 'stopping early lets go of the day file');
+  });
+
+  t.test('records() over a log of many reads gives every record exactly (its read buffers are reused)', async (t) => {
+    const key: LogKey = { ...books, market: 'long-log' };
+    const lw = await openWriter(dir, key, { fsyncIntervalMs: 0 });
+    const n = 6000;
+    for (let i = 0; i < n; i++) {
+      const rec = i % 500 === 0
+        ? { type: 'book' as const, recv_ts: t0 + i, source_ts: null, token_id: 'x', units: 'decimal' as const, bids: Array.from({ length: 40 }, (_, k): [string, string] => [(0.5 - k / 100).toFixed(2), String(i + k)]), asks: [] }
+        : { type: 'book_delta' as const, recv_ts: t0 + i, source_ts: i % 3 ? t0 + i - 1 : null, token_id: 'x', changes: [{ side: 'bid' as const, price: '0.30', size: String(i) }] };
+      await lw.append(rec);
+    }
+    await lw.close();
+    const lr = openReader(dir, key);
+    const want: Recorded[] = [];
+    for await (const it of lr.read('start')) want.push(it.rec);
+    t.equal(want.length, n);
+    const got: Recorded[] = [];
+    let chunks = 0;
+    for await (const c of lr.readChunks('start', { endTime: t0 + n - 10 })) {
+      chunks++;
+      for (let i = 0; i < c.length; i++) got.push(c.record(i));
+    }
+    t.ok(chunks > 6, `${chunks} chunks: the buffers went round`);
+    t.same(got, want.slice(0, n - 10));
   });
 
   t.test('stopping early lets go of the day file', async (t) => {

@@ -4,7 +4,7 @@
 // gains a single-pass `replay(from, until)` operation, only this file changes.
 
 import type { Recorded } from '../../schema/observation.js';
-import type { LogReader, Position } from '../../storage/index.js';
+import type { LogReader, Position, RecordChunk } from '../../storage/index.js';
 import { anchoredStart, type BookModel } from './book-pages.js';
 
 /** Any stored book observation can anchor a warm-up: the newest one before `from` is replayed itself. */
@@ -29,7 +29,7 @@ export interface CursorRange {
  * await per chunk: the caller handles each record synchronously). With a warm-up, the records
  * received before `from` come first; they build state and emit nothing.
  */
-export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<readonly Recorded[]> {
+export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<RecordChunk> {
   if (range.from >= range.end) return;
   const bound = await reader.seekTime(range.from);
   let start: Position | 'start' | null;

@@ -105,7 +105,8 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
   const batch = new Batcher(req.after);
   let opened = req.from > req.start; // a resumed replay warmed up later than start: its opening state was sent before
   for await (const chunk of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: true })) {
-    for (const rec of chunk) {
+    for (let i = 0; i < chunk.length; i++) {
+      const rec = chunk.record(i);
       if (rec.recv_ts < req.from) {
         book.apply(rec); // warm-up: state only
         continue;
@@ -170,7 +171,8 @@ export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLin
   const m = req.market;
   const batch = new Batcher(req.after);
   for await (const chunk of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: false })) {
-    for (const rec of chunk) {
+    for (let i = 0; i < chunk.length; i++) {
+      const rec = chunk.record(i);
       if (rec.type !== 'metric') continue;
       batch.add({ t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric', text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) });
       const full = batch.take();

@@ -156,6 +156,23 @@ export function parseFrameFast(buf: Buffer, at: number, limit: number, fileOffse
   };
 }
 
+/**
+ * Decodes the record of a frame a scan already checked (`at` = frame start in `buf`, `offset` its
+ * place in the file): the header is read again, the checksum is not.
+ */
+export function decodeCheckedFrame(buf: Buffer, at: number, offset: number): Recorded {
+  const flags = buf[at + 9];
+  return decodeRecord(buf, at, {
+    offset,
+    size: buf.readUInt32LE(at) + PREFIX_BYTES,
+    type: buf[at + 8],
+    flags,
+    recvUs: readI64(buf, at + 10),
+    sourceUs: flags & FLAG_SOURCE ? readI64(buf, at + 18) : null,
+    seq: readI64(buf, at + 26),
+  });
+}
+
 /** Decodes the record of a frame that parseFrame accepted (`at` = frame start in `buf`). */
 export function decodeRecord(buf: Buffer, at: number, head: FrameHead): Recorded {
   let rest: Record<string, unknown>;

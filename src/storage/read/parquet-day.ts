@@ -4,11 +4,11 @@
 
 import type { DecodedGroup, FileSegment, MarketDay } from '../parquet/reader.js';
 import type { DaySource } from './log-day.js';
-import type { Recorded } from '../../schema/observation.js';
-import type { Position, ReadItem } from '../types.js';
+import { msToUs } from '../log/frame.js';
+import type { Position, ReadItem, RecordChunk } from '../types.js';
 
-/** forwardRecords hands out at most this many records at a time (a chunk of a decoded group). */
-const RECORDS_CHUNK = 256;
+/** forwardRecords hands out at most this many records at a time (a view on a decoded group). */
+const RECORDS_CHUNK = 1024;
 
 export class ParquetDay implements DaySource {
   constructor(private readonly md: MarketDay) {}
@@ -96,16 +96,16 @@ export class ParquetDay implements DaySource {
     }
   }
 
-  async *forwardRecords(from: Position | null): AsyncGenerator<readonly Recorded[]> {
+  async *forwardRecords(from: Position | null): AsyncGenerator<RecordChunk> {
     const md = this.md;
     const start = from ? this.locate(from.offset) : { s: 0, k: 0 };
     for (let s = start.s; s < md.segments.length; s++) {
       const seg = md.segments[s];
       const g = await md.group(seg);
       for (let k = s === start.s ? start.k : 0; k < seg.rows; k += RECORDS_CHUNK) {
-        const out: Recorded[] = [];
-        for (let i = k, n = Math.min(seg.rows, k + RECORDS_CHUNK); i < n; i++) out.push(g.record(seg.start + i));
-        yield out;
+        const first = seg.start + k;
+        // The group's records are decoded once and cached (shared by every reader): a view on them.
+        yield { length: Math.min(RECORDS_CHUNK, seg.rows - k), recvUs: (i) => msToUs(g.record(first + i).recv_ts), record: (i) => g.record(first + i) };
       }
     }
   }

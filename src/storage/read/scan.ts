@@ -4,9 +4,10 @@
 // from offset 0 steps over the file's format header (log/file-header.ts); legacy files have none.
 
 import type { FileHandle } from 'node:fs/promises';
-import { decodeRecord, parseFrameFast, type FrameHead } from '../log/frame.js';
+import { decodeCheckedFrame, decodeRecord, parseFrameFast, type FrameHead } from '../log/frame.js';
 import { readFileStart } from '../log/file-header.js';
 import type { Recorded } from '../../schema/observation.js';
+import type { RecordChunk } from '../types.js';
 
 const CHUNK = 1024 * 1024;
 
@@ -26,7 +27,10 @@ export interface ScanPrev {
 
 /**
  * Calls `onFrame` for every valid frame in [start, end). `buf[at]` is the frame's first byte and
- * stays valid only during the call. Returning false stops the scan ('stopped'). A frame whose seq
+ * stays valid only during the call, unless `stable`: then no frame's bytes are ever overwritten (a
+ * frame crossing the buffer's end is read alone into a new buffer: for scans that stop after it,
+ * like read windows). `into` is a buffer to read into (a larger one is used when it is too small).
+ * Returning false stops the scan ('stopped'). A frame whose seq
  * does not increase or whose time goes backwards counts as damage, like a checksum mismatch.
  * `start` 0 means the file's beginning: its header is skipped; a torn header ends the scan at 0
  * ('short'); an unknown format version throws a StorageError.
@@ -38,6 +42,8 @@ export async function scanFrames(
   onFrame: (head: FrameHead, buf: Buffer, at: number) => boolean | void,
   prev?: ScanPrev | null,
   chunkBytes = CHUNK,
+  stable = false,
+  into?: Buffer,
 ): Promise<ScanStop> {
   if (start === 0 && end > 0) {
     const fileStart = await readFileStart(fh, end);
@@ -45,7 +51,8 @@ export async function scanFrames(
     start = fileStart.dataStart;
     if (start >= end) return { end: start, reason: 'eof' };
   }
-  let buf = Buffer.allocUnsafe(Math.min(chunkBytes, Math.max(end - start, 64)));
+  const size = Math.min(chunkBytes, Math.max(end - start, 64));
+  let buf = into && into.length >= size ? into : Buffer.allocUnsafe(size);
   let bufStart = start; // file offset of buf[0]
   let have = 0; // valid bytes in buf
   let at = 0; // parse position in buf
@@ -72,7 +79,11 @@ export async function scanFrames(
     const remainingInFile = end - fileAt;
     if (remainingInFile < need) return { end: fileAt, reason: 'short' };
     const partial = have - at;
-    if (need > buf.length) {
+    if (stable && at > 0) {
+      const alone = Buffer.allocUnsafe(need);
+      buf.copy(alone, 0, at, have);
+      buf = alone;
+    } else if (need > buf.length) {
       const bigger = Buffer.allocUnsafe(Math.max(need, buf.length * 2));
       buf.copy(bigger, 0, at, have);
       buf = bigger;
@@ -107,21 +118,6 @@ export async function* readFrames(
   chunkBytes = 64 * 1024,
   maxChunkBytes = CHUNK,
 ): AsyncGenerator<FrameRecord> {
-  for await (const batch of readFrameChunks(fh, start, end, stop, chunkBytes, maxChunkBytes)) for (const item of batch) yield item;
-}
-
-/**
- * readFrames a chunk at a time: one array per read of the file, so a consumer that handles records
- * synchronously (a replay rebuilding books) pays one await per chunk instead of one per record.
- */
-export async function* readFrameChunks(
-  fh: FileHandle,
-  start: number,
-  end: number,
-  stop?: (s: ScanStop) => void,
-  chunkBytes = 64 * 1024,
-  maxChunkBytes = CHUNK,
-): AsyncGenerator<FrameRecord[]> {
   let pos = start;
   let prev: ScanPrev | null = null;
   let chunkEnd = Math.min(end, pos + chunkBytes);
@@ -132,10 +128,10 @@ export async function* readFrameChunks(
       batch.push({ head, rec: decodeRecord(buf, at, head) });
       return head.offset + head.size < chunkEnd;
     }, prev, chunkBytes);
+    for (const item of batch) yield item;
     if (batch.length > 0) {
       const last = batch[batch.length - 1].head;
       prev = { seq: last.seq, recvUs: last.recvUs };
-      yield batch;
     }
     if (s.reason !== 'stopped') {
       stop?.(s);
@@ -146,4 +142,60 @@ export async function* readFrameChunks(
     chunkEnd = Math.min(end, pos + chunkBytes);
   }
   stop?.({ end: pos, reason: 'eof' });
+}
+
+/** The checked frames of one read, kept as bytes: a record is decoded when it is taken. */
+export class FrameBlock implements RecordChunk {
+  constructor(
+    /** The buffer each frame lies in (the read's, or its own for a frame that crossed the read's end). */
+    private readonly bufs: readonly Buffer[],
+    /** Where each frame starts in its buffer, and in the file. */
+    private readonly ats: readonly number[],
+    private readonly offsets: readonly number[],
+    private readonly recvs: readonly number[],
+  ) {}
+
+  get length(): number {
+    return this.ats.length;
+  }
+
+  recvUs(i: number): number {
+    return this.recvs[i];
+  }
+
+  record(i: number): Recorded {
+    return decodeCheckedFrame(this.bufs[i], this.ats[i], this.offsets[i]);
+  }
+}
+
+/**
+ * The frames from `start` up to `end` (the checks of scanFrames) a read of `readBytes` at a time,
+ * each read as one FrameBlock (never empty) holding the read's buffer; ends at the first frame that
+ * is short or damaged. Reads go into a ring of three buffers: a block is valid until the block
+ * after the next one is requested (one in use, one read ahead, one being read), so a pass makes no
+ * garbage buffers however long it runs.
+ */
+export async function* readFrameBlocks(fh: FileHandle, start: number, end: number, readBytes: number): AsyncGenerator<FrameBlock> {
+  const ring: Buffer[] = [];
+  let pos = start;
+  let prev: ScanPrev | null = null;
+  for (let k = 0; pos < end; k++) {
+    const windowEnd = Math.min(end, pos + readBytes);
+    if (ring.length < 3) ring.push(Buffer.allocUnsafe(readBytes));
+    const bufs: Buffer[] = [];
+    const ats: number[] = [];
+    const offsets: number[] = [];
+    const recvs: number[] = [];
+    const s = await scanFrames(fh, pos, end, (head, buf, at) => {
+      bufs.push(buf);
+      ats.push(at);
+      offsets.push(head.offset);
+      recvs.push(head.recvUs);
+      prev = { seq: head.seq, recvUs: head.recvUs };
+      return head.offset + head.size < windowEnd;
+    }, prev, readBytes, true, ring[k % 3]);
+    if (ats.length > 0) yield new FrameBlock(bufs, ats, offsets, recvs);
+    if (s.reason !== 'stopped') return;
+    pos = s.end;
+  }
 }

@@ -2,8 +2,7 @@
 // alone (reader.ts) and log days plus compacted days (composite-reader.ts). A subclass says how to
 // plan a view; every seek, read, replay, first and as-of checkpoint below plans exactly one.
 
-import type { Recorded } from '../../schema/observation.js';
-import type { LogView, Position, ReadItem, ReadOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
+import type { LogView, Position, ReadItem, ReadOptions, RecordChunk, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
 
 /** At most `limit` items of `it` (the LogReader read options over a view pass). */
 export async function* take<T>(it: AsyncGenerator<T>, limit = Infinity): AsyncGenerator<T> {
@@ -42,7 +41,7 @@ export abstract class ViewReader {
     for await (const { rec, pos } of take(v.replay(replayFrom(from), { until: opts.endTime }), opts.limit)) yield { rec, pos };
   }
 
-  async *readChunks(from: Position | 'start', opts: { readonly endTime?: number } = {}): AsyncIterable<readonly Recorded[]> {
+  async *readChunks(from: Position | 'start', opts: { readonly endTime?: number } = {}): AsyncIterable<RecordChunk> {
     yield* (await this.view()).records(replayFrom(from), { until: opts.endTime });
   }
 

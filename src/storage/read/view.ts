@@ -6,8 +6,7 @@ import { dayStartMs, utcDay } from '../../schema/time.js';
 import { msToUs } from '../log/frame.js';
 import type { DaySource } from './log-day.js';
 import { readAhead } from './read-ahead.js';
-import type { Recorded } from '../../schema/observation.js';
-import type { LogView, Position, ReadItem, RecordsOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
+import type { LogView, Position, ReadItem, RecordChunk, RecordsOptions, ReplayFrom, ReplayItem, ReplayOptions } from '../types.js';
 
 /** Where a pass starts: the day's number in the plan and the position in it. */
 interface At {
@@ -98,18 +97,19 @@ export class PlannedView implements LogView {
   }
 
   /** See LogView.records: the days' chunks (the next one read while this one is handled), the last one cut before `until`. */
-  async *records(from: ReplayFrom, opts: RecordsOptions = {}): AsyncGenerator<readonly Recorded[]> {
+  async *records(from: ReplayFrom, opts: RecordsOptions = {}): AsyncGenerator<RecordChunk> {
     const endUs = opts.until === undefined ? Infinity : msToUs(opts.until);
     const at = await this.locate(from);
     if (!at) return;
     for (let k = at.k; k < this.plan.length; k++) {
       for await (const chunk of readAhead(this.plan[k].forwardRecords(k === at.k ? at.pos : null))) {
-        if (endUs === Infinity || msToUs(chunk[chunk.length - 1].recv_ts) < endUs) {
+        if (chunk.recvUs(chunk.length - 1) < endUs) {
           yield chunk;
           continue;
         }
-        const n = chunk.findIndex((r) => msToUs(r.recv_ts) >= endUs);
-        if (n > 0) yield chunk.slice(0, n);
+        let n = 0;
+        while (chunk.recvUs(n) < endUs) n++;
+        if (n > 0) yield { length: n, recvUs: (i) => chunk.recvUs(i), record: (i) => chunk.record(i) };
         return;
       }
     }
