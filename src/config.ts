@@ -67,6 +67,12 @@ export interface Config {
   };
   /** Seconds without any message after which a connection counts as stale. */
   readonly staleAfterMs: number;
+  /**
+   * The read side's safety net under push-driven freshness (env PMTAPE_LATEST_RECHECK_MS, default
+   * 1000): a warm latest book is re-checked against its log at least this often even when no file
+   * event came; 0 re-checks on every request (no trust in file events at all).
+   */
+  readonly latestRecheckMs: number;
   /** Recorder timers and discovery horizons (config file `recorders`, snake_case keys). */
   readonly recorders: RecorderTuning;
   /** The path of the config file that was read, if any. */
@@ -337,6 +343,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
+    latestRecheckMs: env.PMTAPE_LATEST_RECHECK_MS === undefined ? 1000 : num(Number(env.PMTAPE_LATEST_RECHECK_MS), 'PMTAPE_LATEST_RECHECK_MS', 0),
     recorders: recorderTuning(file.recorders),
     configFile: configFile ? resolve(configFile) : null,
   };

@@ -15,6 +15,7 @@ import { MarketsIndex } from './query/markets-index.js';
 import { StatusBoard } from './query/status.js';
 import { LatestBooks } from './query/latest.js';
 import { LatestBodies } from './query/latest-body.js';
+import { LogChanges } from '../storage/index.js';
 import errorHandler, { envelope } from './plugins/error-handler.js';
 import auth from './plugins/auth.js';
 import rateLimits from './plugins/rate-limit.js';
@@ -69,10 +70,11 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     cursors: new CursorCodec(await loadCursorSecret(config.dataDir)),
     markets: new MarketsIndex(config.dataDir),
     status: new StatusBoard(config.dataDir),
-    latest: new LatestBooks(opts.latestCacheBytes),
+    latest: new LatestBooks({ maxBytes: opts.latestCacheBytes, changes: new LogChanges(config.dataDir), recheckMs: config.latestRecheckMs }),
     latestBodies: new LatestBodies(),
   };
   fastify.decorate('pmtape', services);
+  fastify.addHook('onClose', async () => services.latest.close());
   fastify.addHook('onRequest', (req, reply, done) => {
     void reply.header('x-request-id', req.id);
     done();

@@ -13,6 +13,7 @@ export { freeBytes } from './disk-space.js';
 export { acquireLock } from './log/lock.js';
 export { openLogReader } from './read/reader.js';
 export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
+export { LogChanges, type LogChangeSubscription } from './read/log-changes.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,

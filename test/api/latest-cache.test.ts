@@ -1,6 +1,7 @@
 // The latest-book routes reuse one serialized body per (family, market, query) only while nothing it
-// shows has changed: an appended record shows on the very next request, a gap or a dead recorder
-// flips `stale`, and bodies of different query options never leak into each other.
+// shows has changed: an appended record shows as soon as its file event arrives (the safety-net
+// re-check is set to an hour here, so only the event can show it), a gap or a dead recorder flips
+// `stale`, and bodies of different query options never leak into each other.
 
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -20,7 +21,7 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const dir = tmpDataDir(t);
   await seedAll(dir);
   const keys = await keysFor(dir);
-  const app = await testApp(t, testConfig(dir));
+  const app = await testApp(t, testConfig(dir, { latestRecheckMs: 3_600_000 }));
   const get = async (url: string): Promise<{ status: number; text: string; type: string; body: any }> => {
     const r = await app.inject({ url, headers: { authorization: `Bearer ${keys.paid}` } });
     return { status: r.statusCode, text: r.body, type: String(r.headers['content-type']), body: r.json() };
@@ -33,9 +34,19 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   t.equal(first.status, 200);
   t.equal(first.type, 'application/json; charset=utf-8', 'a cached body is still sent as JSON');
   t.equal(first.body.data.stale, true, 'no recorder is running');
-  const again = await get(COIN);
-  t.equal(again.text, first.text, 'an unchanged market answers the same body');
+  const checks = app.pmtape.latest.checks;
+  for (let i = 0; i < 20; i++) t.equal((await get(COIN)).text, first.text, 'an unchanged market answers the same body');
+  t.equal(app.pmtape.latest.checks, checks, 'without a change notice no request reads the log');
   t.equal(app.pmtape.latestBodies.size, 1, 'one body kept for one (family, market, query)');
+  // Waits (generous bound, no timing assumption) until the route answers what `ok` wants.
+  const until = async (url: string, ok: (d: any) => boolean): Promise<any> => {
+    let d = (await get(url)).body.data;
+    for (let i = 0; i < 1000 && !ok(d); i++) {
+      await sleep(10);
+      d = (await get(url)).body.data;
+    }
+    return d;
+  };
 
   // Append a book to each family: the very next request shows it.
   const cw = await openWriter(dir, { family: 'coin', stream: 'books', market: coinMarket.market_id });
@@ -43,21 +54,21 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const t1 = T0 + 3_600_000;
   const rec = await cw.append({ type: 'book', token_id: '1111', units: 'decimal', bids: [['0.55', '42']], asks: [['0.56', '43']], recv_ts: t1, source_ts: t1 - 5 });
   await cw.flush();
-  const after = await get(COIN);
-  t.equal(after.body.data.seq, rec.seq, 'the appended record is the latest at once');
-  t.same(after.body.data.books.find((b: any) => b.token_id === '1111').bids, [[0.55, 42]]);
-  t.equal(after.body.data.receive_time, new Date(t1).toISOString());
+  const after = await until(COIN, (d) => d.seq === rec.seq);
+  t.equal(after.seq, rec.seq, 'the appended record is served once its file event came');
+  t.same(after.books.find((b: any) => b.token_id === '1111').bids, [[0.55, 42]]);
+  t.equal(after.receive_time, new Date(t1).toISOString());
 
   const ww = await openWriter(dir, { family: 'wallet-prediction', stream: 'books', market: walletMarket.market_id });
   t.teardown(() => ww.close());
   const w0 = (await get(WALLET)).body.data;
   const wrec = await ww.append({ type: 'book', token_id: '7001', units: 'decimal', bids: [['0.31', '5']], asks: [['0.33', '6']], recv_ts: t1, source_ts: null });
   await ww.flush();
-  const w1 = (await get(WALLET)).body.data;
+  const w1 = await until(WALLET, (d) => d.seq === wrec.seq);
   t.not(w1.seq, w0.seq);
   t.equal(w1.seq, wrec.seq, 'wallet: the appended book is served next');
   t.same(w1.bids, [[0.31, 5]]);
-  const down = (await get(`${WALLET}?outcome=Down`)).body.data;
+  const down = await until(`${WALLET}?outcome=Down`, (d) => d.seq === wrec.seq);
   t.same(down.asks, [[0.69, 5]], 'the mirrored outcome is its own body, built from the new book');
 
   const yw = await openWriter(dir, { family: 'yesno-exchange', stream: 'books', market: yesnoMarket.market_id });
@@ -65,7 +76,7 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const y0 = (await get(YESNO)).body.data;
   const yrec = await yw.append({ type: 'yesno_book', units: 'dollars', yes: [['0.4100', '12.00']], no: [['0.5500', '3.00']], recv_ts: t1, source_ts: null });
   await yw.flush();
-  const y1 = (await get(YESNO)).body.data;
+  const y1 = await until(YESNO, (d) => d.seq === yrec.seq);
   t.not(y1.seq, y0.seq);
   t.equal(y1.seq, yrec.seq, 'yes/no: the appended book is served next');
 
@@ -88,12 +99,12 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   t.equal(live.stale, false, 'a live recorder holding the market: not stale');
   await cw.append({ type: 'gap', reason: 'disconnected', start_ts: t1 + 1000, end_ts: null, recv_ts: t1 + 1000, source_ts: null });
   await cw.flush();
-  const gapped = (await get(COIN)).body.data;
-  t.equal(gapped.stale, true, 'an open gap makes the latest book stale at once');
+  const gapped = await until(COIN, (d) => d.stale === true);
+  t.equal(gapped.stale, true, 'an open gap makes the latest book stale');
   t.equal(gapped.seq, live.seq, 'the book itself is still the one before the gap');
   const rec2 = await cw.append({ type: 'book', token_id: '1111', units: 'decimal', bids: [['0.57', '1']], asks: [['0.58', '2']], recv_ts: t1 + 2000, source_ts: null });
   await cw.flush();
-  const resumed = (await get(COIN)).body.data;
+  const resumed = await until(COIN, (d) => d.seq === rec2.seq);
   t.equal(resumed.stale, false, 'a book after the gap is live again');
   t.equal(resumed.seq, rec2.seq);
 

@@ -1,11 +1,18 @@
-// Latest books, kept warm: one BookTracker per market log in a cache bounded by bytes. A request
-// reads only what was appended since the tracker's last seq (usually nothing), so the latest route
-// costs one `latest()` lookup; a cold market starts from the newest checkpoint. Concurrent requests
-// for one market share lookups: a request joins the next lookup that starts after it arrived, so
-// under load N requests cost about two lookups and none is answered from a check older than itself.
+// Latest books, kept warm: one BookTracker per market log in a cache bounded by bytes.
+//
+// Freshness is pushed, not polled: each cached market subscribes to file events of its log folder
+// (storage's LogChanges, one fs.watch per folder). An event marks the entry dirty; a request for a
+// clean entry is a map lookup with no I/O at all. A dirty entry, one never checked, one whose watch
+// could not be set, or one not checked for `recheckMs` (the safety net against a lost event) reads
+// what was appended since the tracker's last seq, usually a single record. Day rollover (a new day
+// file), compaction (a log deleted) and an append by another process are all events of that folder.
+//
+// Concurrent requests for one market share lookups: a request joins the next lookup that starts
+// after it arrived, so under load N requests cost about two lookups and none is answered from a
+// check older than itself or than the last change notice it could have seen.
 
 import { LRUCache } from 'lru-cache';
-import type { LogReader } from '../../storage/index.js';
+import type { LogChanges, LogChangeSubscription, LogReader } from '../../storage/index.js';
 import { anchoredStart, BookTracker, type BookModel, type BookPoint } from './book-pages.js';
 
 interface Entry {
@@ -13,31 +20,73 @@ interface Entry {
   /** The lookup running now, and the one queued behind it (shared by everyone who arrived meanwhile). */
   running: Promise<void> | null;
   queued: Promise<void> | null;
+  /** The folder watch; null or not live: every request checks the log. */
+  sub: LogChangeSubscription | null;
+  /** A change notice came after the last check started. */
+  dirty: boolean;
+  /** When the last check started (the safety net's clock), and when a watch was last refused. */
+  checkedAt: number;
+  refusedAt: number;
+}
+
+export interface LatestBooksOptions {
+  /** Most bytes of book state kept warm (default 64 MiB). */
+  readonly maxBytes?: number;
+  /** File-change notices; without them every request checks the log (one stat). */
+  readonly changes?: LogChanges | null;
+  /** Re-check a clean entry at least this often (ms); 0 checks on every request. Default 1000. */
+  readonly recheckMs?: number;
+  /** Clock for the safety net (tests). */
+  readonly now?: () => number;
 }
 
 export class LatestBooks {
   private readonly cache: LRUCache<string, Entry>;
+  private readonly changes: LogChanges | null;
+  private readonly recheckMs: number;
+  private readonly now: () => number;
+  /** Lookups that read the log (tests, /metrics): requests answered without I/O do not count. */
+  checks = 0;
 
-  constructor(maxBytes = 64 * 1024 * 1024) {
-    this.cache = new LRUCache<string, Entry>({ maxSize: maxBytes, sizeCalculation: (e) => Math.max(1, e.tracker.weight()) });
+  constructor(opts: LatestBooksOptions = {}) {
+    this.changes = opts.changes ?? null;
+    this.recheckMs = opts.recheckMs ?? 1000;
+    this.now = opts.now ?? Date.now;
+    this.cache = new LRUCache<string, Entry>({
+      maxSize: opts.maxBytes ?? 64 * 1024 * 1024,
+      sizeCalculation: (e) => Math.max(1, e.tracker.weight()),
+      dispose: (e) => e.sub?.close(), // an evicted market stops being watched
+    });
+  }
+
+  /** Subscribes before the check it precedes, so a change during the check marks the entry dirty. */
+  private watch(e: Entry, reader: LogReader): void {
+    if (!this.changes || e.sub?.live) return;
+    if (e.refusedAt > 0 && this.now() - e.refusedAt < this.recheckMs) return; // at the limit: retry later
+    e.sub = this.changes.subscribe(reader.key, () => void (e.dirty = true));
+    e.refusedAt = e.sub ? 0 : this.now();
   }
 
   /** Brings the tracker up to the log's newest record. */
   private async catchUp(e: Entry, reader: LogReader, model: BookModel): Promise<void> {
-    // Usually nothing is new: the position (one stat of today's file) says so without a read.
-    const last = await reader.latestPosition();
-    const t = e.tracker;
-    if (!last || t.lastSeq >= last.seq) return;
-    let from;
-    if (t.lastSeq < 0) {
+    this.watch(e, reader);
+    e.dirty = false;
+    e.checkedAt = this.now();
+    this.checks++;
+    try {
+      // Usually nothing is new: the position (one stat of today's file) says so without a read.
+      const last = await reader.latestPosition();
+      const t = e.tracker;
+      if (!last || t.lastSeq >= last.seq) return;
       // Cold: from the checkpoint before the newest snapshot record, so that record names the book.
-      from = await anchoredStart(reader, model, 'end');
-    } else {
-      from = await reader.seekSeq(t.lastSeq + 1);
-    }
-    if (from === null) return;
-    for await (const it of reader.read(from)) {
-      if (it.rec.seq > t.lastSeq) t.apply(it.rec);
+      const from = t.lastSeq < 0 ? await anchoredStart(reader, model, 'end') : await reader.seekSeq(t.lastSeq + 1);
+      if (from === null) return;
+      for await (const it of reader.read(from)) {
+        if (it.rec.seq > t.lastSeq) t.apply(it.rec);
+      }
+    } catch (err) {
+      e.dirty = true; // the next request tries again
+      throw err;
     }
   }
 
@@ -45,7 +94,7 @@ export class LatestBooks {
     if (!e.running) {
       e.running = this.catchUp(e, reader, model).finally(() => {
         e.running = null;
-        this.cache.set(key, e); // re-weigh
+        if (this.cache.get(key) === e) this.cache.set(key, e); // re-weigh (an evicted entry stays out)
       });
       return e.running;
     }
@@ -56,14 +105,34 @@ export class LatestBooks {
     return e.queued;
   }
 
+  /** True when the entry's book is known to be current without reading the log. */
+  private fresh(e: Entry): boolean {
+    return e.sub !== null && e.sub.live && !e.dirty && this.recheckMs > 0 && this.now() - e.checkedAt < this.recheckMs;
+  }
+
   /** The newest served book of a log (and whether a gap is open after it), or null when it has none. */
   async get(cacheKey: string, reader: LogReader, model: BookModel): Promise<BookPoint | null> {
     let e = this.cache.get(cacheKey);
     if (!e) {
-      e = { tracker: new BookTracker(model), running: null, queued: null };
+      e = { tracker: new BookTracker(model), running: null, queued: null, sub: null, dirty: true, checkedAt: 0, refusedAt: 0 };
       this.cache.set(cacheKey, e);
     }
-    await this.lookup(cacheKey, e, reader, model);
+    if (this.fresh(e)) {
+      // No notice since the check running now (if any) started: that check is the answer.
+      if (e.running) await e.running;
+    } else {
+      await this.lookup(cacheKey, e, reader, model);
+    }
     return e.tracker.current();
+  }
+
+  /** Markets kept warm now. */
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /** Drops every entry and its watch (server shutdown). */
+  close(): void {
+    this.cache.clear();
   }
 }

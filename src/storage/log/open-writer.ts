@@ -10,6 +10,8 @@ import { fsyncDir } from '../durable.js';
 import { acquireLock } from './lock.js';
 import { listDays, lockFilePath, logFilePath, marketDir } from '../paths.js';
 import { recoverLogFile } from './recovery.js';
+import { lastCompactedSeq } from '../parquet/manifest.js';
+import { datasetsOfStream } from '../parquet/schema.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES } from './time-index.js';
 import type { LogKey, LogWriter, WriterOptions } from '../types.js';
 
@@ -43,6 +45,13 @@ export async function openWriter(dataDir: string, key: LogKey, opts: WriterOptio
         tail = { day, size: r.validEnd, indexOffset: r.lastIndexOffset, indexBytes: r.indexEntries * ENTRY_BYTES, last: r.lastRecord, lastSeq: r.last.seq, lastRecvUs: r.last.recvUs };
         break;
       }
+    }
+    // The market's folder was there but holds no record: retention deleted its logs after
+    // compaction. Seq continues after the last compacted one (a new market skips this look).
+    if (tail.last === null && !made) {
+      const stream = key.stream;
+      const datasets = stream === 'books' ? [...datasetsOfStream(stream), 'books' as const] : datasetsOfStream(stream);
+      tail = { ...tail, lastSeq: await lastCompactedSeq(dataDir, key.family, datasets, key.market) };
     }
     return new AppendLog(dataDir, key, opts, tail, release);
   } catch (e) {

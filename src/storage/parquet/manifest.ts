@@ -136,3 +136,24 @@ export async function listPartitions(dataDir: string, filter: { family?: Family;
   }
   return out;
 }
+
+/**
+ * The last seq of `market`'s log in the newest compacted partition that holds it, or 0. A writer
+ * reopened after retention deleted every log of its market continues from here, so seq never
+ * restarts within one log (cursors, seq seeks and the latest-book cache rely on it rising).
+ */
+export async function lastCompactedSeq(dataDir: string, family: Family, datasets: readonly AnyDataset[], market: string): Promise<number> {
+  let best = 0;
+  for (const dataset of datasets) {
+    const base = join(parquetRoot(dataDir), `family=${family}`, `dataset=${dataset}`);
+    const dates = (await readdirOrEmpty(base)).filter((n) => /^date=\d{4}-\d{2}-\d{2}$/.test(n)).sort().reverse();
+    for (const name of dates) {
+      const src = (await readManifest(join(base, name)))?.sources[market];
+      if (src) {
+        best = Math.max(best, src.last_seq);
+        break;
+      }
+    }
+  }
+  return best;
+}
