@@ -1,7 +1,7 @@
 // Serialized bodies of the latest-book routes, one per (route family, market, query options), so a
 // hot market is shaped and serialized once per change instead of once per request. A body is reused
 // only while it was built from the very same newest record, catalogue entry and `stale` flag; the
-// record lookup itself still runs per request (shared by LatestBooks), so an append shows at once.
+// newest record comes from LatestBooks, which learns of appends from file events (see latest.ts).
 
 import { LRUCache } from 'lru-cache';
 
@@ -34,6 +34,12 @@ export class LatestBodies {
     const text = build();
     this.cache.set(key, { rec, source, stale, text });
     return text;
+  }
+
+  /** The kept body when it was built from this very state, else undefined (no build). */
+  peek(key: string, rec: object, source: object | null, stale: boolean): string | undefined {
+    const hit = this.cache.get(key);
+    return hit !== undefined && hit.rec === rec && hit.source === source && hit.stale === stale ? hit.text : undefined;
   }
 
   get size(): number {

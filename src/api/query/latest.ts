@@ -126,6 +126,17 @@ export class LatestBooks {
     return e.tracker.current();
   }
 
+  /**
+   * The newest book when it is known current without any I/O (a clean, watched entry checked within
+   * `recheckMs` and no lookup running), else undefined: the caller takes `get`. The route's
+   * synchronous fast path.
+   */
+  peek(cacheKey: string): BookPoint | undefined {
+    const e = this.cache.get(cacheKey);
+    if (e === undefined || e.running !== null || !this.fresh(e)) return undefined;
+    return e.tracker.current() ?? undefined;
+  }
+
   /** Markets kept warm now. */
   get size(): number {
     return this.cache.size;

@@ -102,6 +102,17 @@ export class MarketsIndex {
     return id === undefined ? null : idx.byId.get(id) ?? null;
   }
 
+  /**
+   * `resolve` from the cached view while it is fresh, without a promise: the market, null when the
+   * view does not know the id, undefined when the view is stale or not loaded (use `resolve`).
+   */
+  resolveNow(family: Family, pathId: string): IndexedMarket | null | undefined {
+    const idx = this.families.get(family);
+    if (idx === undefined || Date.now() - idx.at > this.ttlMs) return undefined;
+    const id = idx.byId.has(pathId) ? pathId : idx.alias.get(pathId);
+    return id === undefined ? null : idx.byId.get(id) ?? null;
+  }
+
   /** True when the family has a books log for this exact market id. */
   async hasBooks(family: Family, marketId: string): Promise<boolean> {
     return (await this.get(family)).withBooks.has(marketId);

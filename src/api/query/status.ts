@@ -77,6 +77,13 @@ export class StatusBoard {
     return (await this.fresh()).live.get(family)?.has(market) ?? false;
   }
 
+  /** `isConnected` from the cached view while it is fresh, else undefined (no load started). */
+  connectedNow(family: Family, market: string): boolean | undefined {
+    const c = this.cache;
+    if (c === null || Date.now() - c.at > this.ttlMs) return undefined;
+    return c.live.get(family)?.has(market) ?? false;
+  }
+
   async all(): Promise<RecorderStatus[]> {
     return (await this.fresh()).list;
   }
