@@ -145,5 +145,6 @@ export class LatestBooks {
   /** Drops every entry and its watch (server shutdown). */
   close(): void {
     this.cache.clear();
+    this.changes?.close();
   }
 }
