@@ -7,8 +7,10 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** Modules beside the benchmarks that are their parts, not benchmarks (no `run()`). */
+const PARTS = new Set(['run', 'open-loop', 'api-probes', 'wrk', 'recorder-yesno']);
 const available = (): string[] =>
-  readdirSync(here).filter((f) => f.endsWith('.js') && f !== 'run.js').map((f) => f.slice(0, -3)).sort();
+  readdirSync(here).filter((f) => f.endsWith('.js') && !PARTS.has(f.slice(0, -3))).map((f) => f.slice(0, -3)).sort();
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9-]+$/.test(name) || !available().includes(name)) {
