@@ -65,8 +65,16 @@ export class StatusBoard {
   }
 
   private async fresh(): Promise<NonNullable<StatusBoard['cache']>> {
-    if (!this.cache || Date.now() - this.cache.at > this.ttlMs) {
+    const age = this.cache ? Date.now() - this.cache.at : Infinity;
+    if (age > this.ttlMs) {
       this.loading ??= this.load().finally(() => (this.loading = null));
+      // A view a few seconds old is answered while the folder is re-read (as MarketsIndex does), so
+      // no request waits for the reload; an older (or no) view waits for the fresh one. Recorders
+      // count as dead after 10 s without an update, so a few seconds more change nothing that matters.
+      if (age <= this.ttlMs * 5) {
+        this.loading.catch(() => undefined);
+        return this.cache!;
+      }
       await this.loading;
     }
     return this.cache!;
