@@ -1,5 +1,5 @@
 import t from 'tap';
-import { harness, until, type Harness } from '../yesno/harness.js';
+import { harness, midWindow, until, type Harness } from '../yesno/harness.js';
 import { WalletRecorder, walletKey } from '../../../src/recorders/wallet/feed.js';
 import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
@@ -15,7 +15,7 @@ async function booksOf(h: Harness, id: string): Promise<Recorded[]> {
 
 t.test('records the joined catalogue, first-outcome books and three metric series; the key is sent, never logged', async (t) => {
   const KEY = 'op-secret-7f3a9c';
-  const h = await harness({ windowScale: 1 }, { ...FAST, upstreams: { wallet: { api_key: KEY } } });
+  const h = await harness({ windowScale: 1, now: midWindow() }, { ...FAST, upstreams: { wallet: { api_key: KEY } } });
   t.teardown(() => h.close());
   const sim = walletOf(h.sim.mounts);
   sim.settings.apiKey = KEY;
@@ -60,7 +60,7 @@ t.test('records the joined catalogue, first-outcome books and three metric serie
 });
 
 t.test('without the operator key the venue refuses, the recorder reports it and keeps running', async (t) => {
-  const h = await harness({ windowScale: 1 }, FAST);
+  const h = await harness({ windowScale: 1, now: midWindow() }, FAST);
   t.teardown(() => h.close());
   walletOf(h.sim.mounts).settings.apiKey = 'required-key';
   const r = new WalletRecorder(h.deps);
@@ -71,7 +71,7 @@ t.test('without the operator key the venue refuses, the recorder reports it and 
 });
 
 t.test('out-of-order and duplicate versions are dropped: stored versions only increase', async (t) => {
-  const h = await harness({ windowScale: 1 }, FAST);
+  const h = await harness({ windowScale: 1, now: midWindow() }, FAST);
   t.teardown(() => h.close());
   const sim = walletOf(h.sim.mounts);
   sim.settings.reorder = 0.35;
@@ -90,7 +90,7 @@ t.test('out-of-order and duplicate versions are dropped: stored versions only in
 });
 
 t.test('missed heartbeats: stale → reconnect → REST snapshot → gap closed', async (t) => {
-  const h = await harness({ windowScale: 1 }, FAST);
+  const h = await harness({ windowScale: 1, now: midWindow() }, FAST);
   t.teardown(() => h.close());
   const sim = walletOf(h.sim.mounts);
   sim.settings.heartbeatMs = 300;
@@ -121,7 +121,7 @@ t.test('missed heartbeats: stale → reconnect → REST snapshot → gap closed'
 });
 
 t.test('dropped connections are disconnected gaps, each closed after the reconnect', async (t) => {
-  const h = await harness({ windowScale: 1, faults: 'drop=1s' }, FAST);
+  const h = await harness({ windowScale: 1, now: midWindow(), faults: 'drop=1s' }, FAST);
   t.teardown(() => h.close());
   const sim = walletOf(h.sim.mounts);
   const r = new WalletRecorder(h.deps);
@@ -143,7 +143,7 @@ t.test('dropped connections are disconnected gaps, each closed after the reconne
 });
 
 t.test('an unparseable frame invalidates every followed book until a fresh one arrives', async (t) => {
-  const h = await harness({ windowScale: 1, faults: 'garbage=0.1' }, FAST);
+  const h = await harness({ windowScale: 1, now: midWindow(), faults: 'garbage=0.1' }, FAST);
   t.teardown(() => h.close());
   const r = new WalletRecorder(h.deps);
   await r.start();

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { harness, until } from './harness.js';
+import { harness, midWindow, until } from './harness.js';
 import { YesNoRecorder, yesnoBooksKey, yesnoCatalogKey } from '../../../src/recorders/yesno/feed.js';
 import { PollCadence } from '../../../src/recorders/yesno/cadence.js';
 import type { SimMount } from '../../../src/sim/mount.js';
@@ -9,6 +9,7 @@ import type { Gap, Recorded, YesNoBook, CatalogEvent } from '../../../src/schema
 const SERIES8 = ['KXBTC15M', 'KXETH15M', 'KXSOL15M', 'KXXRP15M', 'KXDOGE15M', 'KXBNB15M', 'KXADA15M', 'KXAVAX15M'];
 const yesnoOf = (mounts: readonly SimMount[]): YesNoSim => (mounts.find((m) => m.prefix === '/yesno') as SimMount & { yesno: YesNoSim }).yesno;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 
 t.test('the cadence shares the budget: the interval grows with active markets', async (t) => {
   const c = new PollCadence(10, 0.9);
@@ -28,7 +29,7 @@ t.test('the cadence shares the budget: the interval grows with active markets', 
 });
 
 t.test('records listed markets with their hierarchy and polls active books with the interval in force', async (t) => {
-  const h = await harness({ windowScale: 1 }, { recorders: { catalog_poll_ms: 400 } });
+  const h = await harness({ windowScale: 1, now: midWindow() }, { recorders: { catalog_poll_ms: 400 } });
   t.teardown(() => h.close());
   const r = new YesNoRecorder(h.deps);
   await r.start();
@@ -66,7 +67,7 @@ t.test('records listed markets with their hierarchy and polls active books with 
 t.test('adaptive cadence: the interval stretches with more active markets and stays inside the budget', async (t) => {
   const runs: Array<{ n: number; interval: number; rate: number; perMarketMs: number }> = [];
   for (const series of [SERIES8.slice(0, 2), SERIES8]) {
-    const h = await harness({ windowScale: 1 }, { series, recorders: { catalog_poll_ms: 1000 } });
+    const h = await harness({ windowScale: 1, now: midWindow() }, { series, recorders: { catalog_poll_ms: 1000 } });
     const sim = yesnoOf(h.sim.mounts);
     const r = new YesNoRecorder(h.deps);
     await r.start();
@@ -100,7 +101,7 @@ t.test('adaptive cadence: the interval stretches with more active markets and st
 });
 
 t.test('a failed poll opens a gap that the next good book closes; no old book is repeated', async (t) => {
-  const h = await harness({ windowScale: 1, faults: 'http5xx=0.25' }, { recorders: { catalog_poll_ms: 300 } });
+  const h = await harness({ windowScale: 1, now: midWindow(), faults: 'http5xx=0.25' }, { recorders: { catalog_poll_ms: 300 } });
   t.teardown(() => h.close());
   const sim = yesnoOf(h.sim.mounts);
   const r = new YesNoRecorder(h.deps);
@@ -135,7 +136,7 @@ t.test('a failed poll opens a gap that the next good book closes; no old book is
 });
 
 t.test('garbage bodies and dropped connections are gaps with their reasons, counted, never a crash', async (t) => {
-  const h = await harness({ windowScale: 1, faults: 'garbage=0.15,drop=0.1' }, { recorders: { catalog_poll_ms: 300 } });
+  const h = await harness({ windowScale: 1, now: midWindow(), faults: 'garbage=0.15,drop=0.1' }, { recorders: { catalog_poll_ms: 300 } });
   t.teardown(() => h.close());
   const r = new YesNoRecorder(h.deps);
   await r.start();
@@ -148,7 +149,7 @@ t.test('garbage bodies and dropped connections are gaps with their reasons, coun
 });
 
 t.test('a 429 pauses every request for its Retry-After', async (t) => {
-  const h = await harness({ windowScale: 1 }, { series: SERIES8, upstreams: { yesno: { rate_per_s: 60 } }, recorders: { catalog_poll_ms: 1000 } });
+  const h = await harness({ windowScale: 1, now: midWindow() }, { series: SERIES8, upstreams: { yesno: { rate_per_s: 60 } }, recorders: { catalog_poll_ms: 1000 } });
   t.teardown(() => h.close());
   const sim = yesnoOf(h.sim.mounts);
   const times: number[] = [];
@@ -179,11 +180,9 @@ t.test('a 429 pauses every request for its Retry-After', async (t) => {
 });
 
 t.test('after a restart the downtime is a not_recording gap and unchanged markets are not re-listed', async (t) => {
-  // The emulator's clock sits mid-way through a 15-minute window, so no market closes while the two
-  // runs take place, however slowly a busy machine runs them (7.5 minutes of margin). With the clock
-  // 1.5 s before a window's end instead, this test fails as it did at random on busy CI machines.
-  const W = 15 * 60_000, base = Date.now(), mid = Math.floor(base / W) * W + W / 2;
-  const h = await harness({ windowScale: 1, now: () => mid + (Date.now() - base) }, { recorders: { catalog_poll_ms: 300 } });
+  // Mid-window (see midWindow): with the clock 1.5 s before a window's end instead, this test failed
+  // at random on busy CI machines.
+  const h = await harness({ windowScale: 1, now: midWindow() }, { recorders: { catalog_poll_ms: 300 } });
   t.teardown(() => h.close());
   const r1 = new YesNoRecorder(h.deps);
   await r1.start();

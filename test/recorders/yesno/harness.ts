@@ -75,3 +75,14 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 15_000)
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * The emulator's clock set mid-way through a 15-minute window from now on, so no market opens or
+ * closes while a test runs, however slowly a busy machine runs it (7.5 minutes of margin). On the
+ * wall clock, a run that crossed a quarter hour saw the next window's market listed 'initialized'
+ * and the closing one polled only briefly (a stressed run did, at 05:00 UTC).
+ */
+export function midWindow(): () => number {
+  const W = 15 * 60_000, base = Date.now(), mid = Math.floor(base / W) * W + W / 2;
+  return () => mid + (Date.now() - base);
+}
