@@ -1,3 +1,4 @@
+import { midWindow } from '../yesno/harness.js';
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,7 +46,8 @@ async function waitFor(cond: () => Promise<boolean>, ms = 30_000): Promise<boole
 
 t.test('record --kinds yesno,wallet killed with SIGKILL: restart records the downtime gap, no duplicates, no key in logs', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-rec2-kill-'));
-  const sim = await startSim({ seed: 4, windowScale: 1 });
+  // Mid-window (see midWindow): no market opens or closes while the two runs take place.
+  const sim = await startSim({ seed: 4, windowScale: 1, now: midWindow() });
   const children: ChildProcess[] = [];
   t.teardown(async () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
