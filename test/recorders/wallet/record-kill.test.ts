@@ -1,4 +1,3 @@
-import { midWindow } from '../yesno/harness.js';
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -6,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSim } from '../../../src/sim/server.js';
+import { midWindow } from '../yesno/harness.js';
 import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
 import { listMarkets, openReader } from '../../../src/storage/index.js';
