@@ -151,3 +151,66 @@ t.test('reads are identical before and after compaction and log deletion', async
     t.equal(store.decodes, again, 'a repeated read is served from the decoded-group cache');
   });
 });
+
+t.test('a read opens only the part files holding its market, and old manifests still read', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-creader-files-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const day = days[1];
+  await writeFixture(dir, { days: [day], booksPerDay: 600, coinMarkets: 3 });
+  const keys = (await listKeys(dir)).filter((k) => k.family === 'coin' && k.stream === 'books');
+  const before = new Map<string, Record<string, unknown>>();
+  for (const k of keys) before.set(k.market, await observe(openReader(dir, k)));
+  // Part files small enough that a file is written after each market.
+  await compactDay(dir, day, { fileRows: 500 });
+  await deleteExpiredLogs(dir, Date.now(), 0);
+  const { readManifest, partitionDir } = await import('../../src/storage/parquet/manifest.js');
+  const { partFileOpens } = await import('../../src/storage/parquet/partition-files.js');
+  const { writeFile } = await import('node:fs/promises');
+  const datasets = ['book_changes', 'trades', 'gaps'] as const;
+  const manifests = await Promise.all(datasets.map(async (d) => (await readManifest(partitionDir(dir, 'coin', d, day)))!));
+  const changes = manifests[0];
+  t.ok(changes.files.length >= 3, `${changes.files.length} book_changes part files`);
+  t.ok(changes.files.every((f) => f.markets && f.markets.length >= 1), 'every file lists its markets');
+  t.same([...new Set(changes.files.flatMap((f) => f.markets!))].sort(), keys.map((k) => k.market).sort(), 'together, every market');
+
+  const store = parquetStore(dir);
+  for (const k of keys) {
+    store.close();
+    const opens = partFileOpens.count;
+    t.same(await observe(openReader(dir, k)), before.get(k.market), `${k.market}: same answers as from the logs`);
+    const holding = manifests.reduce((a, m) => a + m.files.filter((f) => f.markets!.includes(k.market)).length, 0);
+    const total = manifests.reduce((a, m) => a + m.files.length, 0);
+    t.equal(partFileOpens.count - opens, holding, `${k.market}: opened the ${holding} of ${total} files that hold it`);
+    t.ok(holding < total, `${k.market}: fewer than all`);
+  }
+
+  // A manifest written before files listed their markets: every file is opened, answers unchanged.
+  for (const [i, d] of datasets.entries()) {
+    const m = manifests[i];
+    await writeFile(join(partitionDir(dir, 'coin', d, day), '_manifest.json'), JSON.stringify({ ...m, files: m.files.map(({ markets: _, ...f }) => f) }, null, 1));
+  }
+  const k = keys[0];
+  store.close();
+  const opens = partFileOpens.count;
+  t.same(await observe(openReader(dir, k)), before.get(k.market), 'without the lists: the same answers');
+  t.equal(partFileOpens.count - opens, manifests.reduce((a, m) => a + m.files.length, 0), 'and every file opened');
+  store.close();
+});
+
+t.test('verify notices a manifest whose market list differs from the footer', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-creader-verify-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const day = days[1];
+  await writeFixture(dir, { days: [day], booksPerDay: 200, coinMarkets: 2 });
+  await compactDay(dir, day);
+  const { readManifest, partitionDir } = await import('../../src/storage/parquet/manifest.js');
+  const { checkPartitions } = await import('../../src/storage/parquet/partition-check.js');
+  const { writeFile } = await import('node:fs/promises');
+  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'a fresh tree verifies');
+  const pdir = partitionDir(dir, 'coin', 'book_changes', day);
+  const m = (await readManifest(pdir))!;
+  await writeFile(join(pdir, '_manifest.json'), JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, markets: f.markets!.slice(1) })) }));
+  const bad = (await checkPartitions(dir, false)).filter((c) => !c.ok);
+  t.equal(bad.length, 1, 'one file reported');
+  t.match(bad[0].problem, /other markets than the footer/, String(bad[0].problem));
+});

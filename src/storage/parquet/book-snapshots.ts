@@ -15,6 +15,9 @@ import type { RowSink } from './rows.js';
 import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
 
 
+/** Names of the level fields in a refused value's message, made once. */
+const LEVEL_FIELDS = Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => ({ price: `level ${i} price`, size: `level ${i} size` }));
+
 /** One book's row with every column that changes only when the book does, encoded once per change. */
 interface Encoded {
   readonly bids: readonly unknown[];
@@ -128,8 +131,8 @@ class RowWriter {
     if (units !== null) row[this.col('units')] = units;
     const side = (l: Ladder, prices: number[], sizes: number[]): void => {
       for (let i = 0; i < SNAPSHOT_DEPTH && i < l.length; i++) {
-        row[prices[i]] = encodeDecimal(l[i][0], price, `${where} level ${i} price`).unscaled;
-        row[sizes[i]] = encodeDecimal(l[i][1], size, `${where} level ${i} size`).unscaled;
+        row[prices[i]] = encodeDecimal(l[i][0], price, where, LEVEL_FIELDS[i].price).unscaled;
+        row[sizes[i]] = encodeDecimal(l[i][1], size, where, LEVEL_FIELDS[i].size).unscaled;
       }
     };
     const c = this.levelCols;

@@ -50,6 +50,11 @@ export interface ManifestFile {
   readonly min_time: number | null;
   readonly max_time: number | null;
   readonly schema_version: number;
+  /**
+   * Markets with rows in the file, in file order (written since the reader learned to open only the
+   * files of the market it reads; absent in older manifests, whose readers open every file).
+   */
+  readonly markets?: readonly string[];
 }
 
 /**

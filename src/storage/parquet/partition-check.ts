@@ -43,6 +43,9 @@ export async function checkPartitions(
             else if (version !== f.schema_version) problem = `footer says schema version ${version}, manifest says ${f.schema_version}`;
             else if (version < 1 || version > SCHEMA_VERSION) problem = `schema version ${version} is not one this pmtape reads (1 to ${SCHEMA_VERSION})`;
             else if (version !== manifestVersion(m)) problem = `schema version ${version} differs from the partition's ${manifestVersion(m)}`;
+            else if (f.markets && !sameMarkets(f.markets, r.footer.metadata.get('pmtape.segments'))) {
+              problem = 'the manifest lists other markets than the footer holds (readers would miss rows)';
+            }
             r.close();
           }
         } catch (e) {
@@ -57,4 +60,10 @@ export async function checkPartitions(
     onProgress('verify partitions', ++done, parts.length);
   }
   return out;
+}
+
+/** Whether a manifest's market list names exactly the markets of a footer's segment index. */
+function sameMarkets(listed: readonly string[], segmentsJson: string | undefined): boolean {
+  const inFooter = new Set((JSON.parse(segmentsJson ?? '[]') as { market: string }[]).map((s) => s.market));
+  return listed.length === inFooter.size && listed.every((m) => inFooter.has(m));
 }

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
 import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
-import { ParquetFileReader, encodeParquet } from './file.js';
+import { ParquetFileReader, type ColumnValues } from './file.js';
+import { encodeParquetBatched } from './encode-batched.js';
 import { fsyncDir } from '../durable.js';
 import { SCHEMA_VERSION, columnsOf, type AnyDataset, type Dataset } from './schema.js';
 import { RowSink } from './rows.js';
@@ -130,17 +131,19 @@ export class PartitionBuilder {
     const base = { family: this.family, dataset: this.dataset, date: this.day };
     const specs = columnsOf(this.family, this.dataset);
     const times = this.sink.column('receive_time') as ArrayLike<number>;
+    const segments = segmentsOf(this.sink.column('market_id'), times, this.sink.column('seq'), rowGroupRowsOf(this.dataset));
     const metadata = new Map([
       ['pmtape.schema_version', String(SCHEMA_VERSION)],
       ['pmtape.partition', JSON.stringify(base)],
-      ['pmtape.segments', JSON.stringify(segmentsOf(this.sink.column('market_id'), times, this.sink.column('seq'), rowGroupRowsOf(this.dataset)))],
+      ['pmtape.segments', JSON.stringify(segments)],
     ]);
-    const bytes = encodeParquet(specs, this.sink.cols as never, { rowGroupRows: rowGroupRowsOf(this.dataset), metadata });
+    const bytes = await encodeParquetBatched(specs, this.sink.cols as readonly ColumnValues[], { rowGroupRows: rowGroupRowsOf(this.dataset), metadata });
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
       file: partFileName(this.dataset, this.day, this.files.length), rows: n, bytes: bytes.length,
       sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
+      markets: [...new Set(segments.map((g) => g.market))],
     };
     const path = join(this.dir, entry.file);
     const fh = await open(path, 'w');

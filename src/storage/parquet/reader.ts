@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import type { Family, Recorded } from '../../schema/observation.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest, type Segment } from './manifest.js';
-import type { ParquetFileReader } from './file.js';
+import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
 import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './schema.js';
 import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
 
@@ -59,18 +59,22 @@ function joinSlices(slices: readonly { cols: Columns; a: number; b: number }[]):
 
 /**
  * The seq column of a v2 row group: a chunk locates its rows by seq and reads only those, so a
- * one-hour read of a market does not decode a whole 65,536-row group.
+ * one-hour read of a market does not decode a whole 65,536-row group. Kept as the raw 64-bit words
+ * (a binary search converts the few it touches, not all 65,536).
  */
 interface RawGroup {
-  readonly seqs: Float64Array;
+  readonly seqWords: Uint32Array;
   readonly bytes: number;
 }
 
-/** First index in [lo, hi) whose value is ≥ `x` (`xs` ascending there). */
-function lowerBound(xs: Float64Array, x: number, lo: number, hi: number): number {
+/** Seq of row `i` (little-endian int64 words; seqs are positive and below 2^53). */
+const seqAt = (w: Uint32Array, i: number): number => w[2 * i + 1] * 4294967296 + w[2 * i];
+
+/** First row in [lo, hi) whose seq is ≥ `x` (seqs ascending there). */
+function lowerBound(w: Uint32Array, x: number, lo: number, hi: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (xs[mid] < x) lo = mid + 1;
+    if (seqAt(w, mid) < x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -86,10 +90,7 @@ export interface MarketDay {
   group(seg: FileSegment): Promise<DecodedGroup>;
 }
 
-/** A segment of one part file of a partition. */
-export interface FileSegment extends Segment {
-  readonly file: number;
-}
+export type { FileSegment } from './partition-files.js';
 
 /** A published partition: its manifest at once, its files only when a market in it is read. */
 interface OpenPartition {
@@ -99,14 +100,7 @@ interface OpenPartition {
   readonly manifest: Manifest;
   /** Markets whose logs went into it (from the manifest): others never open the files. */
   readonly markets: ReadonlySet<string>;
-  files: Promise<OpenFiles> | null;
-}
-
-interface OpenFiles {
-  readonly readers: ParquetFileReader[];
-  /** Cache-key prefix per file: path and sha256, so a replaced file never hits old groups. */
-  readonly ids: string[];
-  readonly byMarket: Map<string, FileSegment[]>;
+  readonly files: PartitionFiles;
 }
 
 /** Decoded row groups, bounded by bytes; shared by every reader of the process. */
@@ -170,34 +164,24 @@ export class ParquetStore {
     if (parts.length === datasets.length) return this.v2MarketDay(family, parts, day, market);
     const p = await this.partition(family, stream, day);
     if (!p || manifestVersion(p.manifest) >= 2 || !p.markets.has(market) || p.manifest.files.length === 0) return null;
-    p.files ??= this.openFiles(p);
-    const files = await p.files.catch((e: unknown) => {
-      p.files = null; // retried on the next read
-      throw e;
-    });
-    const segments = files.byMarket.get(market);
-    if (!segments || segments.length === 0) return null;
+    const files = await p.files.market(market);
+    const segments = files.segments;
+    if (segments.length === 0) return null;
     const firstRow: number[] = [];
     let rows = 0;
     for (const s of segments) {
       firstRow.push(rows);
       rows += s.rows;
     }
-    return { day, segments, firstRow, rows, group: (seg) => this.group(files, seg.file, seg.rg) };
+    return { day, segments, firstRow, rows, group: (seg) => this.group(files.files.get(seg.file)!, seg.rg) };
   }
 
   /** A v2 market-day: the chunks of its record index, each rebuilt from the datasets' row groups. */
   private async v2MarketDay(family: Family, parts: OpenPartition[], day: string, market: string): Promise<MarketDay | null> {
     const chunks = parts[0].manifest.records?.[market];
     if (!chunks || chunks.length === 0) return null;
-    const files: OpenFiles[] = [];
-    for (const p of parts) {
-      p.files ??= this.openFiles(p);
-      files.push(await p.files.catch((e: unknown) => {
-        p.files = null;
-        throw e;
-      }));
-    }
+    const files: MarketFiles[] = [];
+    for (const p of parts) files.push(await p.files.market(market));
     const id = parts.map((p) => `${p.dir}@${p.stamp}`).join('|');
     const segments: FileSegment[] = [];
     const firstRow: number[] = [];
@@ -211,7 +195,7 @@ export class ParquetStore {
   }
 
   /** Rebuilds the records of one chunk from the row groups (of every dataset) that hold its seqs. */
-  private async chunk(family: Family, parts: OpenPartition[], files: OpenFiles[], id: string, seg: FileSegment): Promise<DecodedGroup> {
+  private async chunk(family: Family, parts: OpenPartition[], files: MarketFiles[], id: string, seg: FileSegment): Promise<DecodedGroup> {
     const key = `${id}#${seg.market}#${seg.rg}`;
     const hit = this.cache.get(key);
     if (hit) return hit as DecodedGroup;
@@ -222,13 +206,14 @@ export class ParquetStore {
       const dataset = parts[d].dataset as Dataset;
       // The rows of one record may straddle two row groups: slices are joined before rebuilding.
       const slices: { cols: Columns; a: number; b: number }[] = [];
-      for (const s of f.byMarket.get(seg.market) ?? []) {
+      for (const s of f.segments) {
         if (s.maxSeq < seg.minSeq || s.minSeq > seg.maxSeq) continue;
-        const g = await this.rawGroup(f, s.file, s.rg);
+        const file = f.files.get(s.file)!;
+        const g = await this.rawGroup(file, s.rg);
         // A market's rows in a row group are contiguous and in seq order: two binary searches.
-        const a = lowerBound(g.seqs, seg.minSeq, s.start, s.start + s.rows);
-        const b = lowerBound(g.seqs, seg.maxSeq + 1, a, s.start + s.rows);
-        if (b > a) slices.push({ cols: decodeDataset(family, dataset, await f.readers[s.file].readRows(s.rg, a, b - a)), a: 0, b: b - a });
+        const a = lowerBound(g.seqWords, seg.minSeq, s.start, s.start + s.rows);
+        const b = lowerBound(g.seqWords, seg.maxSeq + 1, a, s.start + s.rows);
+        if (b > a) slices.push({ cols: decodeDataset(family, dataset, await file.reader.readRows(s.rg, a, b - a)), a: 0, b: b - a });
         bytes += (b - a) * 400;
       }
       if (slices.length === 0) continue;
@@ -241,15 +226,27 @@ export class ParquetStore {
     return out;
   }
 
-  private async rawGroup(p: OpenFiles, file: number, rg: number): Promise<RawGroup> {
-    const key = `${p.ids[file]}#${rg}`;
+  private async rawGroup(f: OpenFile, rg: number): Promise<RawGroup> {
+    const key = `${f.id}#${rg}`;
     const hit = this.cache.get(key);
     if (hit) return hit as RawGroup;
-    const table = await p.readers[file].readRowGroup(rg, ['seq']);
-    const seqs = new Float64Array(table.numRows);
-    let i = 0;
-    for (const d of table.getChild('seq')!.data) for (let k = 0; k < d.length; k++) seqs[i++] = Number((d.values as BigInt64Array)[d.offset + k]);
-    const g: RawGroup = { seqs, bytes: seqs.byteLength };
+    const table = await f.reader.readRowGroup(rg, ['seq']);
+    const chunks = table.getChild('seq')!.data;
+    const words = (d: (typeof chunks)[number]): Uint32Array => {
+      const v = d.values as BigInt64Array;
+      return new Uint32Array(v.buffer, v.byteOffset + d.offset * 8, d.length * 2);
+    };
+    let seqWords: Uint32Array;
+    if (chunks.length === 1) seqWords = words(chunks[0]);
+    else {
+      seqWords = new Uint32Array(table.numRows * 2);
+      let at = 0;
+      for (const d of chunks) {
+        seqWords.set(words(d), at);
+        at += d.length * 2;
+      }
+    }
+    const g: RawGroup = { seqWords, bytes: seqWords.byteLength };
     this.cache.set(key, g);
     return g;
   }
@@ -287,37 +284,15 @@ export class ParquetStore {
   private async load(dataset: AnyDataset, dir: string, stamp: string): Promise<OpenPartition | null> {
     const manifest = await readManifest(dir);
     if (!manifest) return null;
-    return { dataset, stamp, dir, manifest, markets: new Set(Object.keys(manifest.sources)), files: null };
+    return { dataset, stamp, dir, manifest, markets: new Set(Object.keys(manifest.sources)), files: new PartitionFiles(dir, manifest) };
   }
 
-  private async openFiles(p: OpenPartition): Promise<OpenFiles> {
-    // Loaded on first use: processes that never meet a compacted day never load the wasm module.
-    const { ParquetFileReader } = await import('./file.js');
-    const readers: ParquetFileReader[] = [];
-    const ids: string[] = [];
-    const byMarket = new Map<string, FileSegment[]>();
-    for (const [i, f] of p.manifest.files.entries()) {
-      const path = join(p.dir, f.file);
-      const reader = await ParquetFileReader.open(path);
-      readers.push(reader);
-      ids.push(`${path}@${f.sha256}`);
-      for (const s of JSON.parse(reader.footer.metadata.get('pmtape.segments') ?? '[]') as Segment[]) {
-        let list = byMarket.get(s.market);
-        if (!list) byMarket.set(s.market, (list = []));
-        list.push({ ...s, file: i });
-      }
-    }
-    // Files hold whole markets in seq order, but keep segments ordered by seq whatever the layout.
-    for (const list of byMarket.values()) list.sort((a, b) => a.minSeq - b.minSeq);
-    return { readers, ids, byMarket };
-  }
-
-  private async group(p: OpenFiles, file: number, rg: number): Promise<DecodedGroup> {
-    const key = `${p.ids[file]}#${rg}`;
+  private async group(f: OpenFile, rg: number): Promise<DecodedGroup> {
+    const key = `${f.id}#${rg}`;
     const hit = this.cache.get(key);
     if (hit) return hit as DecodedGroup;
     this.decodes++;
-    const t = await p.readers[file].readRowGroup(rg, ['seq', 'receive_time', 'checkpoint', 'record']);
+    const t = await f.reader.readRowGroup(rg, ['seq', 'receive_time', 'checkpoint', 'record']);
     const n = t.numRows;
     const seqs = new Float64Array(n);
     const recvUs = new Float64Array(n);
@@ -351,7 +326,7 @@ export class ParquetStore {
     this.cache.clear();
     this.recentDates.clear();
     this.recentParts.clear();
-    for (const p of this.open.values()) void p.then((x) => x?.files?.then((f) => f.readers.forEach((r) => r.close()), () => undefined), () => undefined);
+    for (const p of this.open.values()) void p.then((x) => x?.files.close(), () => undefined);
     this.open.clear();
   }
 }

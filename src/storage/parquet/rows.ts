@@ -5,38 +5,49 @@
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
-import type { ColumnSpec } from './file.js';
+import type { ChunkedDoubles, ColumnSpec } from './file.js';
 import { scalesOf, type Dataset } from './schema.js';
 
 /** Column kinds held as raw doubles (NaN = null) while every value is a safe number. */
 const NUMERIC = new Set<ColumnSpec['kind']>(['decimal', 'ts', 'int64', 'int32', 'f64']);
 
+/** Rows per chunk of a numeric column (64 KiB of doubles). */
+const CHUNK_SHIFT = 13;
+const CHUNK_ROWS = 1 << CHUNK_SHIFT;
+const CHUNK_MASK = CHUNK_ROWS - 1;
+
 /**
  * Rows accumulated column by column (no object per row: compaction of deep books is dominated by
  * allocation otherwise). `set` fills the current row, `emit` appends it; values stay set until
  * `reset`, so the fields of a record are set once for all its level rows. Numeric columns live in
- * Float64Arrays grown together, NaN for null (pushing millions of values into plain arrays cost more
- * than writing the Parquet); a bigint (a decimal past 2^53) turns its column into a plain array.
+ * chunks of 8,192 doubles, NaN for null: pushing millions of values into plain arrays cost more than
+ * writing the Parquet, and one array doubled as it grew wrote every value twice into fresh memory
+ * (on the development VM a fresh page costs 10-18 µs; `grow` was the second-largest item of a
+ * compaction profile). Chunks are kept for the next file, and the batched writer hands each one to
+ * the Parquet writer as it is, without a copy. A bigint (a decimal past 2^53) turns its column into a
+ * plain array.
  */
 export class RowSink {
-  /** Per column: its doubles while numeric, else null (then `plain` holds it). */
-  private readonly nums: (Float64Array | null)[];
+  /** Per column: its chunks while numeric, else null (then `plain` holds it). */
+  private readonly nums: (Float64Array[] | null)[];
   private readonly plain: (unknown[] | null)[];
-  private capacity = 1024;
   private readonly idx = new Map<string, number>();
   private readonly cur: unknown[];
   length = 0;
 
   constructor(readonly specs: readonly ColumnSpec[]) {
-    this.nums = specs.map((s) => (NUMERIC.has(s.kind) ? new Float64Array(this.capacity) : null));
+    this.nums = specs.map((s) => (NUMERIC.has(s.kind) ? [] : null));
     this.plain = specs.map((s) => (NUMERIC.has(s.kind) ? null : []));
     specs.forEach((s, i) => this.idx.set(s.name, i));
     this.cur = new Array<unknown>(specs.length).fill(null);
   }
 
-  /** Every column's values so far: typed views (NaN = null) or plain arrays, `length` long each. */
-  get cols(): (readonly unknown[] | Float64Array)[] {
-    return this.specs.map((_, i) => this.columnAt(i));
+  /** Every column's values so far: chunked doubles (NaN = null) or plain arrays, `length` long each. */
+  get cols(): (readonly unknown[] | ChunkedDoubles)[] {
+    return this.specs.map((_, i) => {
+      const f = this.nums[i];
+      return f !== null ? { chunks: f, length: this.length } : this.plain[i]!;
+    });
   }
 
   reset(): void {
@@ -59,51 +70,54 @@ export class RowSink {
    */
   emitRow(row: readonly unknown[]): void {
     const n = this.length;
-    if (n === this.capacity) this.grow();
+    const c = n >>> CHUNK_SHIFT;
+    const at = n & CHUNK_MASK;
+    if (at === 0) this.ensureChunk(c);
     const nums = this.nums;
     for (let i = 0; i < row.length; i++) {
       const f = nums[i];
       const v = row[i];
       if (f !== null) {
         if (typeof v === 'number') {
-          f[n] = v;
+          f[c][at] = v;
           continue;
         }
         if (v === null) {
-          f[n] = NaN;
+          f[c][at] = NaN;
           continue;
         }
-        this.toPlain(i, n);
+        this.toPlain(i, n); // a bigint (past 2^53): the column is plain from here on
       }
       this.plain[i]!.push(v);
     }
     this.length = n + 1;
   }
 
-  private grow(): void {
-    this.capacity *= 2;
-    for (let i = 0; i < this.nums.length; i++) {
-      const f = this.nums[i];
-      if (f === null) continue;
-      const g = new Float64Array(this.capacity);
-      g.set(f);
-      this.nums[i] = g;
-    }
+  private ensureChunk(c: number): void {
+    for (const f of this.nums) if (f !== null && f.length <= c) f.push(new Float64Array(CHUNK_ROWS));
   }
 
   private toPlain(i: number, n: number): void {
-    this.plain[i] = Array.from(this.nums[i]!.subarray(0, n), (x) => (Number.isNaN(x) ? null : x));
+    const out = new Array<unknown>(n);
+    for (let k = 0; k < n; k++) {
+      const x = this.nums[i]![k >>> CHUNK_SHIFT][k & CHUNK_MASK];
+      out[k] = Number.isNaN(x) ? null : x;
+    }
+    this.plain[i] = out;
     this.nums[i] = null;
   }
 
-  private columnAt(i: number): readonly unknown[] | Float64Array {
+  /**
+   * One column's values of rows [from, length): a copy as a Float64Array (NaN = null) for a numeric
+   * column, the plain array (or its tail) otherwise.
+   */
+  column(name: string, from = 0): readonly unknown[] | Float64Array {
+    const i = this.idx.get(name)!;
     const f = this.nums[i];
-    return f !== null ? f.subarray(0, this.length) : this.plain[i]!;
-  }
-
-  /** One column's values so far (see `cols`). */
-  column(name: string): readonly unknown[] | Float64Array {
-    return this.columnAt(this.idx.get(name)!);
+    if (f === null) return from === 0 ? this.plain[i]! : this.plain[i]!.slice(from);
+    const out = new Float64Array(Math.max(0, this.length - from));
+    for (let k = from; k < this.length; k++) out[k - from] = f[k >>> CHUNK_SHIFT][k & CHUNK_MASK];
+    return out;
   }
 
   /** The index of a column in `specs`, or -1 (for writers that fill whole rows themselves). */
@@ -111,7 +125,7 @@ export class RowSink {
     return this.idx.get(name) ?? -1;
   }
 
-  /** Drops every row (after they were written out). */
+  /** Drops every row (after they were written out); numeric chunks stay for the next rows. */
   clear(): void {
     for (const p of this.plain) if (p !== null) p.length = 0;
     this.length = 0;
@@ -150,16 +164,24 @@ function base(o: RowSink, market: string, r: Recorded, checkpoint: boolean): voi
   o.set('checkpoint', checkpoint);
 }
 
+/** `<name>_decimals` of each decimal column, made once (not a new string per value). */
+const decimalsColumn = new Map<string, string>();
+const decimalsOf = (name: string): string => {
+  let d = decimalsColumn.get(name);
+  if (d === undefined) decimalsColumn.set(name, (d = `${name}_decimals`));
+  return d;
+};
+
 /** Sets `<name>` and `<name>_decimals` from decimal text (null/undefined → nulls). */
 function putDec(o: RowSink, name: string, text: string | undefined | null, scale: number, w: string): void {
   if (text === undefined || text === null) {
     o.set(name, null);
-    o.set(`${name}_decimals`, null);
+    o.set(decimalsOf(name), null);
     return;
   }
-  const e = encodeDecimal(text, scale, `${w} ${name}`);
+  const e = encodeDecimal(text, scale, w, name);
   o.set(name, e.unscaled);
-  o.set(`${name}_decimals`, e.form);
+  o.set(decimalsOf(name), e.form);
 }
 
 function bookRows(family: Family, market: string, sr: SourceRecord, ctx: RowContext, o: RowSink): void {

@@ -141,8 +141,8 @@ export async function buildStream(
         const start = b.sink.length;
         rowsOf(family, b.dataset as never, market, recs, ctx, b.sink);
         if (b.dataset === 'book_changes') {
-          const seqs = b.sink.column('seq') as number[];
-          for (let k = start; k < seqs.length; k++) rowsPerSeq.set(seqs[k], (rowsPerSeq.get(seqs[k]) ?? 0) + 1);
+          const seqs = b.sink.column('seq', start) as ArrayLike<number>;
+          for (let k = 0; k < seqs.length; k++) rowsPerSeq.set(seqs[k], (rowsPerSeq.get(seqs[k]) ?? 0) + 1);
         }
         if (opts.dryRun) {
           dryRows[i] += b.sink.length - start;

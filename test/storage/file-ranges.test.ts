@@ -1,0 +1,79 @@
+// The Blob-shaped view parquet-wasm reads files through: every slice reads back the file's own bytes,
+// nearby reads share one read of the file system, and a file shorter than it was says so.
+
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FileRanges, fileReads } from '../../src/storage/parquet/file-ranges.js';
+import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
+
+t.test('slices read back exactly the bytes of the file', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'f.bin');
+  const bytes = randomBytes(1_300_000 + 17); // past two 512 KiB blocks, not a multiple of one
+  await writeFile(path, bytes);
+  const f = await FileRanges.open(path);
+  t.teardown(() => f.close());
+  t.equal(f.size, bytes.length, 'size');
+  let x = 7;
+  const rnd = (n: number): number => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
+  for (let k = 0; k < 300; k++) {
+    const a = rnd(bytes.length + 10);
+    const b = a + rnd(700_000);
+    const got = Buffer.from(await f.slice(a, b).arrayBuffer());
+    if (!got.equals(bytes.subarray(a, b))) {
+      t.fail(`slice(${a}, ${b}) differs`);
+      return;
+    }
+  }
+  t.pass('300 random slices, across block edges and past the end, equal the file');
+  const inner = f.slice(1000, 600_000).slice(10, 20);
+  t.same(Buffer.from(await inner.arrayBuffer()), bytes.subarray(1010, 1020), 'a slice of a slice is relative to it');
+  t.equal((await f.slice(5, 5).arrayBuffer()).byteLength, 0, 'an empty slice');
+});
+
+t.test('reads of one region share a read of the file system', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'f.bin');
+  await writeFile(path, randomBytes(200_000));
+  const f = await FileRanges.open(path);
+  t.teardown(() => f.close());
+  const before = fileReads.count;
+  await Promise.all([f.slice(0, 10).arrayBuffer(), f.slice(100, 5000).arrayBuffer(), f.slice(199_990, 200_000).arrayBuffer()]);
+  await f.slice(50_000, 60_000).arrayBuffer();
+  t.equal(fileReads.count - before, 1, 'four reads of a 200 kB file, one read of the file system');
+
+  // A Parquet file read through it: the footer and a row group's column chunks come from one block.
+  const specs: ColumnSpec[] = [
+    { name: 'seq', kind: 'int64', nullable: false, delta: true, doc: '' },
+    { name: 'price', kind: 'f64', nullable: true, doc: '' },
+    { name: 'side', kind: 'utf8', nullable: false, doc: '' },
+  ];
+  const n = 20_000;
+  const pq = join(dir, 'f.parquet');
+  await writeFile(pq, encodeParquet(specs, [Array.from({ length: n }, (_, i) => i + 1), Array.from({ length: n }, (_, i) => (i % 7 ? i / 100 : null)), Array.from({ length: n }, (_, i) => (i % 2 ? 'bid' : 'ask'))], { rowGroupRows: 4096, metadata: new Map() }));
+  const size = (await readFile(pq)).length;
+  t.ok(size < 512 * 1024, `${size} bytes: one block`);
+  const r0 = fileReads.count;
+  const reader = await ParquetFileReader.open(pq);
+  t.teardown(() => reader.close());
+  const rows = await reader.readRows(2, 100, 50);
+  t.equal(rows.numRows, 50);
+  t.equal(Number(rows.getChild('seq')!.get(0)), 2 * 4096 + 101, 'the rows asked for');
+  t.equal(fileReads.count - r0, 1, 'opening the file and reading rows of a row group: one read');
+});
+
+t.test('a file that became shorter is an error, not short data', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'f.bin');
+  await writeFile(path, randomBytes(100_000));
+  const f = await FileRanges.open(path);
+  t.teardown(() => f.close());
+  await truncate(path, 40_000);
+  await t.rejects(f.slice(50_000, 60_000).arrayBuffer(), /unexpected end of file/);
+});
