@@ -1,7 +1,7 @@
 // The Blob-shaped view parquet-wasm reads files through: every slice reads back the file's own bytes,
 // nearby reads share one read of the file system, and a file shorter than it was says so.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,14 +9,21 @@ import { join } from 'node:path';
 import { FileRanges, fileReads } from '../../src/storage/parquet/file-ranges.js';
 import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
 
-t.test('slices read back exactly the bytes of the file', async (t) => {
+/** A file of `bytes` random bytes in a fresh folder, opened; both gone when the test ends. */
+async function randomFile(t: Test, bytes: number): Promise<{ dir: string; path: string; data: Buffer; f: FileRanges }> {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'f.bin');
-  const bytes = randomBytes(1_300_000 + 17); // past two 512 KiB blocks, not a multiple of one
-  await writeFile(path, bytes);
+  const data = randomBytes(bytes);
+  await writeFile(path, data);
   const f = await FileRanges.open(path);
   t.teardown(() => f.close());
+  return { dir, path, data, f };
+}
+
+t.test('slices read back exactly the bytes of the file', async (t) => {
+  // Past two 512 KiB blocks, not a multiple of one.
+  const { data: bytes, f } = await randomFile(t, 1_300_000 + 17);
   t.equal(f.size, bytes.length, 'size');
   let x = 7;
   const rnd = (n: number): number => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
@@ -36,12 +43,7 @@ t.test('slices read back exactly the bytes of the file', async (t) => {
 });
 
 t.test('reads of one region share a read of the file system', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'f.bin');
-  await writeFile(path, randomBytes(200_000));
-  const f = await FileRanges.open(path);
-  t.teardown(() => f.close());
+  const { dir, f } = await randomFile(t, 200_000);
   const before = fileReads.count;
   await Promise.all([f.slice(0, 10).arrayBuffer(), f.slice(100, 5000).arrayBuffer(), f.slice(199_990, 200_000).arrayBuffer()]);
   await f.slice(50_000, 60_000).arrayBuffer();
@@ -68,12 +70,7 @@ t.test('reads of one region share a read of the file system', async (t) => {
 });
 
 t.test('a file that became shorter is an error, not short data', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const path = join(dir, 'f.bin');
-  await writeFile(path, randomBytes(100_000));
-  const f = await FileRanges.open(path);
-  t.teardown(() => f.close());
+  const { path, f } = await randomFile(t, 100_000);
   await truncate(path, 40_000);
   await t.rejects(f.slice(50_000, 60_000).arrayBuffer(), /unexpected end of file/);
 });

@@ -353,14 +353,17 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
 
 /** Appends the rows of one market's records (in seq order) for `dataset` to `out`. */
 export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, ctx: RowContext, out: RowSink): void {
-  for (const sr of recs) {
-    switch (dataset) {
-      case 'book_changes': bookRows(family, market, sr, ctx, out); break;
-      case 'trades': tradeRow(family, market, sr, ctx, out); break;
-      case 'gaps': gapRow(market, sr, out); break;
-      case 'metrics': metricRow(market, sr, out); break;
-      case 'catalog': catalogRow(family, market, sr, out); break;
-    }
+  for (const sr of recs) recordRows(family, dataset, market, sr, ctx, out);
+}
+
+/** The rows of one record in `dataset` (none when the record belongs to another dataset). */
+export function recordRows(family: Family, dataset: Dataset, market: string, sr: SourceRecord, ctx: RowContext, out: RowSink): void {
+  switch (dataset) {
+    case 'book_changes': bookRows(family, market, sr, ctx, out); break;
+    case 'trades': tradeRow(family, market, sr, ctx, out); break;
+    case 'gaps': gapRow(market, sr, out); break;
+    case 'metrics': metricRow(market, sr, out); break;
+    case 'catalog': catalogRow(family, market, sr, out); break;
   }
 }
 

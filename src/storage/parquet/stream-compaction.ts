@@ -12,7 +12,7 @@ import type { LogKey } from '../types.js';
 import { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from './manifest.js';
 import { PartitionBuilder } from './publish.js';
-import { BOOK_CHANGE_TYPES, rowsOf, type RowContext, type SourceRecord } from './rows.js';
+import { BOOK_CHANGE_TYPES, recordRows, type RowContext, type SourceRecord } from './rows.js';
 import { datasetsOfStream, type Stream } from './schema.js';
 
 /** A chunk of the record index closes after this many records or book_changes rows. */
@@ -73,29 +73,38 @@ export async function contextOf(dataDir: string, family: Family, market: string)
   return { outcomes };
 }
 
-/** Chunks of the record index of one market: [minSeq, maxSeq, minRecvMs, maxRecvMs, records]. */
-function chunksOf(recs: readonly SourceRecord[], rowsPerSeq: ReadonlyMap<number, number>): RecordChunk[] {
-  const out: RecordChunk[] = [];
-  let cur: [number, number, number, number, number] | null = null;
-  let rows = 0;
-  for (const { rec } of recs) {
-    const n = rowsPerSeq.get(rec.seq) ?? 1;
-    if (cur && (cur[4] >= CHUNK_RECORDS || rows + n > CHUNK_ROWS)) {
-      out.push(cur);
+/**
+ * Chunks of the record index of one market, built as its records go by: [minSeq, maxSeq,
+ * minRecvMs, maxRecvMs, records], each at most CHUNK_RECORDS records and about CHUNK_ROWS rows.
+ */
+class ChunkIndex {
+  readonly chunks: RecordChunk[] = [];
+  private cur: RecordChunk | null = null;
+  private rows = 0;
+
+  /** A record with `n` rows in the stream's primary dataset (1 when it has none there). */
+  add(seq: number, recvMs: number, n: number): void {
+    let cur = this.cur;
+    if (cur && (cur[4] >= CHUNK_RECORDS || this.rows + n > CHUNK_ROWS)) {
+      this.chunks.push(cur);
       cur = null;
     }
     if (!cur) {
-      cur = [rec.seq, rec.seq, rec.recv_ts, rec.recv_ts, 0];
-      rows = 0;
+      cur = this.cur = [seq, seq, recvMs, recvMs, 0];
+      this.rows = 0;
     }
-    cur[1] = rec.seq;
-    cur[2] = Math.min(cur[2], rec.recv_ts);
-    cur[3] = Math.max(cur[3], rec.recv_ts);
+    cur[1] = seq;
+    cur[2] = Math.min(cur[2], recvMs);
+    cur[3] = Math.max(cur[3], recvMs);
     cur[4]++;
-    rows += n;
+    this.rows += n;
   }
-  if (cur) out.push(cur);
-  return out;
+
+  done(): RecordChunk[] {
+    if (this.cur) this.chunks.push(this.cur);
+    this.cur = null;
+    return this.chunks;
+  }
 }
 
 function belongs(stream: Stream, type: string): boolean {
@@ -123,33 +132,34 @@ export async function buildStream(
   try {
     for (const market of [...markets].sort()) {
       const key: LogKey = { family, stream, market };
-      let recs: SourceRecord[];
-      if (sources[market] !== undefined) {
-        recs = [];
-        for await (const r of readLogDay(dataDir, key, day)) recs.push(r);
-        sourceInfo[market] = { bytes: sources[market], last_seq: recs.length ? recs[recs.length - 1].rec.seq : 0 };
-      } else {
-        recs = fromLegacy.get(market) ?? [];
-        sourceInfo[market] = legacy!.manifest.sources[market];
-      }
-      for (const { rec } of recs) {
-        if (!belongs(stream, rec.type)) throw new Error(`market ${market} seq ${rec.seq}: a ${rec.type} record in the ${stream} stream has no dataset; nothing was written`);
-      }
+      const fromLog = sources[market] !== undefined;
       const ctx = await contextOf(dataDir, family, market);
-      const rowsPerSeq = new Map<number, number>();
-      for (const [i, b] of builders.entries()) {
-        const start = b.sink.length;
-        rowsOf(family, b.dataset as never, market, recs, ctx, b.sink);
-        if (b.dataset === 'book_changes') {
-          const seqs = b.sink.column('seq', start) as ArrayLike<number>;
-          for (let k = 0; k < seqs.length; k++) rowsPerSeq.set(seqs[k], (rowsPerSeq.get(seqs[k]) ?? 0) + 1);
+      const chunks = new ChunkIndex();
+      const starts = builders.map((b) => b.sink.length);
+      let lastSeq = 0;
+      // Record by record, into every dataset of the stream: a day's records are never all held (a
+      // day of deep books held whole was most of compaction's garbage-collection time).
+      for await (const sr of fromLog ? readLogDay(dataDir, key, day) : fromLegacy.get(market) ?? []) {
+        const { rec } = sr;
+        if (!belongs(stream, rec.type)) throw new Error(`market ${market} seq ${rec.seq}: a ${rec.type} record in the ${stream} stream has no dataset; nothing was published`);
+        let primaryRows = 0;
+        for (const [i, b] of builders.entries()) {
+          const before = b.sink.length;
+          recordRows(family, b.dataset as never, market, sr, ctx, b.sink);
+          if (i === 0) primaryRows = b.sink.length - before;
         }
+        chunks.add(rec.seq, rec.recv_ts, stream === 'books' && primaryRows > 0 ? primaryRows : 1);
+        lastSeq = rec.seq;
+      }
+      sourceInfo[market] = fromLog ? { bytes: sources[market], last_seq: lastSeq } : legacy!.manifest.sources[market];
+      for (const [i, b] of builders.entries()) {
         if (opts.dryRun) {
-          dryRows[i] += b.sink.length - start;
+          dryRows[i] += b.sink.length - starts[i];
           b.sink.clear();
         } else await b.added();
       }
-      if (recs.length) index[market] = chunksOf(recs, rowsPerSeq);
+      const index_ = chunks.done();
+      if (index_.length) index[market] = index_;
     }
     const out: PartitionResult[] = [];
     for (const [i, b] of builders.entries()) {
