@@ -9,7 +9,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import type { Family, Recorded } from '../../schema/observation.js';
-import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest, type Segment } from './manifest.js';
+import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest } from './manifest.js';
 import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
 import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './schema.js';
 import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';

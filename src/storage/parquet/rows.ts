@@ -351,11 +351,6 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
   o.emit();
 }
 
-/** Appends the rows of one market's records (in seq order) for `dataset` to `out`. */
-export function rowsOf(family: Family, dataset: Dataset, market: string, recs: Iterable<SourceRecord>, ctx: RowContext, out: RowSink): void {
-  for (const sr of recs) recordRows(family, dataset, market, sr, ctx, out);
-}
-
 /** The rows of one record in `dataset` (none when the record belongs to another dataset). */
 export function recordRows(family: Family, dataset: Dataset, market: string, sr: SourceRecord, ctx: RowContext, out: RowSink): void {
   switch (dataset) {

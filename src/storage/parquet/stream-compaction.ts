@@ -158,8 +158,8 @@ export async function buildStream(
           b.sink.clear();
         } else await b.added();
       }
-      const index_ = chunks.done();
-      if (index_.length) index[market] = index_;
+      const marketChunks = chunks.done();
+      if (marketChunks.length) index[market] = marketChunks;
     }
     const out: PartitionResult[] = [];
     for (const [i, b] of builders.entries()) {
