@@ -3,14 +3,12 @@
 // local client vs paging the same books through /snapshots (limit=1000) vs DuckDB reading the same
 // rows from the Parquet files, and the server's RSS during a whole-day replay against its idle RSS.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { countLines, startServe, stopServe } from './serve.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { openWriter } from '../../src/storage/index.js';
@@ -18,7 +16,6 @@ import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { writeFixture } from '../../test/storage/compaction-fixture.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 const log = (s: string): void => void process.stderr.write(`bench replay: ${s}\n`);
 const MARKETS = 10;
@@ -26,32 +23,6 @@ const MARKETS = 10;
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : NaN;
-}
-
-async function startServe(dataDir: string): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [join(here, '..', '..', 'cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'], {
-    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn', PMTAPE_RATE_LIMITS: 'off' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).on('line', (l) => {
-      const m = /^ready (\S+)/.exec(l);
-      if (m) resolve(m[1]);
-    });
-    proc.on('exit', (code) => reject(new Error(`serve exited ${code}`)));
-  });
-  return { url, proc };
-}
-
-/** Lines of an NDJSON body, counted as they stream in (nothing kept). */
-async function countLines(res: Response): Promise<number> {
-  let n = 0;
-  const reader = res.body!.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return n;
-    for (let i = 0; i < value.length; i++) if (value[i] === 10) n++;
-  }
 }
 
 interface Figures {
@@ -105,8 +76,7 @@ async function measure(dataDir: string, key: string, ids: string[], from: number
       rss_growth_mb: round((maxRss - idle) / 2 ** 20, 1),
     };
   } finally {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.once('exit', r));
+    await stopServe(proc);
   }
 }
 

@@ -102,10 +102,19 @@ export abstract class ReplayBook {
   }
 
   protected levels(out: Change[], token: string | undefined, side: string, ladder: Ladder, numeric: boolean): void {
-    const who = token === undefined ? {} : { token_id: token, outcome: this.outcomes.get(token) ?? null };
-    // A full book with an empty side says so: one entry with no price and size 0.
-    if (ladder.length === 0) out.push({ ...who, side, price: null, size: numeric ? 0 : '0' });
-    for (const [p, s] of ladder) out.push({ ...who, side, price: numeric ? Number(p) : p, size: numeric ? Number(s) : s });
+    // Object literals of one shape, not a spread per level: a whole book is thousands of entries a
+    // replay, and the spread was the largest item of a `book_change` replay's profile.
+    const price = (p: string): number | string => (numeric ? Number(p) : p);
+    const size = (s: string): number | string => (numeric ? Number(s) : s);
+    if (token === undefined) {
+      // A full book with an empty side says so: one entry with no price and size 0.
+      if (ladder.length === 0) out.push({ side, price: null, size: size('0') });
+      for (const [p, s] of ladder) out.push({ side, price: price(p), size: size(s) });
+      return;
+    }
+    const outcome = this.outcomes.get(token) ?? null;
+    if (ladder.length === 0) out.push({ token_id: token, outcome, side, price: null, size: size('0') });
+    for (const [p, s] of ladder) out.push({ token_id: token, outcome, side, price: price(p), size: size(s) });
   }
 
   /** `book_change` data of a record (full books replace the token's book), or null when it changed nothing. */
