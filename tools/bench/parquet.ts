@@ -111,10 +111,10 @@ async function v1Bytes(dataDir: string, day: string): Promise<number> {
 
 /**
  * The hour served by the API, as the issue asks: `GET /v3/replay?types=book_change` (one line per
- * record's level changes, the `book_changes` rows) from a `serve` started on the compacted day.
- * Cold: the first request after the server started (its code runs for the first time too); warm:
- * the median of 15 after 20 more (the JIT past its first tiers); another market: the first request for a second market's hour afterwards (its part
- * file not opened yet, the code warm).
+ * record with its level changes: the `book_changes` rows) from a `serve` started on the compacted
+ * day. Cold: the first request after the server started (its code runs for the first time too).
+ * Warm: the median of 15 after 20 more (the JIT past its first tiers). Another market: the first
+ * request for a second market's hour afterwards (its part file not opened yet, the code warm).
  */
 async function apiHour(dir: string, markets: readonly string[], from: number, to: number): Promise<{ lines: number; coldMs: number; warmMs: number; otherMarketMs: number }> {
   const key = (await createKey(dir, 'paid', 'bench')).key;
