@@ -3,10 +3,10 @@
 
 import t, { type Test } from 'tap';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, readlink, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileRanges, fileReads } from '../../src/storage/parquet/file-ranges.js';
+import { FileRanges, fileReads, openFiles, setMaxOpenFiles } from '../../src/storage/parquet/file-ranges.js';
 import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
 
 /** A file of `bytes` random bytes in a fresh folder, opened; both gone when the test ends. */
@@ -73,4 +73,59 @@ t.test('a file that became shorter is an error, not short data', async (t) => {
   const { path, f } = await randomFile(t, 100_000);
   await truncate(path, 40_000);
   await t.rejects(f.slice(50_000, 60_000).arrayBuffer(), /unexpected end of file/);
+});
+
+/** Descriptors this process has open on files under `dir`. */
+async function fdsUnder(dir: string): Promise<number> {
+  let n = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target.startsWith(dir)) n++;
+  }
+  return n;
+}
+
+t.test('open descriptors stay within the bound, and evicted files read on', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  setMaxOpenFiles(4);
+  t.teardown(() => setMaxOpenFiles(256));
+  const files: { f: FileRanges; data: Buffer }[] = [];
+  for (let i = 0; i < 12; i++) {
+    const data = randomBytes(3 * 512 * 1024 + i); // three blocks and a bit: each read below is a new block
+    await writeFile(join(dir, `f${i}.bin`), data);
+    files.push({ f: await FileRanges.open(join(dir, `f${i}.bin`)), data });
+  }
+  t.teardown(() => Promise.all(files.map((x) => x.f.close())));
+  let most = 0;
+  for (let round = 0; round < 3; round++) {
+    for (const { f, data } of files) {
+      const a = round * 512 * 1024 + 100;
+      const got = Buffer.from(await f.slice(a, a + 1000).arrayBuffer());
+      if (!got.equals(data.subarray(a, a + 1000))) t.fail(`round ${round}: wrong bytes`);
+      most = Math.max(most, openFiles());
+    }
+  }
+  t.ok(most <= 4, `at most ${most} descriptors held by 12 files read in turn`);
+  await new Promise((r) => setTimeout(r, 50)); // closes of evicted descriptors complete
+  const fds = await fdsUnder(dir);
+  t.ok(fds <= 4, `${fds} descriptors open on the folder`);
+});
+
+t.test('a file replaced after its descriptor was evicted is refused, not misread', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-ranges-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  setMaxOpenFiles(1);
+  t.teardown(() => setMaxOpenFiles(256));
+  await writeFile(join(dir, 'a.bin'), randomBytes(2 * 512 * 1024));
+  await writeFile(join(dir, 'b.bin'), randomBytes(1000));
+  const a = await FileRanges.open(join(dir, 'a.bin'));
+  t.teardown(() => a.close());
+  await a.slice(0, 10).arrayBuffer(); // block 0 read while a's descriptor is open
+  const b = await FileRanges.open(join(dir, 'b.bin')); // evicts a's descriptor
+  t.teardown(() => b.close());
+  await writeFile(join(dir, 'a2.bin'), randomBytes(2 * 512 * 1024));
+  await rename(join(dir, 'a2.bin'), join(dir, 'a.bin'));
+  await t.rejects(a.slice(600_000, 600_010).arrayBuffer(), /changed since it was opened/, 'another file now: refused');
+  t.equal((await a.slice(0, 10).arrayBuffer()).byteLength, 10, 'a block read before still serves');
 });

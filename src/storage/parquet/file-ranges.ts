@@ -36,25 +36,81 @@ async function readFully(fh: FileHandle, pos: number, len: number): Promise<Uint
   return buf;
 }
 
+/** An open descriptor, with the reads in flight on it (it is closed only when none is). */
+interface Handle {
+  readonly fh: FileHandle;
+  busy: number;
+  retired: boolean;
+}
+
+/**
+ * Descriptors of the files being read, at most `maxOpen` at a time: a server that has read many
+ * compacted days would otherwise hold one per part file it ever opened. An evicted file is opened
+ * again on its next read, and refused if it is no longer the file that was opened (another inode,
+ * size or mtime: a partition replaced under a reader that still has its old footer).
+ */
+let maxOpen = 256;
+// The bound is kept by `remember` (so tests can lower it); the cache's own `max` is never reached.
+const handles = new LRUCache<number, Promise<Handle>>({
+  max: 1 << 20,
+  dispose: (p) => void p.then(retire, () => undefined),
+});
+
+function remember(id: number, p: Promise<Handle>): void {
+  while (handles.size >= maxOpen) handles.pop(); // the least recently used: closed once idle
+  handles.set(id, p);
+}
+
+function retire(h: Handle): void {
+  h.retired = true;
+  if (h.busy === 0) void h.fh.close().catch(() => undefined);
+}
+
+/** Changes the bound on open descriptors (tests use a small one). */
+export function setMaxOpenFiles(n: number): void {
+  maxOpen = n;
+  while (handles.size > maxOpen) handles.pop();
+}
+
+/** Descriptors open through FileRanges now. */
+export const openFiles = (): number => handles.size;
+
+interface Identity {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+async function openChecked(path: string, want: Identity | null): Promise<{ h: Handle; id: Identity }> {
+  const fh = await openFile(path, 'r');
+  try {
+    const st = await fh.stat();
+    const id = { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs };
+    if (want && (id.ino !== want.ino || id.size !== want.size || id.mtimeMs !== want.mtimeMs)) {
+      throw new Error(`${path} changed since it was opened (a partition replaced while it was read); read it again`);
+    }
+    return { h: { fh, busy: 0, retired: false }, id };
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+}
+
 /** One open file, or a byte range of it (what `slice` returns). */
 export class FileRanges {
   private constructor(
-    private readonly fh: FileHandle,
+    private readonly path: string,
+    private readonly identity: Identity,
     private readonly id: number,
-    private readonly fileSize: number,
     private readonly start: number,
     private readonly end: number,
   ) {}
 
   static async open(path: string): Promise<FileRanges> {
-    const fh = await openFile(path, 'r');
-    try {
-      const size = (await fh.stat()).size;
-      return new FileRanges(fh, nextFileId++, size, 0, size);
-    } catch (e) {
-      await fh.close();
-      throw e;
-    }
+    const { h, id } = await openChecked(path, null);
+    const f = new FileRanges(path, id, nextFileId++, 0, id.size);
+    remember(f.id, Promise.resolve(h));
+    return f;
   }
 
   get size(): number {
@@ -65,14 +121,32 @@ export class FileRanges {
   slice(a = 0, b = this.size): FileRanges {
     const start = Math.min(this.end, this.start + Math.max(0, a));
     const end = Math.max(start, Math.min(this.end, this.start + Math.max(0, b)));
-    return new FileRanges(this.fh, this.id, this.fileSize, start, end);
+    return new FileRanges(this.path, this.identity, this.id, start, end);
+  }
+
+  /** Runs `fn` on this file's descriptor, opening it again if it was evicted. */
+  private async withHandle<T>(fn: (fh: FileHandle) => Promise<T>): Promise<T> {
+    let p = handles.get(this.id);
+    if (!p) {
+      p = openChecked(this.path, this.identity).then(({ h }) => h);
+      remember(this.id, p);
+      p.catch(() => handles.delete(this.id));
+    }
+    const h = await p;
+    h.busy++;
+    try {
+      return await fn(h.fh);
+    } finally {
+      h.busy--;
+      if (h.retired && h.busy === 0) void h.fh.close().catch(() => undefined);
+    }
   }
 
   private block(k: number): Promise<Uint8Array> {
     const key = `${this.id}:${k}`;
     let p = blocks.get(key);
     if (!p) {
-      p = readFully(this.fh, k * BLOCK, Math.min(BLOCK, this.fileSize - k * BLOCK));
+      p = this.withHandle((fh) => readFully(fh, k * BLOCK, Math.min(BLOCK, this.identity.size - k * BLOCK)));
       blocks.set(key, p);
       p.catch(() => blocks.delete(key)); // a failed read is retried by the next caller
     }
@@ -94,7 +168,8 @@ export class FileRanges {
     return out.buffer;
   }
 
-  close(): Promise<void> {
-    return this.fh.close();
+  /** Closes the descriptor (once no read is using it); a later read opens it again. */
+  async close(): Promise<void> {
+    handles.delete(this.id);
   }
 }
