@@ -2,11 +2,11 @@
 // as one Arrow IPC stream: for a day of book_snapshots that is a 78 MB buffer in JavaScript and as
 // much again in WebAssembly memory, all of it fresh memory. On the development VM a fresh page costs
 // 10-18 µs (the bench measures it), and those copies were a third of a compaction's time. Here the
-// same rows go to parquet-wasm's streaming writer in batches of 8,192 rows: each batch's IPC bytes
-// land in one reused buffer, the writer holds at most a row group, and the file is the same (same
+// same rows go to parquet-wasm's streaming writer in batches of 8,192 rows: the IPC bytes of one
+// batch at a time, the writer holding at most a row group, and the file is the same (same
 // schema, row groups, encodings, statistics and metadata; the compaction tests read it back).
 
-import { RecordBatchStreamWriter, tableToIPC, type Schema } from 'apache-arrow';
+import { tableToIPC, type Schema } from 'apache-arrow';
 import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch } from 'parquet-wasm';
 import { arrowSchema, arrowTable, encodeParquet, writerProperties, type ChunkedDoubles, type ColumnSpec, type ColumnValues, type WriteOptions } from './file.js';
 
@@ -25,30 +25,9 @@ function sliceColumn(v: ColumnValues, lo: number, hi: number): ColumnValues {
   return out;
 }
 
-/**
- * One batch as IPC bytes in a reused buffer (valid until the next call). The writer's chunks are
- * copied there directly: `tableToIPC` would first join them into a new buffer per batch.
- */
-let scratch = new Uint8Array(0);
+/** One batch of rows as Arrow IPC bytes. */
 function ipcOf(schema: Schema, specs: readonly ColumnSpec[], columns: readonly ColumnValues[], lo: number, hi: number): Uint8Array {
-  const table = arrowTable(schema, specs, columns.map((c) => sliceColumn(c, lo, hi)), hi - lo);
-  const writer = new RecordBatchStreamWriter();
-  // apache-arrow 21 keeps the written chunks in its byte queue's `_values`; anything else falls
-  // back to the library's own join.
-  const queue = (writer as unknown as { _sink?: { _values?: unknown } })._sink;
-  writer.writeAll(table);
-  writer.finish();
-  const chunks = queue?._values;
-  if (!Array.isArray(chunks) || !chunks.every((c) => c instanceof Uint8Array)) return tableToIPC(table, 'stream');
-  let length = 0;
-  for (const c of chunks as Uint8Array[]) length += c.byteLength;
-  if (scratch.length < length) scratch = new Uint8Array(Math.ceil(length * 1.25));
-  let at = 0;
-  for (const c of chunks as Uint8Array[]) {
-    scratch.set(c, at);
-    at += c.byteLength;
-  }
-  return scratch.subarray(0, length);
+  return tableToIPC(arrowTable(schema, specs, columns.map((c) => sliceColumn(c, lo, hi)), hi - lo), 'stream');
 }
 
 /**

@@ -10,7 +10,6 @@ const SERIES8 = ['KXBTC15M', 'KXETH15M', 'KXSOL15M', 'KXXRP15M', 'KXDOGE15M', 'K
 const yesnoOf = (mounts: readonly SimMount[]): YesNoSim => (mounts.find((m) => m.prefix === '/yesno') as SimMount & { yesno: YesNoSim }).yesno;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-
 t.test('the cadence shares the budget: the interval grows with active markets', async (t) => {
   const c = new PollCadence(10, 0.9);
   t.equal(c.intervalMs(1), 112);
