@@ -49,20 +49,7 @@ export const logRecordsWritten = new client.Counter({
   registers: [registry],
 });
 
-export const httpRequests = new client.Counter({
-  name: 'pmtape_http_requests_total',
-  help: 'HTTP requests by route and status code',
-  labelNames: ['route', 'status'] as const,
-  registers: [registry],
-});
-
-export const httpLatency = new client.Histogram({
-  name: 'pmtape_http_request_duration_seconds',
-  help: 'HTTP request latency by route',
-  labelNames: ['route'] as const,
-  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-  registers: [registry],
-});
+// HTTP request counts and latency: src/api/plugins/request-metrics.ts (plain tallies, rendered at scrape).
 
 export const streamClients = new client.Gauge({
   name: 'pmtape_stream_clients',

@@ -169,8 +169,11 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * on 2 cores the p99 is what a request costs plus scheduling, not 64 requests of queue).
  */
 async function compare(hello: string, latest: string, auth: Record<string, string>, seconds: number, rounds: number) {
-  await load(hello, {}, 1);
-  await load(latest, auth, 1);
+  // Warm-up (PMTAPE_BENCH_API_WARMUP seconds each, default 5): `serve` has far more code for the JIT
+  // than the bare route; after 1 s its first round still ran 25 – 30 % below the later ones.
+  const warmup = envNum('PMTAPE_BENCH_API_WARMUP', 5);
+  await load(hello, {}, warmup);
+  await load(latest, auth, warmup);
   type R = Awaited<ReturnType<typeof load>>;
   const h: R[] = [];
   const l: R[] = [];

@@ -1,9 +1,7 @@
 // Bearer-key authentication and plans. Routes declare `config: { plan: 'free' | 'paid' }`; routes
-// without it (health, metrics, docs) are open. `checkKey` is exported for the WebSocket stream,
-// which authenticates its upgrade the same way (header or `?api_key=`).
+// without it (health, metrics, docs) are open. The check runs in each keyed route's `onRequest`
+// hook (route-hooks.ts) and in the WebSocket stream's upgrade (header or `?api_key=`).
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import fp from 'fastify-plugin';
 import { PmtapeError } from '../../errors.js';
 import type { KeyRecord, KeyStore, Plan } from './keys.js';
 
@@ -49,29 +47,13 @@ export function checkKey(keys: KeyStore, presented: string | null, need: Plan): 
 }
 
 /**
- * Adds the key check as an `onRequest` hook of each route that declares
- * a plan, at registration: open routes carry no hook at all, and a request never builds
- * `routeOptions` to find its plan. Callback style, so a request costs no promise here.
+ * `checkKey` of an `Authorization` header. A header that verified since the key file was last read
+ * is looked up whole (no parsing); a revocation reloads the file and so forgets it.
  */
-async function authPlugin(app: FastifyInstance, opts: { keys: KeyStore }): Promise<void> {
-  app.decorateRequest('apiKey', null);
-  app.addHook('onRoute', (route) => {
-    const need = route.config?.plan;
-    if (!need) return;
-    const hook = (req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => {
-      try {
-        const rec = checkKey(opts.keys, bearerOf(req.headers.authorization), need);
-        req.apiKey = rec;
-      } catch (e) {
-        done(e as Error);
-        return;
-      }
-      done();
-    };
-    // First among the route's own hooks: anything added later (by other plugins) sees `apiKey`.
-    const own = route.onRequest;
-    route.onRequest = own === undefined ? [hook] : [hook, ...(Array.isArray(own) ? own : [own])];
-  });
+export function checkHeader(keys: KeyStore, header: string | undefined, need: Plan): KeyRecord {
+  const known = header === undefined ? undefined : keys.knownHeader(header);
+  if (known !== undefined && planAllows(known.plan, need)) return known;
+  const rec = checkKey(keys, bearerOf(header), need);
+  keys.rememberHeader(header!, rec); // checkKey throws when there is no header
+  return rec;
 }
-
-export default fp(authPlugin, { name: 'pmtape-auth' });

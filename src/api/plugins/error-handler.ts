@@ -4,6 +4,7 @@
 
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { routeTally } from './request-metrics.js';
 import { ERROR_STATUS, PmtapeError, type ErrorCode } from '../../errors.js';
 
 export interface Envelope {
@@ -64,14 +65,17 @@ async function errorPlugin(app: FastifyInstance): Promise<void> {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     const { code, message } = toEnvelope(err, req);
     const status = ERROR_STATUS[code];
-    if (status >= 500) req.log.error({ err, request_id: req.id }, 'request failed');
+    if (status >= 500) app.pmtape.log.error({ err, request_id: req.id }, 'request failed');
     const contentRange = code === 'range_not_satisfiable' ? errorHeaders(err)['Content-Range'] : undefined;
     if (contentRange) void reply.header('Content-Range', contentRange); // RFC 9110: a 416 names the file's size
     // Other client errors of the framework (413, 415, bad URL encoding) are answered as 400.
     void reply.code(status).type('application/json; charset=utf-8').send(envelope(code, message, String(req.id)));
   });
+  // Unmatched URLs reach no route, so no route hook: the header and the tally are set here.
+  const unknown = routeTally('unknown');
   app.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
-    void reply.code(404).send(envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)));
+    unknown.record(404, 0); // no route hook ran to start a clock; the latency of a 404 says nothing
+    void reply.code(404).header('x-request-id', req.id).send(envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)));
   });
 }
 

@@ -142,6 +142,8 @@ export class KeyStore {
   private stamp = '';
   /** Presented key → its record, for keys verified since the last reload. */
   private verified = new Map<string, KeyRecord>();
+  /** Whole `Authorization` header → its record, for headers verified since the last reload. */
+  private verifiedHeaders = new Map<string, KeyRecord>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly dataDir: string, private readonly pollMs = 250) {}
@@ -166,6 +168,7 @@ export class KeyStore {
     // Stored hashes are decoded once per reload, not once per request.
     this.byId = new Map(file.keys.map((k) => [k.id, { rec: k, hash: Buffer.from(k.hash, 'hex') }]));
     this.verified = new Map();
+    this.verifiedHeaders = new Map();
     this.stamp = stamp;
   }
 
@@ -182,6 +185,20 @@ export class KeyStore {
       this.verified.set(key, rec);
     }
     return rec;
+  }
+
+  /**
+   * The record of an `Authorization` header that verified since the last reload, else undefined.
+   * A client sends the same header on every request: one map lookup instead of parsing it.
+   */
+  knownHeader(header: string): KeyRecord | undefined {
+    return this.verifiedHeaders.get(header);
+  }
+
+  /** Keeps a header whose bearer token `verify` accepted as `rec` (until the next reload). */
+  rememberHeader(header: string, rec: KeyRecord): void {
+    if (this.verifiedHeaders.size >= MAX_VERIFIED) this.verifiedHeaders.clear();
+    this.verifiedHeaders.set(header, rec);
   }
 
   private check(key: string): KeyRecord | null {

@@ -27,7 +27,7 @@ export function publicDir(): string {
 export async function pagePlugin(app: FastifyInstance): Promise<void> {
   const root = publicDir();
   if (!existsSync(resolve(root, 'index.html'))) {
-    app.log.warn({ root }, 'page assets not found; / will answer 404');
+    app.pmtape.log.warn({ root }, 'page assets not found; / will answer 404');
     return;
   }
   await app.register(fastifyStatic, {

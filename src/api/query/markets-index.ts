@@ -30,7 +30,8 @@ export class MarketsIndex {
   private readonly loading = new Map<Family, Promise<FamilyIndex>>();
   private readonly readers = new Map<string, LogReader>();
 
-  constructor(private readonly dataDir: string, private readonly ttlMs = 1000) {}
+  /** `now` is the clock of the view's age (tests). */
+  constructor(private readonly dataDir: string, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
 
   /** One reader per log, kept (readers are cheap handles; they open files per read). */
   async reader(family: Family, stream: 'books' | 'metrics' | 'catalog', market: string): Promise<LogReader> {
@@ -69,12 +70,12 @@ export class MarketsIndex {
     }
     const sorted = [...byId.values()].sort((a, b) => a.first_ts - b.first_ts || (a.market.market_id < b.market.market_id ? -1 : a.market.market_id > b.market.market_id ? 1 : 0));
     const withBooks = new Set(await listMarkets(this.dataDir, family, 'books'));
-    return { at: Date.now(), byId, alias, sorted, withBooks };
+    return { at: this.now(), byId, alias, sorted, withBooks };
   }
 
   async get(family: Family): Promise<FamilyIndex> {
     const cur = this.families.get(family);
-    const age = cur ? Date.now() - cur.at : Infinity;
+    const age = cur ? this.now() - cur.at : Infinity;
     if (cur && age <= this.ttlMs) return cur;
     let p = this.loading.get(family);
     if (!p) {
@@ -103,12 +104,17 @@ export class MarketsIndex {
   }
 
   /**
-   * `resolve` from the cached view while it is fresh, without a promise: the market, null when the
-   * view does not know the id, undefined when the view is stale or not loaded (use `resolve`).
+   * `resolve` from the cached view without a promise: the market, null when the view does not know
+   * the id, undefined when there is no view or it is too old to answer (use `resolve`). A view past
+   * its TTL but young enough for `get` to answer is used the same way: the re-read starts in the
+   * background, so requests arriving while it runs stay on the caller's fast path.
    */
   resolveNow(family: Family, pathId: string): IndexedMarket | null | undefined {
     const idx = this.families.get(family);
-    if (idx === undefined || Date.now() - idx.at > this.ttlMs) return undefined;
+    if (idx === undefined) return undefined;
+    const age = this.now() - idx.at;
+    if (age > this.ttlMs * 5) return undefined;
+    if (age > this.ttlMs) this.get(family).catch(() => undefined); // answers `idx` itself meanwhile
     const id = idx.byId.has(pathId) ? pathId : idx.alias.get(pathId);
     return id === undefined ? null : idx.byId.get(id) ?? null;
   }

@@ -32,12 +32,13 @@ export class StatusBoard {
   private cache: { at: number; list: RecorderStatus[]; live: Map<Family, Set<string>> } | null = null;
   private loading: Promise<void> | null = null;
 
-  constructor(private readonly dataDir: string, private readonly ttlMs = 1000) {}
+  /** `now` is the clock of the view's age and of recorder liveness (tests). */
+  constructor(private readonly dataDir: string, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
 
   private async load(): Promise<void> {
     const dir = join(this.dataDir, 'status');
     const names = await readdir(dir).catch(() => [] as string[]);
-    const now = Date.now();
+    const now = this.now();
     const list: RecorderStatus[] = [];
     const live = new Map<Family, Set<string>>();
     for (const name of names) {
@@ -65,7 +66,7 @@ export class StatusBoard {
   }
 
   private async fresh(): Promise<NonNullable<StatusBoard['cache']>> {
-    const age = this.cache ? Date.now() - this.cache.at : Infinity;
+    const age = this.cache ? this.now() - this.cache.at : Infinity;
     if (age > this.ttlMs) {
       this.loading ??= this.load().finally(() => (this.loading = null));
       // A view a few seconds old is answered while the folder is re-read (as MarketsIndex does), so
@@ -85,10 +86,16 @@ export class StatusBoard {
     return (await this.fresh()).live.get(family)?.has(market) ?? false;
   }
 
-  /** `isConnected` from the cached view while it is fresh, else undefined (no load started). */
+  /**
+   * `isConnected` without a promise, from the view `isConnected` would answer now: undefined when
+   * it would wait (no view, or one too old). A view past its TTL starts the re-read in the background.
+   */
   connectedNow(family: Family, market: string): boolean | undefined {
     const c = this.cache;
-    if (c === null || Date.now() - c.at > this.ttlMs) return undefined;
+    if (c === null) return undefined;
+    const age = this.now() - c.at;
+    if (age > this.ttlMs * 5) return undefined;
+    if (age > this.ttlMs) this.fresh().catch(() => undefined);
     return c.live.get(family)?.has(market) ?? false;
   }
 

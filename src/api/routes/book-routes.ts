@@ -155,32 +155,36 @@ export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
       }),
       response: { 200: single(r.schemas.snapshot) },
     },
-  }, async (req, reply) => {
+  }, (req, reply) => {
+    // Not an async function: an unchanged market is answered synchronously, with no promise and
+    // no microtask; everything else takes the async full path below.
     const qs = req.query;
     const asOf = asOfParam(qs);
     if (asOf === undefined) {
       const text = latestNow(app, d, req.params, qs);
-      if (text !== undefined) return reply.type(JSON_TYPE).send(text);
+      if (text !== undefined) return void reply.type(JSON_TYPE).send(text);
     }
-    const at = await resolveMarket(app, d, req.params);
-    const outcome = outcomeOr400(at.market, qs.outcome);
-    const model = modelOf(d, at, { depth: qs.depth, outcome, includeOrderbook: qs.include_orderbook ?? true });
-    const reader = await app.pmtape.markets.reader(d.family, 'books', at.id);
-    const key = `${d.family}|${at.id}`;
-    const point = asOf === undefined
-      ? await app.pmtape.latest.get(key, reader, modelOf(d, at, {}))
-      : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
-    if (!point) {
-      throw notFound(asOf === undefined
-        ? `No book recorded yet for ${r.noun} '${at.id}'.`
-        : `No book recorded for ${r.noun} '${at.id}' at or before ${toIso(asOf)}.`);
-    }
-    const live = asOf === undefined ? await app.pmtape.status.isConnected(d.family, at.id) : true;
-    const stale = point.gapOpen || !live;
-    if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
-    // The newest book is shaped and serialized (by this route's response schema) once per change.
-    const text = app.pmtape.latestBodies.body(bodyKey(key, qs.depth, qs.include_orderbook, outcome), point.rec, at.market, stale,
-      () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
-    return reply.type(JSON_TYPE).send(text);
+    return (async () => {
+      const at = await resolveMarket(app, d, req.params);
+      const outcome = outcomeOr400(at.market, qs.outcome);
+      const model = modelOf(d, at, { depth: qs.depth, outcome, includeOrderbook: qs.include_orderbook ?? true });
+      const reader = await app.pmtape.markets.reader(d.family, 'books', at.id);
+      const key = `${d.family}|${at.id}`;
+      const point = asOf === undefined
+        ? await app.pmtape.latest.get(key, reader, modelOf(d, at, {}))
+        : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
+      if (!point) {
+        throw notFound(asOf === undefined
+          ? `No book recorded yet for ${r.noun} '${at.id}'.`
+          : `No book recorded for ${r.noun} '${at.id}' at or before ${toIso(asOf)}.`);
+      }
+      const live = asOf === undefined ? await app.pmtape.status.isConnected(d.family, at.id) : true;
+      const stale = point.gapOpen || !live;
+      if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
+      // The newest book is shaped and serialized (by this route's response schema) once per change.
+      const text = app.pmtape.latestBodies.body(bodyKey(key, qs.depth, qs.include_orderbook, outcome), point.rec, at.market, stale,
+        () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
+      return reply.type(JSON_TYPE).send(text);
+    })();
   });
 }

@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { registry, storageDroppedRecords, storageFreeBytes, storagePausedWriters } from '../../metrics.js';
 import { freeBytes } from '../../storage/index.js';
+import { requestMetricsText } from '../plugins/request-metrics.js';
 import { toIsoOrNull } from '../../schema/time.js';
 
 const kindSchema = {
@@ -92,6 +93,7 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     const free = await freeBytes(app.pmtape.config.dataDir);
     if (free !== null) storageFreeBytes.set(free);
     void reply.type(registry.contentType);
-    return registry.metrics();
+    const text = await registry.metrics();
+    return (text.endsWith('\n') ? text : `${text}\n`) + requestMetricsText();
   });
 }

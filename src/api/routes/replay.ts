@@ -227,7 +227,7 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
       await out.write(batch.take());
     } catch (err) {
       if (!started) throw err; // a failure before the first line is answered with the envelope
-      req.log.error({ err, request_id: req.id }, 'replay failed mid-stream');
+      app.pmtape.log.error({ err, request_id: req.id }, 'replay failed mid-stream');
       const e = envelope('internal', `Reading the recorded data failed; resume with the last line's position. Quote request_id ${req.id} when reporting it.`, String(req.id));
       batch.add(JSON.stringify({ type: 'error', error: e.error }));
       await out.write(batch.take());

@@ -56,7 +56,7 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   const settings: StreamSettings = { ...config.stream, ...definedOnly(opts.settings) };
   const path = `${app.prefix}/stream`;
   const secret = await loadCursorSecret(config.dataDir);
-  const log = app.log;
+  const log = app.pmtape.log;
   const hub = new StreamHub(opts.modelFor ?? streamModels, (t) => markets.reader(t.family, 'books', t.logMarket), log);
 
   async function resolveTarget(req: StreamRequest): Promise<StreamTarget> {
