@@ -30,11 +30,14 @@ import type { Observation } from '../../src/schema/observation.js';
 import { openWriter } from '../../src/storage/index.js';
 import type { OpenLoopResult } from './open-loop.js';
 import { ensureWrk, wrk } from './wrk.js';
+import { onCpus, pinning } from './pin.js';
 import { appendToServed, firstPages } from './api-probes.js';
 
 let WRK = 'wrk';
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '../../cli.js');
 const log = (s: string): void => void process.stderr.write(`api bench: ${s}\n`);
+/** Where the generators and the measured servers run (pin.ts). */
+const PIN = pinning();
 const envNum = (name: string, dflt: number): number => {
   const v = Number(process.env[name]);
   return Number.isFinite(v) && v > 0 ? v : dflt;
@@ -102,7 +105,8 @@ async function generate(dataDir: string, id: string, n: number, T0: number): Pro
 function spawnReady(args: string[], env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
   // PMTAPE_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") goes to the measured servers only.
   const nodeArgs = (process.env.PMTAPE_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const [cmd, argv] = onCpus(PIN.servers, process.execPath, [...nodeArgs, ...args]);
+  const proc = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }); // taskset execs: same pid
   return new Promise((resolve, reject) => {
     createInterface({ input: proc.stdout! }).on('line', (l) => {
       const m = /^ready (\S+)/.exec(l);
@@ -138,14 +142,15 @@ function rssMb(pid: number): number {
 
 /** One wrk round (its own process, one thread) against `url` with `connections` connections. */
 async function load(url: string, headers: Record<string, string>, seconds: number, connections = 64): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
-  const r = await wrk(WRK, url, headers, connections, seconds);
+  const r = await wrk(WRK, url, headers, connections, seconds, PIN.generator);
   return { rps: r.rps, p50: r.p50_ms, p99: r.p99_ms, errors: r.errors };
 }
 
 /** Runs a node script in its own process and parses the one JSON object it prints. */
 async function nodeJson<T>(args: string[], name: string): Promise<T> {
   const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+    const [cmd, argv] = onCpus(PIN.generator, process.execPath, args);
+    const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'ignore'] });
     let text = '';
     p.stdout!.on('data', (b: Buffer) => (text += b.toString()));
     p.once('error', reject);
@@ -248,6 +253,9 @@ export async function run(): Promise<Record<string, unknown>> {
     await generate(big, 'big', BIG, T0_PAST);
     const keySmall = (await createKey(small, 'paid', 'bench')).key;
     const keyBig = (await createKey(big, 'paid', 'bench')).key;
+    // The histories just written are still being flushed by the kernel; writeback running beside the
+    // first rounds slowed both servers there (and latest more). Measure once it is on disk.
+    execFileSync('sync');
 
     // PMTAPE_BENCH_API_PAGES_ONLY=1: the first-page figures alone (read-path work on a shared machine).
     if (process.env.PMTAPE_BENCH_API_PAGES_ONLY === '1') {
@@ -346,6 +354,7 @@ export async function run(): Promise<Record<string, unknown>> {
       connections: 64,
       rounds: { seconds: SECONDS, hello_rps: live.hello.rounds, latest_rps: live.latest.rounds, past_day_rps: past.latest.rounds, hello_rps_beside_past_day: past.hello.rounds },
       load_avg_1m: { before: round2(loadBefore), after: round2(loadAfter) },
+      pinning: PIN.generator === null ? 'off' : { generators_cpus: PIN.generator, servers_cpus: PIN.servers },
       first_page: {
         small_records: SMALL, big_records: BIG, snapshot_levels: SNAPSHOT_LEVELS,
         small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,

@@ -5,6 +5,7 @@
 // stops instead of silently measuring with something else.
 
 import { execFileSync, spawn } from 'node:child_process';
+import { onCpus } from './pin.js';
 
 export interface WrkResult {
   readonly rps: number;
@@ -73,13 +74,14 @@ export function parseWrk(out: string): WrkResult {
   };
 }
 
-/** One wrk run (one thread, `connections` connections, `seconds` long) against `url`. */
-export function wrk(bin: string, url: string, headers: Record<string, string>, connections: number, seconds: number): Promise<WrkResult> {
+/** One wrk run (one thread, `connections` connections, `seconds` long) against `url`, on `cpus` when given. */
+export function wrk(bin: string, url: string, headers: Record<string, string>, connections: number, seconds: number, cpus: string | null = null): Promise<WrkResult> {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
   args.push(url);
   return new Promise((resolve, reject) => {
-    const p = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [cmd, argv] = onCpus(cpus, bin, args);
+    const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     p.stdout!.on('data', (b: Buffer) => (out += b.toString()));
     p.stderr!.on('data', (b: Buffer) => (out += b.toString()));

@@ -78,7 +78,7 @@ const bodyKey = (key: string, depth: number | undefined, includeOrderbook: boole
  * and belongs to the path's scope proves the scope known (its check passes for a scope that holds
  * a market), so that check is skipped here.
  */
-function latestNow(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>, qs: { depth?: number; include_orderbook?: boolean; outcome?: string }): string | undefined {
+function latestNow(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>, qs: { depth?: number; include_orderbook?: boolean; outcome?: string }): Buffer | undefined {
   const r = d.routes;
   const pathId = params[r.idParam];
   const hit = app.pmtape.markets.resolveNow(d.family, pathId);
@@ -161,8 +161,8 @@ export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
     const qs = req.query;
     const asOf = asOfParam(qs);
     if (asOf === undefined) {
-      const text = latestNow(app, d, req.params, qs);
-      if (text !== undefined) return void reply.type(JSON_TYPE).send(text);
+      const body = latestNow(app, d, req.params, qs);
+      if (body !== undefined) return void reply.type(JSON_TYPE).send(body);
     }
     return (async () => {
       const at = await resolveMarket(app, d, req.params);
