@@ -1,7 +1,8 @@
 // The API as a Fastify plugin plus `buildApp`, which makes an instance with the options the plugin
 // relies on (strict query validation, request ids, logger). Plugins, in order: services, errors,
-// route hooks (request id, key check, request tally), OpenAPI docs, rate limits, then the routes of every family (src/families/),
-// coverage, the datasets (Parquet) and stream plugins, and the static page at `/`.
+// route hooks (request id, key check, request tally), OpenAPI docs, rate limits, then the routes
+// of every family (src/families/), coverage, the datasets (Parquet) and stream plugins, and the
+// static page at `/`.
 
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
