@@ -15,9 +15,10 @@ export interface Pinning {
   readonly servers: string | null;
 }
 
-function hasTaskset(): boolean {
+/** True when `cmd` is on PATH (also used by wrk.ts). */
+export function hasCommand(cmd: string): boolean {
   try {
-    execFileSync('sh', ['-c', 'command -v taskset'], { stdio: 'ignore' });
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
@@ -26,7 +27,7 @@ function hasTaskset(): boolean {
 
 export function pinning(env: NodeJS.ProcessEnv = process.env): Pinning {
   const n = availableParallelism();
-  if (env.PMTAPE_BENCH_API_PIN === 'off' || n < 2 || !hasTaskset()) return { generator: null, servers: null };
+  if (env.PMTAPE_BENCH_API_PIN === 'off' || n < 2 || !hasCommand('taskset')) return { generator: null, servers: null };
   return { generator: '0', servers: n === 2 ? '1' : `1-${n - 1}` };
 }
 

@@ -5,7 +5,7 @@
 // stops instead of silently measuring with something else.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { onCpus } from './pin.js';
+import { hasCommand, onCpus } from './pin.js';
 
 export interface WrkResult {
   readonly rps: number;
@@ -17,14 +17,7 @@ export interface WrkResult {
   readonly requests: number;
 }
 
-const has = (cmd: string): boolean => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
+const has = hasCommand;
 
 /** The path of wrk, installing Debian's package when it is missing; throws when it cannot be had. */
 export function ensureWrk(log: (s: string) => void): string {

@@ -142,7 +142,10 @@ export class KeyStore {
   private stamp = '';
   /** Presented key → its record, for keys verified since the last reload. */
   private verified = new Map<string, KeyRecord>();
-  /** Whole `Authorization` header → its record, for headers verified since the last reload. */
+  /**
+   * Whole `Authorization` header → its record, for headers verified since the last reload. Apart
+   * from `verified`: a header that is a bare key (no `Bearer`) must not pass as a known header.
+   */
   private verifiedHeaders = new Map<string, KeyRecord>();
   private timer: NodeJS.Timeout | null = null;
 
