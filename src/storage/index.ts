@@ -25,7 +25,7 @@ export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, 
 export { DATASETS, type Dataset } from './parquet/schema.js';
 export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
-export { preloadParquet } from './parquet/reader.js';
+export { warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
 export { startAutoCompaction } from './parquet/auto-compaction.js';
 export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';

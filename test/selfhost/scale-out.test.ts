@@ -101,7 +101,10 @@ t.test('two shard recorders and two servers over one data dir serve every market
 
   // Freeze the data: stop both recorders cleanly (SIGTERM → flush, fsync, close, exit 0).
   t.same(await Promise.all(rec.map((r) => r.stop(15_000))), [0, 0], 'recorders exit 0 on SIGTERM');
-  await new Promise((r) => setTimeout(r, 1500)); // let the servers' status/key caches settle
+  // Let the servers' views settle: a catalogue view (built at start, before the freeze) is served
+  // while it re-reads for up to five times its 1 s TTL, so only a view older than that is certain
+  // to be rebuilt from the frozen logs by the first request below.
+  await new Promise((r) => setTimeout(r, 5500));
 
   const coins = (base.coins as string[] | undefined) ?? ['btc', 'eth', 'bnb'];
   const lists: Array<[string, string]> = [

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, readdir, readlink, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileRanges, fileReads, openFiles, setMaxOpenFiles } from '../../src/storage/parquet/file-ranges.js';
+import { FileRanges, cachedBlocks, fileReads, openFiles, setMaxOpenFiles } from '../../src/storage/parquet/file-ranges.js';
 import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
 
 /** A file of `bytes` random bytes in a fresh folder, opened; both gone when the test ends. */
@@ -67,6 +67,17 @@ t.test('reads of one region share a read of the file system', async (t) => {
   t.equal(rows.numRows, 50);
   t.equal(Number(rows.getChild('seq')!.get(0)), 2 * 4096 + 101, 'the rows asked for');
   t.equal(fileReads.count - r0, 1, 'opening the file and reading rows of a row group: one read');
+});
+
+t.test('closing a file forgets its blocks', async (t) => {
+  // A reopened file gets a new id, so the closed one's blocks could never be read again.
+  const { path, data } = await randomFile(t, 1_200_000);
+  const f = await FileRanges.open(path);
+  const before = cachedBlocks();
+  t.same(Buffer.from(await f.slice(0, 1_100_000).arrayBuffer()), data.subarray(0, 1_100_000));
+  t.equal(cachedBlocks() - before, 3, 'three 512 KiB blocks kept while the file is open');
+  await f.close();
+  t.equal(cachedBlocks(), before, 'none after it is closed');
 });
 
 t.test('a file that became shorter is an error, not short data', async (t) => {

@@ -331,18 +331,6 @@ export class ParquetStore {
   }
 }
 
-/**
- * Loads the Parquet modules (apache-arrow, the parquet-wasm module) ahead of the first read when the
- * data dir holds compacted days: `serve` calls it at start, so the first request for a compacted day
- * does not pay for them (about 150–200 ms on the development machine). A data dir without Parquet
- * never loads them.
- */
-export async function preloadParquet(dataDir: string): Promise<boolean> {
-  if (!(await stat(parquetRoot(dataDir)).then(() => true, () => false))) return false;
-  await import('./file.js');
-  return true;
-}
-
 const stores = new Map<string, ParquetStore>();
 
 /** The process-wide store of a data dir (so every reader shares one decode cache). */

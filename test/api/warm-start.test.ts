@@ -1,0 +1,59 @@
+// A started server has already done what every first request used to pay for (server.ts
+// `warmReadSide`): the catalogue view of every family is built and the Parquet read path has run
+// once, before `listen`. A part file that cannot be read does not stop the start: it is logged, and
+// the server answers.
+
+import t from 'tap';
+import { readdir, truncate } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import { pino } from 'pino';
+import { startApi } from '../../src/api/server.js';
+import { DAY_MS, utcDay } from '../../src/schema/time.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { partitionDir } from '../../src/storage/parquet/manifest.js';
+import { writeFixture } from '../storage/compaction-fixture.js';
+import { testConfig, tmpDataDir } from './helpers.js';
+
+/** A logger at info that keeps its JSON lines. */
+function capture(): { logger: FastifyBaseLogger; lines: () => Record<string, unknown>[] } {
+  const out: string[] = [];
+  const logger: FastifyBaseLogger = pino({ level: 'info' }, { write: (s: string) => void out.push(s) });
+  return { logger, lines: () => out.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+const day = utcDay(Date.now() - 2 * DAY_MS);
+
+t.test('the markets index and the Parquet reader are warm when the server listens', async (t) => {
+  const dir = tmpDataDir(t);
+  await writeFixture(dir, { days: [day], booksPerDay: 200, coinMarkets: 2, spanMs: 600_000 });
+  await compactDay(dir, day);
+  const log = capture();
+  const api = await startApi(testConfig(dir, { port: 0 }), { logger: log.logger });
+  t.teardown(() => api.close());
+  t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'the coin catalogue answers with no request made');
+  const warmed = log.lines().find((l) => l.msg === 'read side warmed');
+  t.ok(warmed, 'the warm-up is logged');
+  t.ok(Number(warmed?.markets) >= 2, `with the markets it indexed (${String(warmed?.markets)})`);
+  t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'and the chunk it decoded');
+});
+
+t.test('an unreadable part file is logged and the server starts', async (t) => {
+  const dir = tmpDataDir(t);
+  await writeFixture(dir, { days: [day], booksPerDay: 200, coinMarkets: 2, spanMs: 600_000 });
+  await compactDay(dir, day);
+  // Every books part file of the day cut to a few bytes: no footer to read.
+  for (const family of ['coin', 'wallet-prediction', 'yesno-exchange'] as const) {
+    const pdir = partitionDir(dir, family, 'book_changes', day);
+    for (const f of await readdir(pdir).catch(() => [] as string[])) if (f.endsWith('.parquet')) await truncate(join(pdir, f), 10);
+  }
+  const log = capture();
+  const api = await startApi(testConfig(dir, { port: 0 }), { logger: log.logger });
+  t.teardown(() => api.close());
+  const warn = log.lines().find((l) => l.msg === 'could not warm the Parquet reader at start');
+  t.ok(warn, 'the failure is logged');
+  t.equal(warn?.level, 40, 'as a warning');
+  const res = await fetch(`${api.url}/healthz`);
+  t.equal(res.status, 200, 'and the server answers');
+  t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'with its catalogue view built all the same');
+});
