@@ -4,7 +4,7 @@
 // decode in the engines' slowest tiers: 0.5 – 0.9 s for a one-hour range that costs about 0.1 s
 // once that code has run once. `warmParquet` pays this at start instead: it loads the modules, then
 // decodes one record chunk of the newest compacted books partition through a private store that is
-// closed at once. Nothing it decoded or read stays in memory (closing a file drops its blocks, see
+// closed at once. Nothing it decoded or read stays in the process (closing a file drops its blocks, see
 // file-ranges.ts), so the first request still reads its own files, footers and row groups cold.
 
 import { stat } from 'node:fs/promises';
