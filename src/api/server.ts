@@ -32,10 +32,10 @@ export function tuneGcForServing(): void {
 }
 
 /**
- * What every first request would otherwise pay, paid before the server listens (so `ready` means
- * ready at speed): the catalogue view of every family (built from the catalog logs: 240 ms for the
- * Parquet benchmark's day) and the Parquet read path (warm-up.ts). A failure is logged and the
- * server starts anyway: the requests that need the same data report it in their answers.
+ * What every first request would otherwise pay, paid at start (see `StartOptions.warmUp`): the
+ * catalogue view of every family (built from the catalog logs: 240 ms for the Parquet benchmark's
+ * day) and the Parquet read path (warm-up.ts). A failure is logged and the server starts anyway:
+ * the requests that need the same data report it in their answers.
  */
 async function warmReadSide(app: FastifyInstance, dataDir: string): Promise<void> {
   const t0 = performance.now();
@@ -49,11 +49,22 @@ async function warmReadSide(app: FastifyInstance, dataDir: string): Promise<void
   log.info({ ms: Math.round(performance.now() - t0), markets, parquet }, 'read side warmed');
 }
 
-export async function startApi(config: Config, opts: Partial<AppOptions> & { logger?: false | FastifyBaseLogger } = {}): Promise<ApiServer> {
+export interface StartOptions extends Partial<AppOptions> {
+  readonly logger?: false | FastifyBaseLogger;
+  /**
+   * When the read side is warmed: before listening (`serve`: `ready` means ready at speed), or in
+   * the background once listening (`start`: its recorders start after the API listens, and a
+   * restart must not lose capture to a warm-up).
+   */
+  readonly warmUp?: 'before-listen' | 'background';
+}
+
+export async function startApi(config: Config, opts: StartOptions = {}): Promise<ApiServer> {
   tuneGcForServing();
   const app = await buildApp({ ...opts, config });
-  await warmReadSide(app, config.dataDir);
+  if (opts.warmUp !== 'background') await warmReadSide(app, config.dataDir);
   const address = await app.listen({ host: config.host, port: config.port });
+  if (opts.warmUp === 'background') void warmReadSide(app, config.dataDir); // logs its own failures
   let closing: Promise<void> | null = null;
   return {
     app,

@@ -22,7 +22,8 @@ export async function startService(config: Config): Promise<Service> {
   const { startApi } = await import('../api/server.js');
   // pino JSON lines on stdout, beside the first-key lines and `ready <url>` (see serverLogger in src/api/app.ts).
   const logger = pino({ level: config.logLevel }, pino.destination(1));
-  const api = await startApi(config, { logger: logger.child({ part: 'api' }) });
+  // The read side warms in the background (server.ts): recording must not wait for it.
+  const api = await startApi(config, { logger: logger.child({ part: 'api' }), warmUp: 'background' });
   const recorders = startRecorders(config, { logger: logger.child({ part: 'recorders' }) }).catch((e: unknown) => {
     // A recorder that cannot start (e.g. its markets are locked by another process) is logged;
     // the API keeps serving what is recorded.

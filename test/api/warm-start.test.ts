@@ -1,7 +1,8 @@
 // A started server has already done what every first request used to pay for (server.ts
 // `warmReadSide`): the catalogue view of every family is built and the Parquet read path has run
-// once, before `listen`. A part file that cannot be read does not stop the start: it is logged, and
-// the server answers.
+// once, before `listen` (`serve`) or in the background once listening (`start`, whose recorders
+// must not wait). A part file that cannot be read does not stop the start: it is logged, and the
+// server answers.
 
 import t from 'tap';
 import { readdir, truncate } from 'node:fs/promises';
@@ -56,4 +57,18 @@ t.test('an unreadable part file is logged and the server starts', async (t) => {
   const res = await fetch(`${api.url}/healthz`);
   t.equal(res.status, 200, 'and the server answers');
   t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'with its catalogue view built all the same');
+});
+
+t.test('`start` warms in the background: the server listens at once and the warm-up follows', async (t) => {
+  const dir = tmpDataDir(t);
+  await writeFixture(dir, { days: [day], booksPerDay: 200, coinMarkets: 2, spanMs: 600_000 });
+  await compactDay(dir, day);
+  const log = capture();
+  const api = await startApi(testConfig(dir, { port: 0 }), { logger: log.logger, warmUp: 'background' });
+  t.teardown(() => api.close());
+  t.equal((await fetch(`${api.url}/healthz`)).status, 200, 'listening');
+  let warmed: Record<string, unknown> | undefined;
+  for (let i = 0; i < 2000 && !(warmed = log.lines().find((l) => l.msg === 'read side warmed')); i++) await new Promise((r) => setTimeout(r, 5));
+  t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'the warm-up ran and is logged');
+  t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'and built the catalogue view');
 });
