@@ -12,7 +12,7 @@ import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { columnsOf, type Dataset } from '../../src/storage/parquet/schema.js';
-import type { ColumnSpec } from '../../src/storage/parquet/file.js';
+import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 import type { Family } from '../../src/schema/observation.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 

@@ -2,7 +2,9 @@
 // (the first second of a day is served from the book made whole the day before; a day whose log
 // goes on past midnight runs to 23:59:59), an open gap leaves its seconds out until a fresh book,
 // yes/no rows carry the implied ask in dollars and in cents, and a tree compacted before the dataset
-// existed gets it from its Parquet alone on the next `compact`.
+// existed gets it from its Parquet alone on the next `compact`. On deep books (50 levels a side,
+// both outcomes, deltas that add, move and remove levels) every level of every row is the book the
+// day's records make at the second's end, and the level columns are written without a dictionary.
 
 import t from 'tap';
 import { rm } from 'node:fs/promises';
@@ -12,6 +14,9 @@ import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, tmpDataDir, writeLog, yesnoMarket } from '../api/helpers.js';
+import { MarketBooks } from '../../src/book/book-state.js';
+import { readLogDay } from '../../src/storage/parquet/compaction-input.js';
+import { writeFixture } from './compaction-fixture.js';
 
 const MIDNIGHT = Date.parse('2026-07-27T00:00:00.000Z');
 const D1 = '2026-07-26';
@@ -118,4 +123,56 @@ t.test('a tree compacted before book_snapshots existed gets it from its Parquet 
   t.same(await rowsOf(dir, 'coin'), before, 'the same rows, rebuilt without a log');
   const third = await compactDay(dir, D2);
   t.same(third.filter((r) => r.dataset === 'book_snapshots' && r.family === 'coin').map((r) => r.status), ['unchanged'], 'a current partition is kept');
+});
+
+t.test('deep books: every level of every row is the book the records make at the end of its second', async (t) => {
+  const dir = tmpDataDir(t);
+  const day = '2026-07-20';
+  await writeFixture(dir, { days: [day], booksPerDay: 2500, coinMarkets: 1, levels: 50, spanMs: 15 * 60_000, bothOutcomes: true });
+  await compactDay(dir, day);
+  const db = await DuckDBInstance.create(':memory:');
+  const conn = await db.connect();
+  t.teardown(() => { conn.closeSync(); db.closeSync(); });
+  const glob = `${dir}/parquet/family=coin/dataset=book_snapshots/**/*.parquet`;
+  const levels = Array.from({ length: 25 }, (_, i) => [`bid_price_${i}`, `bid_size_${i}`, `ask_price_${i}`, `ask_size_${i}`]).flat();
+  const rows = (await conn.runAndReadAll(`SELECT epoch_ms(bucket_start) AS t, token_id, ${levels.map((c) => `CAST(${c} AS VARCHAR) AS ${c}`).join(', ')}
+    FROM read_parquet('${glob}') ORDER BY bucket_start, token_id`)).getRowObjectsJS() as Record<string, unknown>[];
+  t.ok(rows.length > 1000, `${rows.length} rows`);
+
+  // The reference: the day's records replayed into books, up to (not including) each second's end.
+  const records = [];
+  for await (const { rec } of readLogDay(dir, { family: 'coin', stream: 'books', market: '50000' }, day)) records.push(rec);
+  const books = new MarketBooks();
+  let next = 0;
+  let bad = 0;
+  let changedRows = 0;
+  const prev = new Map<string, string>();
+  const dec = (x: string | undefined): string | null => (x === undefined ? null : Number(x).toFixed(8));
+  for (const r of rows) {
+    const end = Number(r.t) + 1000;
+    while (next < records.length && records[next].recv_ts < end) books.apply(records[next++]);
+    const v = books.view(r.token_id as string);
+    const want: Record<string, string | null> = {};
+    for (let i = 0; i < 25; i++) {
+      want[`bid_price_${i}`] = dec(v?.bids[i]?.[0]);
+      want[`bid_size_${i}`] = dec(v?.bids[i]?.[1]);
+      want[`ask_price_${i}`] = dec(v?.asks[i]?.[0]);
+      want[`ask_size_${i}`] = dec(v?.asks[i]?.[1]);
+    }
+    const got: Record<string, string | null> = {};
+    for (const c of levels) got[c] = r[c] === null ? null : Number(r[c]).toFixed(8);
+    if (JSON.stringify(got) !== JSON.stringify(want) && bad++ < 3) t.fail(`${new Date(Number(r.t)).toISOString()} ${r.token_id}`, { got, want });
+    const levelsNow = JSON.stringify(got);
+    if (prev.has(r.token_id as string) && prev.get(r.token_id as string) !== levelsNow) changedRows++;
+    prev.set(r.token_id as string, levelsNow);
+  }
+  t.equal(bad, 0, 'every level of every row');
+  t.ok(changedRows > 300, `a token's book changed from one row to its next ${changedRows} times`);
+
+  const enc = (await conn.runAndReadAll(`SELECT path_in_schema AS col, bool_or(dictionary_page_offset IS NOT NULL) AS dict
+    FROM parquet_metadata('${glob}') WHERE path_in_schema IN ('bid_price_0', 'ask_size_24', 'market_id') GROUP BY ALL ORDER BY ALL`)).getRowObjectsJS();
+  t.same(enc, [{ col: 'ask_size_24', dict: false }, { col: 'bid_price_0', dict: false }, { col: 'market_id', dict: true }], 'level columns are PLAIN, text keeps its dictionary');
+  const changes = `${dir}/parquet/family=coin/dataset=book_changes/**/*.parquet`;
+  const price = (await conn.runAndReadAll(`SELECT bool_and(dictionary_page_offset IS NOT NULL) AS dict FROM parquet_metadata('${changes}') WHERE path_in_schema = 'price'`)).getRowObjectsJS();
+  t.same(price, [{ dict: true }], 'book_changes prices keep theirs');
 });

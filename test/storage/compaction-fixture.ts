@@ -40,6 +40,10 @@ export interface FixtureOptions {
   /** How much of each day the records span, from 00:00:01 (default: the whole day). A short span
    * keeps tests that compact many times quick: `book_snapshots` holds a row per valid second. */
   readonly spanMs?: number;
+  /** Coin markets record both outcome tokens' books (full books and checkpoints hold both, deltas
+   * alternate), as a real recorder does; by default only the first outcome's, which keeps coin
+   * `book_snapshots` empty (a coin second counts only when every outcome's book is valid). */
+  readonly bothOutcomes?: boolean;
 }
 
 type Writer = Awaited<ReturnType<typeof openWriter>>;
@@ -79,16 +83,23 @@ export async function writeFixture(dataDir: string, o: FixtureOptions): Promise<
           const t = t0 + i * step + (i % 3) * 0.25;
           const src = i % 5 === 0 ? null : Math.floor(t) - 3;
           const mid = 0.3 + r() * 0.4;
+          const both = o.bothOutcomes === true && family === 'coin';
           if (i === 0 || i % 50 === 0) {
             await w(family, 'books', m, { type: 'book', recv_ts: t, source_ts: src, token_id: up, units: 'decimal', bids: ladder(r, mid - tick, -1, levels), asks: ladder(r, mid + tick, 1, levels) });
+            if (both) await w(family, 'books', m, { type: 'book', recv_ts: t, source_ts: src, token_id: down, units: 'decimal', bids: ladder(r, 1 - mid - tick, -1, levels), asks: ladder(r, 1 - mid + tick, 1, levels) });
           } else if (i % 37 === 0) {
-            await w(family, 'books', m, { type: 'book_checkpoint', recv_ts: t, source_ts: src, units: 'decimal', books: [{ token_id: up, bids: ladder(r, mid - tick, -1, levels === 12 ? 5 : levels), asks: ladder(r, mid + tick, 1, levels === 12 ? 5 : levels) }] }, true);
+            const depth = levels === 12 ? 5 : levels;
+            const books = [{ token_id: up, bids: ladder(r, mid - tick, -1, depth), asks: ladder(r, mid + tick, 1, depth) }];
+            if (both) books.push({ token_id: down, bids: ladder(r, 1 - mid - tick, -1, depth), asks: ladder(r, 1 - mid + tick, 1, depth) });
+            await w(family, 'books', m, { type: 'book_checkpoint', recv_ts: t, source_ts: src, units: 'decimal', books }, true);
           } else if (i % 41 === 0) {
             await w(family, 'books', m, { type: 'trade', recv_ts: t, source_ts: src, token_id: up, price: px(mid), size: '12.5', side: 'buy' });
           } else if (i % 97 === 0) {
             await w(family, 'books', m, { type: 'gap', recv_ts: t, source_ts: null, reason: 'disconnected', start_ts: Math.floor(t) - 100, end_ts: i % 2 ? Math.floor(t) : null, detail: 'socket closed' });
           } else {
-            await w(family, 'books', m, { type: 'book_delta', recv_ts: t, source_ts: src, token_id: up, changes: [{ side: r() < 0.5 ? 'bid' : 'ask', price: px(mid), size: r() < 0.2 ? '0' : String(Math.round(r() * 900)) }] });
+            const token = both && i % 2 === 1 ? down : up;
+            const p = token === up ? mid : 1 - mid;
+            await w(family, 'books', m, { type: 'book_delta', recv_ts: t, source_ts: src, token_id: token, changes: [{ side: r() < 0.5 ? 'bid' : 'ask', price: px(p), size: r() < 0.2 ? '0' : String(Math.round(r() * 900)) }] });
           }
           if (i % 10 === 0) {
             await w(family, 'metrics', m, { type: 'metric', recv_ts: t, source_ts: src, metric: 'chance', outcome: 'Up', token_id: up, value: mid });

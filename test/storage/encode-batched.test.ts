@@ -7,7 +7,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BATCH_ROWS, encodeParquetBatched } from '../../src/storage/parquet/encode-batched.js';
-import { ParquetFileReader, encodeParquet, type ColumnSpec, type ColumnValues } from '../../src/storage/parquet/file.js';
+import { ParquetFileReader, encodeParquet } from '../../src/storage/parquet/file.js';
+import type { ColumnSpec, ColumnValues } from '../../src/storage/parquet/columns.js';
 import { RowSink } from '../../src/storage/parquet/rows.js';
 
 const specs: ColumnSpec[] = [

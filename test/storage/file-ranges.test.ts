@@ -7,7 +7,8 @@ import { mkdtemp, readFile, readdir, readlink, rename, rm, truncate, writeFile }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileRanges, cachedBlocks, fileReads, openFiles, setMaxOpenFiles } from '../../src/storage/parquet/file-ranges.js';
-import { ParquetFileReader, encodeParquet, type ColumnSpec } from '../../src/storage/parquet/file.js';
+import { ParquetFileReader, encodeParquet } from '../../src/storage/parquet/file.js';
+import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 
 /** A file of `bytes` random bytes in a fresh folder, opened; both gone when the test ends. */
 async function randomFile(t: Test, bytes: number): Promise<{ dir: string; path: string; data: Buffer; f: FileRanges }> {

@@ -20,8 +20,8 @@ const LEVEL_FIELDS = Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => ({ price: 
 
 /** One book's row with every column that changes only when the book does, encoded once per change. */
 interface Encoded {
-  readonly bids: readonly unknown[];
-  readonly asks: readonly unknown[];
+  readonly bids: Ladder;
+  readonly asks: Ladder;
   /** A whole row by column index; the per-second columns are filled in before each emit. */
   readonly row: unknown[];
 }
@@ -124,20 +124,33 @@ class RowWriter {
     if (hit && hit.bids === bids && hit.asks === asks) return hit;
     const { price, size } = this.scales;
     const where = `market ${this.input.market}`;
-    const row = new Array<unknown>(this.sink.specs.length).fill(null);
-    row[this.col('market_id')] = this.input.market;
-    row[this.col('token_id')] = token;
-    row[this.col('outcome')] = token === null ? null : this.input.outcomes.get(token) ?? null;
+    let row: unknown[];
+    if (hit) row = hit.row.slice(); // the same book changed: only its changed levels are encoded again
+    else {
+      row = new Array<unknown>(this.sink.specs.length).fill(null);
+      row[this.col('market_id')] = this.input.market;
+      row[this.col('token_id')] = token;
+      row[this.col('outcome')] = token === null ? null : this.input.outcomes.get(token) ?? null;
+    }
     if (units !== null) row[this.col('units')] = units;
-    const side = (l: Ladder, prices: number[], sizes: number[]): void => {
-      for (let i = 0; i < SNAPSHOT_DEPTH && i < l.length; i++) {
-        row[prices[i]] = encodeDecimal(l[i][0], price, where, LEVEL_FIELDS[i].price).unscaled;
-        row[sizes[i]] = encodeDecimal(l[i][1], size, where, LEVEL_FIELDS[i].size).unscaled;
+    // A book's unchanged levels are the same [price, size] arrays from one view to the next (and
+    // a yes/no poll's ladder is new throughout), so a level equal by identity at the same depth is
+    // already encoded in the copied row.
+    const side = (l: Ladder, was: Ladder | null, prices: number[], sizes: number[]): void => {
+      if (l === was) return;
+      for (let i = 0; i < SNAPSHOT_DEPTH; i++) {
+        if (i >= l.length) {
+          row[prices[i]] = null;
+          row[sizes[i]] = null;
+        } else if (was === null || was[i] !== l[i]) {
+          row[prices[i]] = encodeDecimal(l[i][0], price, where, LEVEL_FIELDS[i].price).unscaled;
+          row[sizes[i]] = encodeDecimal(l[i][1], size, where, LEVEL_FIELDS[i].size).unscaled;
+        }
       }
     };
     const c = this.levelCols;
-    side(bids, c.bidPrice, c.bidSize);
-    side(asks, c.askPrice, c.askSize);
+    side(bids, hit?.bids ?? null, c.bidPrice, c.bidSize);
+    side(asks, hit?.asks ?? null, c.askPrice, c.askSize);
     const bestBid = bids[0] ? BigInt(encodeDecimal(bids[0][0], price, where).unscaled) : null;
     let bestAsk = asks[0] ? BigInt(encodeDecimal(asks[0][0], price, where).unscaled) : null;
     // Yes/no: both ladders are bids; the yes ask implied by the best no bid is one dollar (100 cents) less it.

@@ -8,7 +8,8 @@
 
 import { tableToIPC, type Schema } from 'apache-arrow';
 import { Table as WasmTable, transformParquetStream, type RecordBatch as WasmBatch } from 'parquet-wasm';
-import { arrowSchema, arrowTable, encodeParquet, writerProperties, type ChunkedDoubles, type ColumnSpec, type ColumnValues, type WriteOptions } from './file.js';
+import { arrowTable, encodeParquet, writerProperties, type WriteOptions } from './file.js';
+import { arrowSchema, type ChunkedDoubles, type ColumnSpec, type ColumnValues } from './columns.js';
 
 /** Rows per batch: the row sink's chunk size, so a numeric column's batch is one of its chunks. */
 export const BATCH_ROWS = 8192;

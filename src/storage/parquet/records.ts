@@ -5,7 +5,7 @@
 import type { Data, Table, Vector } from 'apache-arrow';
 import type { Family, Level, Recorded } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from './decimal.js';
-import type { ColumnSpec } from './file.js';
+import type { ColumnSpec } from './columns.js';
 import { CATALOG_FIELDS } from './rows.js';
 import { columnsOf, scalesOf, type Dataset } from './schema.js';
 

@@ -5,7 +5,7 @@
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
-import type { ChunkedDoubles, ColumnSpec } from './file.js';
+import type { ChunkedDoubles, ColumnSpec } from './columns.js';
 import { scalesOf, type Dataset } from './schema.js';
 
 /** Column kinds held as raw doubles (NaN = null) while every value is a safe number. */
