@@ -10,7 +10,7 @@ import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
 import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader } from './file.js';
-import type { ColumnValues } from './columns.js';
+import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
 import { fsyncDir } from '../durable.js';
 import { SCHEMA_VERSION, columnsOf, type AnyDataset, type Dataset } from './schema.js';
@@ -72,25 +72,6 @@ function minMax(xs: ArrayLike<number>): [number, number] {
 }
 
 /**
- * Smallest and largest of TIMESTAMP(MICROS) values, in ms, read as two 32-bit words each rather
- * than through Arrow's per-value getter (a BigInt and a BigInt division per row). Times are
- * after 1970 and below 2^53 µs.
- */
-function timeRangeMs(chunks: readonly BigInt64Array[]): [number, number] {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const c of chunks) {
-    const w = new Uint32Array(c.buffer, c.byteOffset, c.length * 2);
-    for (let i = 0; i < c.length; i++) {
-      const us = w[2 * i + 1] * 4294967296 + w[2 * i];
-      if (us < lo) lo = us;
-      if (us > hi) hi = us;
-    }
-  }
-  return [lo / 1000, hi / 1000];
-}
-
-/**
  * Re-reads a written file and checks it against what was meant to be written: checksum of the
  * bytes on disk, the footer's row count, and the receive-time range decoded from the file itself.
  */
@@ -108,7 +89,18 @@ export async function verifyFile(path: string, want: ManifestFile): Promise<void
   try {
     if (reader.footer.rows !== want.rows) throw new Error(`${path}: footer says ${reader.footer.rows} rows, expected ${want.rows}`);
     const t = await reader.readAll(['receive_time']);
-    const [lo, hi] = timeRangeMs(t.getChild('receive_time')!.data.map((d) => d.values as BigInt64Array));
+    // Read as raw words: Arrow's getter makes a BigInt and a BigInt division per row.
+    let loUs = Infinity;
+    let hiUs = -Infinity;
+    for (const d of t.getChild('receive_time')!.data) {
+      const w = int64Words(d);
+      for (let i = 0; i < d.length; i++) {
+        const us = int64At(w, i);
+        if (us < loUs) loUs = us;
+        if (us > hiUs) hiUs = us;
+      }
+    }
+    const [lo, hi] = [loUs / 1000, hiUs / 1000];
     if (want.rows > 0 && (Math.abs(lo - want.min_time!) > 0.001 || Math.abs(hi - want.max_time!) > 0.001)) {
       throw new Error(`${path}: receive_time range ${lo}..${hi} differs from ${want.min_time}..${want.max_time}`);
     }

@@ -12,6 +12,7 @@ import type { Family, Recorded } from '../../schema/observation.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest } from './manifest.js';
 import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
 import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './schema.js';
+import { int64At, int64Words } from './columns.js';
 import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
 
 /** One decoded group of records (a v1 row group, or a v2 record chunk) in seq order. */
@@ -67,14 +68,12 @@ interface RawGroup {
   readonly bytes: number;
 }
 
-/** Seq of row `i` (little-endian int64 words; seqs are positive and below 2^53). */
-const seqAt = (w: Uint32Array, i: number): number => w[2 * i + 1] * 4294967296 + w[2 * i];
 
 /** First row in [lo, hi) whose seq is ≥ `x` (seqs ascending there). */
 function lowerBound(w: Uint32Array, x: number, lo: number, hi: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (seqAt(w, mid) < x) lo = mid + 1;
+    if (int64At(w, mid) < x) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -232,17 +231,13 @@ export class ParquetStore {
     if (hit) return hit as RawGroup;
     const table = await f.reader.readRowGroup(rg, ['seq']);
     const chunks = table.getChild('seq')!.data;
-    const words = (d: (typeof chunks)[number]): Uint32Array => {
-      const v = d.values as BigInt64Array;
-      return new Uint32Array(v.buffer, v.byteOffset + d.offset * 8, d.length * 2);
-    };
     let seqWords: Uint32Array;
-    if (chunks.length === 1) seqWords = words(chunks[0]);
+    if (chunks.length === 1) seqWords = int64Words(chunks[0]);
     else {
       seqWords = new Uint32Array(table.numRows * 2);
       let at = 0;
       for (const d of chunks) {
-        seqWords.set(words(d), at);
+        seqWords.set(int64Words(d), at);
         at += d.length * 2;
       }
     }
