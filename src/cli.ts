@@ -1,6 +1,8 @@
 // The `pmtape` command line: thin wrappers over the modules in src/. Each command lives in
 // src/commands/<name>.ts and registers itself here; this file only wires them to commander.
 
+// First: keeps nextTick's record shapes alive before loading anything else (see tick-shape.ts).
+import './tick-shape.js';
 import { Command } from 'commander';
 import { registerCommands } from './commands/index.js';
 
