@@ -17,6 +17,8 @@ const FAMILY_TITLES = { coin: 'Coin markets', 'wallet-prediction': 'Wallet predi
 export const view = {
   x: null, asOf: null, outcome: null, model: null, book: null, updates: 0,
   ws: null, wsRetry: 0, timers: [], historySeq: 0, scrubSeq: 0, lastFetch: 0, dragging: false, loadedAt: 0,
+  /** The market and instant of the last book asked for (a release where the press was asks nothing). */
+  requested: null,
   onChange: () => {},
 };
 
@@ -109,6 +111,7 @@ export function scrubTo(t, final = true) {
 
 async function showInstant(t) {
   const x = view.x, seq = ++view.scrubSeq;
+  view.requested = { x, t };
   $('book-state').textContent = `loading the book as of ${isoOf(t)} UTC…`;
   try {
     const answer = await bookAsOf(x, t, view.outcome, view.model?.gaps);
@@ -273,7 +276,9 @@ export function wireMarketView() {
     if (!view.dragging) return;
     view.dragging = false;
     const t = instantAt(host, ev);
-    if (t !== null) scrubTo(t);
+    // A click releases where it pressed: that book is already asked for (asking again would show
+    // "loading" over an answer that may already be there). A drag's last throttled move is not.
+    if (t !== null && !(view.requested?.x === view.x && view.requested?.t === t)) scrubTo(t);
   };
   host.addEventListener('pointerup', release);
   host.addEventListener('pointercancel', () => { view.dragging = false; });

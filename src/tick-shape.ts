@@ -6,10 +6,11 @@
 // collection that finds none alive frees those maps; the next record makes new ones. Two such
 // collections and the literal's property-define sites in `nextTick` are megamorphic for good: each
 // record is then built in the runtime (`DefineKeyedOwnPropertyInLiteral`), about 0.35 µs instead of
-// a few ns. A bare Fastify process rarely gets there; ours does while it loads its modules and
-// compiles its route schemas (measured with `%DebugPrint(process.nextTick)`: slots MEGAMORPHIC in
-// `serve`, MONOMORPHIC in a bare server). At ~9 ticks a request (streams, http) that was 3 µs of
-// every request: a tenth of the latest route's CPU, for every route, and for the recorders too.
+// a few ns. A bare Fastify process rarely gets there; `serve` always did while loading its modules
+// and compiling its route schemas (`%DebugPrint(process.nextTick)` showed the slots MEGAMORPHIC).
+// At ~9 ticks a request (Node's streams and HTTP code) that was 3.3 µs of every request in the
+// profile, against 0.2 µs in a bare server: a tenth of the latest route's CPU. Every CLI process
+// gets the fix (the recorders too), though only the API's cost was measured.
 //
 // How: one real tick record is captured (an async-hooks `init` sees it, enabled for that single call
 // only) and kept, so its maps, and with them the transitions, can never be collected. Imported first
