@@ -93,7 +93,14 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   // The depth chart: a book drawn, then redrawn from stream messages.
   await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLCanvasElement).dataset.levels) > 0, undefined, { timeout: 45_000 });
   const first = Number(await page.$eval('#depth', (c) => (c as HTMLElement).dataset.updates));
-  await page.waitForFunction((n) => Number((document.getElementById('depth') as HTMLElement).dataset.updates) > n + 1, first, { timeout: 45_000 });
+  await page.waitForFunction((n) => Number((document.getElementById('depth') as HTMLElement).dataset.updates) > n + 1, first, { timeout: 45_000 }).catch(async (e: Error) => {
+    // Say what the page knew: the stream's state line (closed, retrying, a gap) and the chart's.
+    const said = await page.evaluate(() => ({
+      stream: document.getElementById('stream-state')?.textContent, depth: document.getElementById('depth-info')?.textContent,
+      updates: (document.getElementById('depth') as HTMLElement).dataset.updates, hash: location.hash,
+    }));
+    throw new Error(`${e.message}; no 2 live updates after ${first}: ${JSON.stringify(said)}`);
+  });
   t.match(await page.textContent('#depth-info'), /live/, 'the depth chart is updated by the live stream');
   const px = await chartPixels(page);
   t.ok(px.bid + px.ask > 400, `the chart has drawn the book (a one-sided book is legitimate) (${px.bid} green, ${px.ask} red pixels)`);
