@@ -100,7 +100,8 @@ export async function verifyFile(path: string, want: ManifestFile): Promise<void
         if (us > hiUs) hiUs = us;
       }
     }
-    const [lo, hi] = [loUs / 1000, hiUs / 1000];
+    const lo = loUs / 1000;
+    const hi = hiUs / 1000;
     if (want.rows > 0 && (Math.abs(lo - want.min_time!) > 0.001 || Math.abs(hi - want.max_time!) > 0.001)) {
       throw new Error(`${path}: receive_time range ${lo}..${hi} differs from ${want.min_time}..${want.max_time}`);
     }

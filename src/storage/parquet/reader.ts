@@ -68,7 +68,6 @@ interface RawGroup {
   readonly bytes: number;
 }
 
-
 /** First row in [lo, hi) whose seq is ≥ `x` (seqs ascending there). */
 function lowerBound(w: Uint32Array, x: number, lo: number, hi: number): number {
   while (lo < hi) {
