@@ -26,8 +26,12 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
   let settled: string[] = [];
   const run = (): Promise<void> =>
     new Promise((resolve) => {
-      const input: WorkerInput = { dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled };
-      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input });
+      const input: WorkerInput = {
+        dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
+        threads: config.storage.compactionThreads,
+      };
+      // The young generation as the snapshot helper's (derived-split.ts): compaction's garbage is short-lived.
+      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
       worker = w;
       w.on('message', (m: WorkerMessage) => {
         if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows }, 'compacted');

@@ -48,5 +48,11 @@ export interface CompactOptions {
   readonly onStep?: (step: string) => void;
   /** Rows after which a part file is closed (default FILE_ROWS; tests use small values). */
   readonly fileRows?: number;
+  /**
+   * Threads the compaction may use (config `storage.compaction_threads`, default 2): with 2,
+   * `book_snapshots` is built in a helper thread beside the record datasets (derived-split.ts);
+   * with 1, after them in the calling thread.
+   */
+  readonly threads?: number;
 }
 

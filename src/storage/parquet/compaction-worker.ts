@@ -13,6 +13,8 @@ export interface WorkerInput {
   readonly retentionDays: number;
   /** Days this process already compacted (a closed day never changes). */
   readonly settled: readonly string[];
+  /** `storage.compaction_threads`: 2 builds `book_snapshots` in a helper thread of its own. */
+  readonly threads: number;
 }
 
 export type WorkerMessage =
@@ -26,7 +28,7 @@ async function main(input: WorkerInput): Promise<void> {
   const settled = new Set(input.settled);
   const days = (await closedLogDays(input.dataDir, now)).filter((d) => dayStartMs(d)! + DAY_MS + input.graceMs <= now && !settled.has(d));
   for (const day of days) {
-    const rs = await compactDay(input.dataDir, day);
+    const rs = await compactDay(input.dataDir, day, { threads: input.threads });
     settled.add(day);
     const written = rs.filter((r) => r.status === 'written');
     if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0) });

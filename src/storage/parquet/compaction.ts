@@ -8,8 +8,9 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { listPartitions, manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
-import { SCHEMA_VERSION, datasetsOfStream, type Dataset, type Stream } from './schema.js';
-import { buildStream, legacyPartition } from './stream-compaction.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
+import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
+import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
 import { recoverPartition, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
@@ -62,17 +63,44 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
   return { state: gone ? 'blocked' : 'rebuild', m };
 }
 
-/** Compacts one family's stream for one closed day into its v2 partitions (see stream-compaction.ts). */
-export async function compactStream(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
-  // Derived datasets are checked even when the logs are gone: a tree compacted before one existed gets it.
-  return [...(await compactRecords(dataDir, family, stream, day, opts)), ...(await buildDerived(dataDir, family, stream, day, opts))];
+/**
+ * Compacts one family's stream for one closed day into its v2 partitions (see stream-compaction.ts).
+ * `now`: what is done when this resolves; `later`: a derived partition still being built beside the
+ * next streams' work (derived-split.ts), published after its records.
+ */
+export async function compactStream(
+  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions, helper: DerivedHelper,
+): Promise<{ now: PartitionResult[]; later: Promise<PartitionResult[]> | null }> {
+  const records = await planRecords(dataDir, family, stream, day, opts);
+  if ('settled' in records) {
+    // Derived datasets are checked even when the logs are gone: a tree compacted before one existed gets it.
+    return { now: [...records.settled, ...(await buildDerived(dataDir, family, stream, day, opts))], later: null };
+  }
+  const { sources, legacy } = records;
+  // Built beside the records when every market's log is here (the usual day); otherwise after them.
+  const fromLogsOnly = !legacy || Object.keys(legacy.manifest.sources).every((m) => sources[m] !== undefined);
+  const split = fromLogsOnly ? await startDerivedSplit(dataDir, family, stream, day, sources, opts, helper) : null;
+  let written: PartitionResult[];
+  try {
+    written = await buildStream(dataDir, family, stream, day, sources, legacy, opts);
+  } catch (e) {
+    await split?.abandon().catch(() => undefined);
+    throw e;
+  }
+  if (split) return { now: written, later: split.finish() };
+  return { now: [...written, ...(await buildDerived(dataDir, family, stream, day, opts))], later: null };
 }
 
-/** The datasets that hold the stream's records (datasetsOfStream). */
-async function compactRecords(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions): Promise<PartitionResult[]> {
+/**
+ * The datasets that hold the stream's records (datasetsOfStream): `settled` when nothing is to be
+ * built (current, blocked or no logs), otherwise what `buildStream` builds them from.
+ */
+async function planRecords(
+  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions,
+): Promise<{ settled: PartitionResult[] } | { sources: Record<string, number>; legacy: LegacyPartition | null }> {
   const sources = await sourcesOf(dataDir, family, stream, day);
   const legacy = await legacyPartition(dataDir, family, stream, day);
-  if (Object.keys(sources).length === 0 && !legacy) return [];
+  if (Object.keys(sources).length === 0 && !legacy) return { settled: [] };
   const datasets = datasetsOfStream(stream);
   const states: { dataset: Dataset; state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }[] = [];
   for (const dataset of datasets) {
@@ -86,9 +114,9 @@ async function compactRecords(dataDir: string, family: Family, stream: Stream, d
   const totals = (m: Manifest | null) => ({ rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0 });
   // The datasets of one stream share the record index: they are rebuilt together or not at all.
   const migrating = legacy !== null && legacy.version < SCHEMA_VERSION;
-  if (!migrating && states.every((x) => x.state === 'done')) return states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) }));
-  if (!migrating && states.some((x) => x.state === 'blocked')) return states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'blocked', ...totals(x.m) }));
-  return buildStream(dataDir, family, stream, day, sources, legacy, opts);
+  if (!migrating && states.every((x) => x.state === 'done')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) })) };
+  if (!migrating && states.some((x) => x.state === 'blocked')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'blocked', ...totals(x.m) })) };
+  return { sources, legacy };
 }
 
 /**
@@ -111,6 +139,10 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
   return [...days].sort();
 }
 
+/** Results in the order of families, then datasets (as a one-thread compaction finds them). */
+const ORDER = new Map<string, number>(FAMILIES.flatMap((f) => (['books', 'metrics', 'catalog'] as const).flatMap((s) => [...datasetsOfStream(s), ...derivedOfStream(s)].map((d) => `${f}/${d}`))).map((k, i) => [k, i]));
+const byPartition = (a: PartitionResult, b: PartitionResult): number => ORDER.get(`${a.family}/${a.dataset}`)! - ORDER.get(`${b.family}/${b.dataset}`)!;
+
 /**
  * Compacts every (family, dataset) partition of one closed day. One compactor per data dir at a
  * time (`start`'s background compaction and a manual `pmtape compact` would otherwise race on the
@@ -130,18 +162,32 @@ export async function compactDay(dataDir: string, day: string, opts: CompactOpti
       throw e;
     }
   }
+  const helper = new DerivedHelper();
+  const pending: Promise<void>[] = [];
   try {
     const out: PartitionResult[] = [];
+    const report = (rs: readonly PartitionResult[]): void => {
+      for (const r of rs) {
+        opts.onPartition?.(r);
+        out.push(r);
+      }
+    };
     for (const family of FAMILIES) {
       for (const stream of ['books', 'metrics', 'catalog'] as const) {
-        for (const r of await compactStream(dataDir, family, stream, day, opts)) {
-          opts.onPartition?.(r);
-          out.push(r);
+        const { now, later } = await compactStream(dataDir, family, stream, day, opts, helper);
+        report(now);
+        if (later) {
+          const done = later.then(report);
+          done.catch(() => undefined); // handled by Promise.all below, but it may fail before that runs
+          pending.push(done);
         }
       }
     }
-    return out;
+    await Promise.all(pending);
+    return out.sort(byPartition);
   } finally {
+    await helper.close(); // after a failure: stops a helper job still running (its caller abandons it)
+    await Promise.allSettled(pending);
     await release();
   }
 }

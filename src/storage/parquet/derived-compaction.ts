@@ -58,17 +58,20 @@ export async function buildDerived(dataDir: string, family: Family, stream: Stre
   return out;
 }
 
+/** One market's rows of the derived dataset (`book_snapshots`), into `b` (a part file is written once enough gathered). */
+export async function addMarket(dataDir: string, family: Family, stream: Stream, day: string, market: string, b: PartitionBuilder): Promise<void> {
+  const key = { family, stream, market };
+  const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
+  const { outcomes } = await contextOf(dataDir, family, market);
+  await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+  await b.added();
+}
+
 async function build(dataDir: string, family: Family, stream: Stream, dataset: Dataset, day: string, primary: Manifest, opts: CompactOptions): Promise<PartitionResult> {
   const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows);
   await b.start();
   try {
-    for (const market of Object.keys(primary.sources).sort()) {
-      const key = { family, stream, market };
-      const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
-      const { outcomes } = await contextOf(dataDir, family, market);
-      await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
-      await b.added();
-    }
+    for (const market of Object.keys(primary.sources).sort()) await addMarket(dataDir, family, stream, day, market, b);
     await b.publish(primary.sources);
   } catch (e) {
     await b.abandon().catch(() => undefined);

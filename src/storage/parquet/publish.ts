@@ -122,6 +122,8 @@ export class PartitionBuilder {
   constructor(
     readonly dataDir: string, readonly family: Family, readonly dataset: Dataset, readonly day: string,
     private readonly onStep?: (s: string) => void, private readonly fileRows = FILE_ROWS,
+    /** Names of the part files as written; a share of a split build writes temporary ones (see adopt). */
+    private readonly partName: (part: number) => string = (part) => partFileName(dataset, day, part),
   ) {
     this.dir = stagingDir(dataDir, family, dataset, day);
     this.sink = new RowSink(columnsOf(family, dataset));
@@ -130,6 +132,39 @@ export class PartitionBuilder {
   async start(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true }); // leftovers of an interrupted run
     await mkdir(this.dir, { recursive: true });
+  }
+
+  /** Writes into the staging folder another builder of the same partition started (a helper thread's share). */
+  async join(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+  }
+
+  /** Writes the rows still in the sink as a part file (if any); the part files written so far, in order. */
+  async cut(): Promise<readonly ManifestFile[]> {
+    await this.flush();
+    return this.files;
+  }
+
+  /**
+   * Takes in the part files a helper thread wrote into this staging folder (for the markets it
+   * claimed) beside this builder's own, and renames every part to the partition's names in the
+   * order of their first market in `markets` (each is fsynced and verified; a rename changes no byte).
+   * Then `publish` as usual.
+   */
+  async adopt(helped: readonly ManifestFile[], markets: readonly string[]): Promise<void> {
+    const rank = new Map(markets.map((m, i) => [m, i]));
+    const all = [...helped, ...this.files].sort((a, b) => rank.get(a.markets![0])! - rank.get(b.markets![0])!);
+    this.files.length = 0;
+    this.total = 0;
+    this.bytes = 0;
+    for (const [i, f] of all.entries()) {
+      const name = partFileName(this.dataset, this.day, i);
+      if (f.file !== name) await rename(join(this.dir, f.file), join(this.dir, name));
+      this.files.push({ ...f, file: name });
+      this.total += f.rows;
+      this.bytes += f.bytes;
+    }
+    await fsyncDir(this.dir);
   }
 
   /** Called after a market's rows were appended to `sink`: a part file is written once enough gathered. */
@@ -153,7 +188,7 @@ export class PartitionBuilder {
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
-      file: partFileName(this.dataset, this.day, this.files.length), rows: n, bytes: bytes.length,
+      file: this.partName(this.files.length), rows: n, bytes: bytes.length,
       sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
       markets: [...new Set(segments.map((g) => g.market))],
     };
