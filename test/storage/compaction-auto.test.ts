@@ -1,12 +1,15 @@
 // `start`'s automatic compaction: a closed day past its grace period is compacted (in a worker
-// thread) without any command, logs inside the retention period stay, and stop() ends the worker.
+// thread) without any command, logs inside the retention period stay, and stop() ends the worker
+// (and its book_snapshots helper thread) without leaving anything half published.
 
 import t from 'tap';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { startAutoCompaction } from '../../src/storage/parquet/auto-compaction.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listDays } from '../../src/storage/paths.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { writeFixture } from './compaction-fixture.js';
@@ -30,4 +33,32 @@ t.test('compacts closed days in the background and keeps logs within retention',
   t.notOk(logged.some((l) => l.startsWith('error')), `without errors: ${logged.join('; ')}`);
   t.same(await listDays(dir, { family: 'coin', stream: 'books', market: '50000' }), [day], 'logs within retention are kept');
   t.notOk(await stat(join(dir, '_parquet-staging', '.lock')).then(() => true, () => false), 'the compaction lock is released on stop');
+});
+
+t.test('stop() while book_snapshots is being built in the helper thread: nothing half published, the next run completes', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-auto-stop-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const day = utcDay(Date.now() - 2 * DAY_MS);
+  await writeFixture(dir, { days: [day], booksPerDay: 1500, coinMarkets: 4, bothOutcomes: true });
+  const base = loadConfig({ dataDir: dir }, {});
+  const config = { ...base, storage: { ...base.storage, compactGraceMs: 0, retentionDays: 7, compactionThreads: 2 } };
+  const logged: string[] = [];
+  const logger = { info: (_o: object, m?: string) => void logged.push(`info ${m}`), error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`) };
+  const auto = startAutoCompaction(config, logger, 3_600_000);
+  // The split build's staging folder appears when the coin books stream starts (derived-split.ts).
+  const staging = join(dir, '_parquet-staging', `coin.book_snapshots.${day}`);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && !(await stat(staging).then(() => true, () => false))) await new Promise((r) => setTimeout(r, 10));
+  t.ok(await stat(staging), 'the split build had started');
+  await auto.stop();
+  t.notOk(await stat(join(dir, '_parquet-staging', '.lock')).then(() => true, () => false), 'the compaction lock is released');
+  const published = join(dir, 'parquet', 'family=coin', 'dataset=book_snapshots', `date=${day}`);
+  if (await stat(published).then(() => true, () => false)) {
+    t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'a partition published before the stop is whole');
+  }
+  const rs = await compactDay(dir, day);
+  t.ok(rs.some((r) => r.family === 'coin' && r.dataset === 'book_snapshots' && r.rows > 0), 'the next compaction builds book_snapshots');
+  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'every partition matches its manifest');
+  const left = (await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock');
+  t.same(left, [], 'no staging folder left behind');
 });
