@@ -2,7 +2,8 @@
 // - latest vs hello: `wrk` (C, one thread, its own process; tools/bench/wrk.ts) on
 //   `.../orderbook/latest` of a `pmtape serve` child vs a bare Fastify route in another child,
 //   alternating rounds, medians: req/s at 64 connections (target ≥ 0.8×) and p99 at 4 connections,
-//   the service time (target ≤ 1.5×).
+//   the service time (target ≤ 1.5×). In the same rounds a second bare route in its own process is
+//   paired with hello the same way (`a_a_control`): what the machine reports for no difference at all.
 // - at_rate: both routes at one fixed offered load over 64 connections with the open-loop generator
 //   (open-loop.ts): latency below saturation, timed from when each request was due.
 // - first snapshots page at random times for a market with SMALL vs BIG records (p50/p99; O(log n),
@@ -173,32 +174,48 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * throughput figure: saturation) and then 4 (the service-time figure: with 4 requests in flight
  * on 2 cores the p99 is what a request costs plus scheduling, not 64 requests of queue).
  */
-async function compare(hello: string, latest: string, auth: Record<string, string>, seconds: number, rounds: number) {
+async function compare(hello: string, latest: string, auth: Record<string, string>, seconds: number, rounds: number, control?: string) {
   // Warm-up (PMTAPE_BENCH_API_WARMUP seconds each, default 5): `serve` has far more code for the JIT
   // than the bare route; after 1 s its first round still ran 25 – 30 % below the later ones.
   const warmup = envNum('PMTAPE_BENCH_API_WARMUP', 5);
   await load(hello, {}, warmup);
   await load(latest, auth, warmup);
+  if (control) await load(control, {}, warmup);
   type R = Awaited<ReturnType<typeof load>>;
   const h: R[] = [];
   const l: R[] = [];
   const h4: R[] = [];
   const l4: R[] = [];
+  const c: R[] = [];
+  const c4: R[] = [];
   for (let i = 0; i < rounds; i++) {
     h.push(await load(hello, {}, seconds));
     l.push(await load(latest, auth, seconds));
+    if (control) c.push(await load(control, {}, seconds));
     h4.push(await load(hello, {}, seconds, 4));
     l4.push(await load(latest, auth, seconds, 4));
-    log(`round ${i + 1}/${rounds}: 64 conns hello ${h[i].rps}/s latest ${l[i].rps}/s; 4 conns p99 hello ${h4[i].p99} ms latest ${l4[i].p99} ms`);
+    if (control) c4.push(await load(control, {}, seconds, 4));
+    const also = control ? `; control (a second bare route) ${c[i].rps}/s, p99 ${c4[i].p99} ms` : '';
+    log(`round ${i + 1}/${rounds}: 64 conns hello ${h[i].rps}/s latest ${l[i].rps}/s; 4 conns p99 hello ${h4[i].p99} ms latest ${l4[i].p99} ms${also}`);
   }
   const pick = (xs: R[]) => ({
     rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)),
     errors: xs.reduce((a, x) => a + x.errors, 0), rounds: xs.map((x) => x.rps),
   });
   // Paired: each round's latest against the hello measured just before it, under the same load.
-  const ratio = median(l.map((x, i) => x.rps / h[i].rps));
-  const p99Ratio = median(l4.map((x, i) => x.p99 / h4[i].p99));
-  return { hello: pick(h), latest: pick(l), ratio, hello4: pick(h4), latest4: pick(l4), p99Ratio };
+  const ratios = l.map((x, i) => x.rps / h[i].rps);
+  const p99Ratios = l4.map((x, i) => x.p99 / h4[i].p99);
+  // The A/A control: an identical bare route paired with hello the same way. Its ratios are what
+  // this machine reports for two servers that cost the same: the noise floor of the figures above.
+  const controlFigures = control ? {
+    rps_ratio: round2(median(c.map((x, i) => x.rps / h[i].rps))),
+    rps_ratio_rounds: c.map((x, i) => round2(x.rps / h[i].rps)),
+    c4_p99_ratio: round2(median(c4.map((x, i) => x.p99 / h4[i].p99))),
+    c4_p99_ratio_rounds: c4.map((x, i) => round2(x.p99 / h4[i].p99)),
+  } : null;
+  return {
+    hello: pick(h), latest: pick(l), ratio: median(ratios), ratios, hello4: pick(h4), latest4: pick(l4), p99Ratio: median(p99Ratios), p99Ratios, control: controlFigures,
+  };
 }
 
 const OPEN_LOOP = join(dirname(fileURLToPath(import.meta.url)), 'open-loop.js');
@@ -290,7 +307,11 @@ export async function run(): Promise<Record<string, unknown>> {
     const auth = { authorization: `Bearer ${keySmall}` };
     const latestUrl = `${s.url}/v3/btc/markets/small/orderbook/latest`;
     if ((await fetch(latestUrl, { headers: auth })).status !== 200) throw new Error('latest route not answering 200');
-    const live = await compare(helloUrl, latestUrl, auth, SECONDS, ROUNDS);
+    // A second bare route in its own process, measured in the same rounds (the A/A control).
+    const hello2 = await spawnReady(['--input-type=module', '-e', HELLO], {});
+    procs.push(hello2.proc);
+    const live = await compare(helloUrl, latestUrl, auth, SECONDS, ROUNDS, `${hello2.url}/hello`);
+    await stop(hello2.proc);
     // Half the throughput latest just sustained (PMTAPE_BENCH_API_RATE overrides): busy, not saturated.
     const rate = envNum('PMTAPE_BENCH_API_RATE', Math.max(1000, Math.floor(live.latest.rps / 2 / 500) * 500));
     const fixed = await atRate(helloUrl, latestUrl, auth, SECONDS, ROUNDS, rate);
@@ -306,10 +327,16 @@ export async function run(): Promise<Record<string, unknown>> {
       latest_rps: live.latest.rps,
       // The median over rounds of latest/hello (each pair measured back to back).
       latest_vs_hello: round2(live.ratio),
+      latest_vs_hello_rounds: live.ratios.map(round2),
       latest_p50_ms: live.latest.p50, latest_p99_ms: live.latest.p99,
       hello_p50_ms: live.hello.p50, hello_p99_ms: live.hello.p99,
       // Service time: 4 connections; the median over rounds of latest p99 / hello p99.
-      c4: { latest_p50_ms: live.latest4.p50, latest_p99_ms: live.latest4.p99, hello_p50_ms: live.hello4.p50, hello_p99_ms: live.hello4.p99, latest_p99_vs_hello: round2(live.p99Ratio) },
+      c4: {
+        latest_p50_ms: live.latest4.p50, latest_p99_ms: live.latest4.p99, hello_p50_ms: live.hello4.p50, hello_p99_ms: live.hello4.p99,
+        latest_p99_vs_hello: round2(live.p99Ratio), latest_p99_vs_hello_rounds: live.p99Ratios.map(round2),
+      },
+      // The same pairing of two identical bare routes: how far this machine's ratios stray with no difference at all.
+      a_a_control: live.control,
       latest_errors: live.latest.errors + live.latest4.errors + fixed.latest.errors,
     };
 
