@@ -2,11 +2,11 @@
 // snapshots were two thirds of a compaction (one row per valid second and book, 112 columns to
 // encode) and ran alone on one core after the records. Both read the same closed logs, so a helper
 // thread (derived-worker.ts) starts on the snapshots while this thread writes the record datasets;
-// then this thread joins in. Blocks of markets are claimed one at a time from a counter both threads
-// share, so whichever thread is free builds the next one. This thread adopts the helper's part files and
-// publishes the partition, still after the records it derives from; meanwhile it goes on with the
-// next streams (compaction.ts). The files hold the same rows as a one-thread build's, cut into part
-// files at other markets.
+// then this thread joins in. Blocks of markets are claimed one at a time from a counter both
+// threads share, so whichever thread is free builds the next one. This thread adopts the helper's
+// part files and publishes the partition, still after the records it derives from; meanwhile it
+// goes on with the next streams (compaction.ts). The files hold the same rows as a one-thread
+// build's, cut into part files at other markets.
 
 import { Worker } from 'node:worker_threads';
 import type { Family } from '../../schema/observation.js';
