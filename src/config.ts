@@ -57,10 +57,12 @@ export interface Config {
     /** Grace after UTC midnight before `start` compacts the closed day. */
     readonly compactGraceMs: number;
     /**
-     * Threads a compaction uses (config `storage.compaction_threads`, 1 or 2, default 2): with 2,
-     * `book_snapshots` is built in a helper thread beside the record datasets.
+     * Threads a compaction uses (config `storage.compaction_threads`, 1 or 2): with 2,
+     * `book_snapshots` is built in a helper thread beside the record datasets. Null when the config
+     * file does not say: then `pmtape compact` uses 2 and `start`'s background compaction 1, since it
+     * shares the machine with the recorders (whose receive times must not wait for a core).
      */
-    readonly compactionThreads: number;
+    readonly compactionThreads: 1 | 2 | null;
     /** Memory for the readers' cached day-file indexes (env PMTAPE_INDEX_CACHE_BYTES, ≥ 1 MiB used). */
     readonly indexCacheBytes: number;
     /**
@@ -258,7 +260,7 @@ function num(v: unknown, field: string, min: number): number {
   return v;
 }
 
-function threads(v: unknown, field: string): number {
+function threads(v: unknown, field: string): 1 | 2 {
   if (v !== 1 && v !== 2) throw new ConfigError(field, 'must be 1 or 2 (2 builds book_snapshots in a helper thread beside the record datasets)');
   return v;
 }
@@ -349,7 +351,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       checkpointEveryMs: st.checkpoint_every_ms === undefined ? 60_000 : num(st.checkpoint_every_ms, 'storage.checkpoint_every_ms', 100),
       retentionDays: st.retention_days === undefined ? 7 : num(st.retention_days, 'storage.retention_days', 0),
       compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
-      compactionThreads: st.compaction_threads === undefined ? 2 : threads(st.compaction_threads, 'storage.compaction_threads'),
+      compactionThreads: st.compaction_threads === undefined ? null : threads(st.compaction_threads, 'storage.compaction_threads'),
       indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
       minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
     },

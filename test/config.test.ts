@@ -28,7 +28,7 @@ t.test('flags win over the environment, the environment over defaults', async (t
   t.equal(loadConfig({}, { PMTAPE_DATA_DIR: '/tmp/env' }).dataDir, '/tmp/env');
 });
 
-t.test('storage.compaction_threads: 2 unless the config file says 1; anything else is refused by name', async (t) => {
+t.test('storage.compaction_threads: 1 or 2 from the config file, null when unset; anything else is refused by name', async (t) => {
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
@@ -39,7 +39,8 @@ t.test('storage.compaction_threads: 2 unless the config file says 1; anything el
     await writeFile(file, JSON.stringify({ storage }));
     return loadConfig({ dataDir: dir, config: file }, {});
   };
-  t.equal((await load({})).storage.compactionThreads, 2, 'the default: book_snapshots in a helper thread');
+  t.equal((await load({})).storage.compactionThreads, null, 'unset: each command decides (compact 2, start 1)');
+  t.equal((await load({ compaction_threads: 2 })).storage.compactionThreads, 2);
   t.equal((await load({ compaction_threads: 1 })).storage.compactionThreads, 1);
   for (const bad of [0, 3, '2', 1.5]) {
     await t.rejects(load({ compaction_threads: bad }), { name: 'ConfigError', message: /storage\.compaction_threads must be 1 or 2/ }, JSON.stringify(bad));

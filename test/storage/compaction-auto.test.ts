@@ -41,7 +41,7 @@ t.test('stop() while book_snapshots is being built in the helper thread: nothing
   const day = utcDay(Date.now() - 2 * DAY_MS);
   await writeFixture(dir, { days: [day], booksPerDay: 1500, coinMarkets: 4, bothOutcomes: true });
   const base = loadConfig({ dataDir: dir }, {});
-  const config = { ...base, storage: { ...base.storage, compactGraceMs: 0, retentionDays: 7, compactionThreads: 2 } };
+  const config = { ...base, storage: { ...base.storage, compactGraceMs: 0, retentionDays: 7, compactionThreads: 2 as const } };
   const logged: string[] = [];
   const logger = { info: (_o: object, m?: string) => void logged.push(`info ${m}`), error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`) };
   const auto = startAutoCompaction(config, logger, 3_600_000);

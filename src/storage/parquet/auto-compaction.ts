@@ -28,7 +28,8 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
     new Promise((resolve) => {
       const input: WorkerInput = {
         dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
-        threads: config.storage.compactionThreads,
+        // One thread unless the config says 2: the day has a day to be compacted, and the recorders beside it need a core.
+        threads: config.storage.compactionThreads ?? 1,
       };
       // The young generation as the snapshot helper's (derived-split.ts): compaction's garbage is short-lived.
       const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
