@@ -22,7 +22,11 @@ t.test('compacts closed days in the background and keeps logs within retention',
   const base = loadConfig({ dataDir: dir }, {});
   const config = { ...base, storage: { ...base.storage, compactGraceMs: 0, retentionDays: 7 } };
   const logged: string[] = [];
-  const logger = { info: (_o: object, m?: string) => void logged.push(`info ${m}`), error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`) };
+  const objects: object[] = [];
+  const logger = {
+    info: (o: object, m?: string) => { logged.push(`info ${m}`); objects.push(o); },
+    error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`),
+  };
   const auto = startAutoCompaction(config, logger, 50);
   const manifest = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`, '_manifest.json');
   const deadline = Date.now() + 60_000;
@@ -30,6 +34,7 @@ t.test('compacts closed days in the background and keeps logs within retention',
   await auto.stop();
   t.ok(await stat(manifest), 'the closed day was compacted');
   t.ok(logged.includes('info compacted'), 'and logged');
+  t.match(objects, [{ day, threads: 1 }], 'with one thread: storage.compaction_threads is unset, and start leaves a core to the recorders');
   t.notOk(logged.some((l) => l.startsWith('error')), `without errors: ${logged.join('; ')}`);
   t.same(await listDays(dir, { family: 'coin', stream: 'books', market: '50000' }), [day], 'logs within retention are kept');
   t.notOk(await stat(join(dir, '_parquet-staging', '.lock')).then(() => true, () => false), 'the compaction lock is released on stop');

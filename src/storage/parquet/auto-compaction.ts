@@ -35,7 +35,7 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
       worker = w;
       w.on('message', (m: WorkerMessage) => {
-        if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows }, 'compacted');
+        if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows, threads: m.threads }, 'compacted');
         else if (m.type === 'retention') {
           if (m.deleted) logger.info({ files: m.deleted }, 'deleted logs past retention');
           for (const k of m.kept) logger.error({ file: k.file, why: k.why }, 'log kept past retention');

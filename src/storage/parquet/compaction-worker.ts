@@ -18,7 +18,7 @@ export interface WorkerInput {
 }
 
 export type WorkerMessage =
-  | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number }
+  | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number; readonly threads: number }
   | { readonly type: 'retention'; readonly deleted: number; readonly kept: { file: string; why: string }[] }
   | { readonly type: 'done'; readonly settled: string[] };
 
@@ -31,7 +31,7 @@ async function main(input: WorkerInput): Promise<void> {
     const rs = await compactDay(input.dataDir, day, { threads: input.threads });
     settled.add(day);
     const written = rs.filter((r) => r.status === 'written');
-    if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0) });
+    if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0), threads: input.threads });
   }
   const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays);
   if (ret.deleted.length || ret.kept.length) post({ type: 'retention', deleted: ret.deleted.length, kept: ret.kept });
