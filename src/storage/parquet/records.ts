@@ -118,9 +118,17 @@ function sameBytes(b: Uint8Array, x: number, y: number, len: number): boolean {
   return true;
 }
 
+/** `<name>_decimals` of each decimal column, made once: a name built per value cost a new string to hash on every lookup. */
+const decimalsNames = new Map<string, string>();
+const decimalsOf = (name: string): string => {
+  let d = decimalsNames.get(name);
+  if (d === undefined) decimalsNames.set(name, (d = `${name}_decimals`));
+  return d;
+};
+
 const text = (c: Columns, name: string, i: number, scale: number): string | undefined => {
   const v = c[name]?.[i];
-  return v === null || v === undefined ? undefined : decodeDecimal(v as Unscaled, scale, c[`${name}_decimals`][i] as number);
+  return v === null || v === undefined ? undefined : decodeDecimal(v as Unscaled, scale, c[decimalsOf(name)][i] as number);
 };
 
 /** Base fields of the record on row `i`, with only the optional keys the record had. */
@@ -171,7 +179,11 @@ function bookRecords(family: Family, c: Columns, from: number, to: number, out: 
       rec = { type, ...b, units: c.units[i], books };
     } else if (type === 'book_delta') {
       const changes: { side: 'bid' | 'ask'; price: string; size: string }[] = [];
-      for (let k = i; k < j; k++) if (c.side[k] !== null) changes.push({ side: c.side[k] as 'bid' | 'ask', price: lvl(k)[0], size: lvl(k)[1] });
+      for (let k = i; k < j; k++) {
+        if (c.side[k] === null) continue;
+        const [price, size] = lvl(k); // once: each is a decimal text to build
+        changes.push({ side: c.side[k] as 'bid' | 'ask', price, size });
+      }
       rec = { type, ...b, token_id: c.token_id[i], changes };
       const bb = text(c, 'best_bid', i, sc.price);
       const ba = text(c, 'best_ask', i, sc.price);
