@@ -6,7 +6,7 @@ import type { Data, Table, Vector } from 'apache-arrow';
 import type { Family, Level, Recorded } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from './decimal.js';
 import type { ColumnSpec } from './columns.js';
-import { CATALOG_FIELDS } from './rows.js';
+import { CATALOG_FIELDS, decimalsOf } from './rows.js';
 import { columnsOf, scalesOf, type Dataset } from './schema.js';
 
 /** One decoded row group: a plain JS array per column (nulls as null), times in epoch ms. */
@@ -117,14 +117,6 @@ function sameBytes(b: Uint8Array, x: number, y: number, len: number): boolean {
   for (let k = 0; k < len; k++) if (b[x + k] !== b[y + k]) return false;
   return true;
 }
-
-/** `<name>_decimals` of each decimal column, made once: a name built per value cost a new string to hash on every lookup. */
-const decimalsNames = new Map<string, string>();
-const decimalsOf = (name: string): string => {
-  let d = decimalsNames.get(name);
-  if (d === undefined) decimalsNames.set(name, (d = `${name}_decimals`));
-  return d;
-};
 
 const text = (c: Columns, name: string, i: number, scale: number): string | undefined => {
   const v = c[name]?.[i];

@@ -164,9 +164,9 @@ function base(o: RowSink, market: string, r: Recorded, checkpoint: boolean): voi
   o.set('checkpoint', checkpoint);
 }
 
-/** `<name>_decimals` of each decimal column, made once (not a new string per value). */
+/** `<name>_decimals` of each decimal column, made once (not a new string to hash per value; records.ts reads with it too). */
 const decimalsColumn = new Map<string, string>();
-const decimalsOf = (name: string): string => {
+export const decimalsOf = (name: string): string => {
   let d = decimalsColumn.get(name);
   if (d === undefined) decimalsColumn.set(name, (d = `${name}_decimals`));
   return d;
