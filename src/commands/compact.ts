@@ -44,7 +44,7 @@ export function register(program: Command): void {
     const results: PartitionResult[] = [];
     for (const day of days) {
       try {
-        results.push(...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true, threads: cfg.storage.compactionThreads ?? 2 })));
+        results.push(...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true, threads: cfg.storage.compactionThreads ?? undefined })));
       } catch (e) {
         bar.done();
         // A full disk is the operator's to fix, and nothing is lost meanwhile: say so.

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { DerivedHelper, setSplitBlockBytes, splitCounts, startDerivedSplit } from '../../src/storage/parquet/derived-split.js';
+import { DEFAULT_SPLIT_BLOCK_BYTES, DerivedHelper, setSplitBlockBytes, splitCounts, startDerivedSplit } from '../../src/storage/parquet/derived-split.js';
 import { partitionDir, readManifest, stagingRoot } from '../../src/storage/parquet/manifest.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { partFileName } from '../../src/storage/parquet/publish.js';
@@ -25,7 +25,7 @@ const template = join(base, 'template');
 await writeFixture(template, { days: [day], booksPerDay: 300, spanMs: 3600_000, coinMarkets: 5, bothOutcomes: true });
 // A block per market, and small part files: the helper and the caller each write several.
 setSplitBlockBytes(1);
-t.teardown(() => setSplitBlockBytes(2 * 1024 * 1024));
+t.teardown(() => setSplitBlockBytes(DEFAULT_SPLIT_BLOCK_BYTES));
 
 const copy = async (name: string): Promise<string> => {
   const dir = join(base, name);

@@ -7,12 +7,12 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { listPartitions, manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
+import { listPartitions, manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
 import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
-import { recoverPartition, stagingRoot } from './publish.js';
+import { settleLeftovers, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
@@ -105,10 +105,7 @@ async function planRecords(
   const states: { dataset: Dataset; state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }[] = [];
   for (const dataset of datasets) {
     const dir = partitionDir(dataDir, family, dataset, day);
-    if (!opts.dryRun) {
-      await recoverPartition(dataDir, family, dataset, day);
-      await removeStaging(dir); // temp files of an interrupted manifest write
-    }
+    if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     states.push({ dataset, ...(await stateOf(dir, sources)) });
   }
   const totals = (m: Manifest | null) => ({ rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0 });

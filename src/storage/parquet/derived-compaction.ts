@@ -13,8 +13,8 @@ import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from './book-snapshots.js';
 import type { CompactOptions, PartitionResult } from './compaction-input.js';
-import { manifestVersion, partitionDir, readManifest, removeStaging, type Manifest } from './manifest.js';
-import { PartitionBuilder, recoverPartition } from './publish.js';
+import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
+import { PartitionBuilder, settleLeftovers } from './publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
 import { contextOf } from './stream-compaction.js';
 
@@ -40,10 +40,7 @@ export async function buildDerived(dataDir: string, family: Family, stream: Stre
   if (!primary || manifestVersion(primary) < SCHEMA_VERSION) return out;
   for (const dataset of derived) {
     const dir = partitionDir(dataDir, family, dataset, day);
-    if (!opts.dryRun) {
-      await recoverPartition(dataDir, family, dataset, day);
-      await removeStaging(dir);
-    }
+    if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     const have = await current(dir, primary);
     if (have) {
       out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0) });

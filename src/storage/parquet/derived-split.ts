@@ -13,7 +13,7 @@ import type { Family } from '../../schema/observation.js';
 import type { CompactOptions, PartitionResult } from './compaction-input.js';
 import { buildClaimed, type HelperInput, type HelperJob, type HelperMessage } from './derived-worker.js';
 import { manifestVersion, partitionDir, readManifest, type ManifestFile } from './manifest.js';
-import { PartitionBuilder, recoverPartition } from './publish.js';
+import { PartitionBuilder, settleLeftovers } from './publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Stream } from './schema.js';
 
 /** Markets whose derived rows each thread built, since the process started (tests check both took part). */
@@ -26,7 +26,8 @@ export const DEFAULT_COMPACTION_THREADS = 2;
  * Log bytes per block of markets (changed by tests): about a part file's worth of snapshot rows, so
  * a day of many small markets is not cut into a file per market, and a large market is a block alone.
  */
-let blockBytes = 2 * 1024 * 1024;
+export const DEFAULT_SPLIT_BLOCK_BYTES = 2 * 1024 * 1024;
+let blockBytes = DEFAULT_SPLIT_BLOCK_BYTES;
 export function setSplitBlockBytes(n: number): void {
   blockBytes = n;
 }
@@ -123,7 +124,7 @@ export async function startDerivedSplit(
   const markets = Object.keys(sources).sort();
   if ((opts.threads ?? DEFAULT_COMPACTION_THREADS) < 2 || opts.dryRun || derived.length !== 1 || markets.length === 0) return null;
   const dataset = derived[0];
-  await recoverPartition(dataDir, family, dataset, day);
+  await settleLeftovers(dataDir, family, dataset, day);
   // This builder clears the staging folder before the helper writes into it.
   const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows, (n) => `_main-${String(n).padStart(4, '0')}.parquet`);
   await b.start();

@@ -8,7 +8,7 @@ import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { partitionDir, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
+import { partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader } from './file.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
@@ -237,6 +237,15 @@ export class PartitionBuilder {
   async abandon(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Before a partition is checked or rebuilt: an interrupted rebuild is undone (recoverPartition) and
+ * temp files of an interrupted manifest write in the published folder are removed.
+ */
+export async function settleLeftovers(dataDir: string, family: Family, dataset: AnyDataset, day: string): Promise<void> {
+  await recoverPartition(dataDir, family, dataset, day);
+  await removeStaging(partitionDir(dataDir, family, dataset, day));
 }
 
 /** Undoes a rebuild interrupted between its two renames: the old partition goes back in place. */
