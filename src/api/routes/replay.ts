@@ -188,11 +188,19 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
       const base = { market: m, types, depth, start, from, end, after };
       if (types.book || types.bookChange || types.trade || types.gap || types.snapshots.length > 0) {
         const reader = await app.pmtape.markets.reader(family, 'books', m.id);
-        const span = await recordedSpan(reader);
-        if (span) {
-          const connected = await app.pmtape.status.isConnected(family, m.id);
-          const sampleStop = Math.min(end, now - 1000, connected ? now : Math.floor(span.last) + 1);
-          sources.push(bookLines({ ...base, reader, sampleStop, firstRecv: span.first } satisfies SourceRequest));
+        if (types.snapshots.length === 0) {
+          // Only interval snapshots use the recorded span (no bucket before the first capture nor
+          // after the last): without them its two reads (the first and the newest record, on a
+          // compacted day two more chunks to decode) are skipped, and a market with no records
+          // simply makes no lines.
+          sources.push(bookLines({ ...base, reader, sampleStop: start, firstRecv: start } satisfies SourceRequest));
+        } else {
+          const span = await recordedSpan(reader);
+          if (span) {
+            const connected = await app.pmtape.status.isConnected(family, m.id);
+            const sampleStop = Math.min(end, now - 1000, connected ? now : Math.floor(span.last) + 1);
+            sources.push(bookLines({ ...base, reader, sampleStop, firstRecv: span.first } satisfies SourceRequest));
+          }
         }
       }
       if (types.metric) {

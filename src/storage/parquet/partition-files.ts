@@ -54,10 +54,11 @@ export class PartitionFiles {
   private async load(market: string): Promise<MarketFiles> {
     const files = new Map<number, OpenFile>();
     const segments: FileSegment[] = [];
-    for (let i = 0; i < this.manifest.files.length; i++) {
-      const has = this.fileMarkets[i];
-      if (has && !has.has(market)) continue;
-      const f = await this.file(i);
+    const wanted: number[] = [];
+    for (let i = 0; i < this.manifest.files.length; i++) if (!this.fileMarkets[i] || this.fileMarkets[i]!.has(market)) wanted.push(i);
+    const opened = await Promise.all(wanted.map((i) => this.file(i))); // opened together: each waits on the thread pool
+    for (const [k, f] of opened.entries()) {
+      const i = wanted[k];
       const mine = f.segments.get(market);
       if (!mine) continue;
       files.set(i, f);

@@ -153,11 +153,14 @@ export class ParquetStore {
    */
   async marketDay(family: Family, stream: Stream, day: string, market: string): Promise<MarketDay | null> {
     const datasets = datasetsOfStream(stream);
+    // The stream's datasets are looked up together: each is a few file system calls that wait on
+    // the thread pool, and one after the other they were a fifth of a cold read.
+    const found = await Promise.all(datasets.map((d) => this.partition(family, d, day).then((p) => ({ p }), (e: unknown) => ({ e }))));
     const parts: OpenPartition[] = [];
-    for (const d of datasets) {
-      const p = await this.partition(family, d, day);
-      if (!p || manifestVersion(p.manifest) < 2) break;
-      parts.push(p);
+    for (const f of found) {
+      if ('e' in f) throw f.e; // as one after the other would have: only past the datasets it found
+      if (!f.p || manifestVersion(f.p.manifest) < 2) break;
+      parts.push(f.p);
     }
     if (parts.length === datasets.length) return this.v2MarketDay(family, parts, day, market);
     const p = await this.partition(family, stream, day);
@@ -178,8 +181,7 @@ export class ParquetStore {
   private async v2MarketDay(family: Family, parts: OpenPartition[], day: string, market: string): Promise<MarketDay | null> {
     const chunks = parts[0].manifest.records?.[market];
     if (!chunks || chunks.length === 0) return null;
-    const files: MarketFiles[] = [];
-    for (const p of parts) files.push(await p.files.market(market));
+    const files = await Promise.all(parts.map((p) => p.files.market(market)));
     const id = parts.map((p) => `${p.dir}@${p.stamp}`).join('|');
     const segments: FileSegment[] = [];
     const firstRow: number[] = [];
@@ -198,9 +200,10 @@ export class ParquetStore {
     const hit = this.cache.get(key);
     if (hit) return hit as DecodedGroup;
     this.decodes++;
-    const rows: RecordRow[] = [];
     let bytes = 0;
-    for (const [d, f] of files.entries()) {
+    // Each dataset's row groups are read at once (their reads wait on the thread pool while another
+    // dataset's rows are decoded); the records are merged in seq order below.
+    const perDataset = await Promise.all(files.map(async (f, d): Promise<RecordRow[]> => {
       const dataset = parts[d].dataset as Dataset;
       // The rows of one record may straddle two row groups: slices are joined before rebuilding.
       const slices: { cols: Columns; a: number; b: number }[] = [];
@@ -214,10 +217,11 @@ export class ParquetStore {
         if (b > a) slices.push({ cols: decodeDataset(family, dataset, await file.reader.readRows(s.rg, a, b - a)), a: 0, b: b - a });
         bytes += (b - a) * 400;
       }
-      if (slices.length === 0) continue;
+      if (slices.length === 0) return [];
       const one = slices.length === 1 ? slices[0] : joinSlices(slices);
-      for (const r of recordsOf(family, dataset, one.cols, one.a, one.b)) rows.push(r);
-    }
+      return recordsOf(family, dataset, one.cols, one.a, one.b);
+    }));
+    const rows = perDataset.length === 1 ? perDataset[0] : perDataset.flat();
     if (files.length > 1) rows.sort((x, y) => x.seq - y.seq);
     const out = DecodedGroup.of(rows, bytes + rows.length * 64);
     this.cache.set(key, out);

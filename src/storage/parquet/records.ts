@@ -24,13 +24,14 @@ const utf8 = new TextDecoder();
  * chunk's buffers, not through Vector.get (a chunk lookup per value); a text equal to the previous
  * row's bytes reuses its string (market, token, outcome and side come in long runs).
  */
-export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, to = t.numRows): Columns {
+export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, to = t.numRows, only?: Sparse): Columns {
   const out: Columns = {};
   const n = Math.max(0, to - from);
   for (const s of specs) {
     const v = t.getChild(s.name);
     if (!v) continue;
     const a = new Array<unknown>(n);
+    const rows = only && !only.every.has(s.name) ? only.rows : null;
     if (s.kind === 'list_utf8' || s.kind === 'list_f64') {
       // Schema-version-1 columns only: rare, kept on the vector API.
       for (let r = from; r < to; r++) a[r - from] = valid(v, r) ? Array.from(v.get(r) as Vector) : null;
@@ -40,7 +41,7 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, 
     let base = 0; // row of `t` where chunk `d` starts
     for (const d of v.data) {
       const lo = Math.max(from, base), hi = Math.min(to, base + d.length);
-      if (hi > lo) decodeChunk(s, v, d, base, lo, hi, a, from);
+      if (hi > lo) decodeChunk(s, v, d, base, lo, hi, a, from, rows);
       base += d.length;
     }
     out[s.name] = a;
@@ -50,35 +51,53 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, 
 
 /**
  * Rows [lo, hi) of one chunk `d` (starting at row `base` of the table) into `a` (index 0 = row
- * `from`). One loop per kind, and validity read from the bitmap: Arrow's per-value getters
- * (`getValid`, `nullCount`) were a third of a cold read.
+ * `from`), or only those of them listed in `rows` (ascending table rows; the others stay holes).
+ * One loop per kind, and validity read from the bitmap: Arrow's per-value getters (`getValid`,
+ * `nullCount`) were a third of a cold read.
  */
-function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number, hi: number, a: unknown[], from: number): void {
+function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number, hi: number, a: unknown[], from: number, rows: Int32Array | null): void {
   const bm = d.nullCount > 0 ? d.nullBitmap : null;
   const o = d.offset - base; // row r of the table is slot r + o of the chunk's buffers
   const ok = (at: number): boolean => bm === null || ((bm[at >> 3] >> (at & 7)) & 1) === 1;
+  // The q-th row to decode: every row of [lo, hi), or the listed ones in it.
+  let qlo = lo, qhi = hi;
+  if (rows !== null) {
+    qlo = lowerBound32(rows, lo);
+    qhi = lowerBound32(rows, hi);
+  }
+  const row = rows === null ? (q: number): number => q : (q: number): number => rows[q];
   switch (s.kind) {
     case 'ts': case 'int64': {
       const x = d.values as BigInt64Array;
       const div = s.kind === 'ts' ? 1000 : 1;
-      for (let r = lo; r < hi; r++) a[r - from] = ok(r + o) ? Number(x[r + o]) / div : null;
+      for (let q = qlo; q < qhi; q++) {
+        const r = row(q);
+        a[r - from] = ok(r + o) ? Number(x[r + o]) / div : null;
+      }
       return;
     }
     case 'int32': case 'f64': {
       const x = d.values as Int32Array | Float64Array;
-      for (let r = lo; r < hi; r++) a[r - from] = ok(r + o) ? x[r + o] : null;
+      for (let q = qlo; q < qhi; q++) {
+        const r = row(q);
+        a[r - from] = ok(r + o) ? x[r + o] : null;
+      }
       return;
     }
     case 'bool': {
       const x = d.values as Uint8Array;
-      for (let r = lo; r < hi; r++) a[r - from] = ok(r + o) ? ((x[(r + o) >> 3] >> ((r + o) & 7)) & 1) === 1 : null;
+      for (let q = qlo; q < qhi; q++) {
+        const r = row(q);
+        a[r - from] = ok(r + o) ? ((x[(r + o) >> 3] >> ((r + o) & 7)) & 1) === 1 : null;
+      }
       return;
     }
     case 'decimal': {
       // 32-bit words per decimal: 2 (Decimal64, written since) or 4 (Decimal128, older files).
       const stride = (d.type as { bitWidth?: number }).bitWidth! / 32;
       const w = d.values as Uint32Array;
-      for (let r = lo; r < hi; r++) {
+      for (let q = qlo; q < qhi; q++) {
+        const r = row(q);
         const at = r + o;
         if (!ok(at)) { a[r - from] = null; continue; }
         const wlo = w[at * stride], whi = w[at * stride + 1];
@@ -89,13 +108,17 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
     }
     case 'utf8': {
       if (!d.valueOffsets) { // a dictionary-encoded chunk: through its vector
-        for (let r = lo; r < hi; r++) a[r - from] = ok(r + o) ? v.get(r) : null;
+        for (let q = qlo; q < qhi; q++) {
+          const r = row(q);
+          a[r - from] = ok(r + o) ? v.get(r) : null;
+        }
         return;
       }
       // Int32 offsets (Utf8) or BigInt64 (LargeUtf8): Number() reads either.
       const offs = d.valueOffsets as ArrayLike<number | bigint>, bytes = d.values as Uint8Array;
       let prevStart = -1, prevEnd = -1, prevText = '';
-      for (let r = lo; r < hi; r++) {
+      for (let q = qlo; q < qhi; q++) {
+        const r = row(q);
         const at = r + o;
         if (!ok(at)) { a[r - from] = null; continue; }
         const st = Number(offs[at]), en = Number(offs[at + 1]);
@@ -111,6 +134,17 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
     default:
       throw new Error(`column ${s.name}: kind ${s.kind} is not read here`);
   }
+}
+
+/** First index of ascending `a` whose value is ≥ x. */
+function lowerBound32(a: Int32Array, x: number): number {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const m = (lo + hi) >>> 1;
+    if (a[m] < x) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
 }
 
 function sameBytes(b: Uint8Array, x: number, y: number, len: number): boolean {
@@ -247,7 +281,35 @@ export function recordsOf(family: Family, dataset: Dataset, c: Columns, from: nu
   return out;
 }
 
-/** Decodes a row group of a v2 dataset file into columns. */
+/**
+ * Which rows of which columns to decode: the columns named in `every` on every row, the others on
+ * the listed rows only (ascending table rows).
+ */
+export interface Sparse {
+  readonly rows: Int32Array;
+  readonly every: ReadonlySet<string>;
+}
+
+/**
+ * `book_changes` columns that bookRecords reads on every row of a record; it reads the others on the
+ * record's first row only, and `outcome` and `is_snapshot` (for researchers: the record type and
+ * the rows say the same) not at all. A record has about ten rows on deep books, so decoding the
+ * record-level columns on first rows only took most of the column decoding off a cold read.
+ */
+const BOOK_ROW_COLUMNS: ReadonlySet<string> = new Set(['seq', 'token_id', 'side', 'price', 'price_decimals', 'size', 'size_decimals']);
+const BOOK_UNREAD = new Set(['outcome', 'is_snapshot']);
+const bookSpecs = new Map<Family, readonly ColumnSpec[]>();
+
+/** Decodes rows [from, to) of a v2 dataset's table into the columns recordsOf reads. */
 export function decodeDataset(family: Family, dataset: Dataset, t: Table, from = 0, to = t.numRows): Columns {
-  return decodeColumns(t, columnsOf(family, dataset), from, to);
+  if (dataset !== 'book_changes') return decodeColumns(t, columnsOf(family, dataset), from, to);
+  let specs = bookSpecs.get(family);
+  if (!specs) bookSpecs.set(family, (specs = columnsOf(family, dataset).filter((c) => !BOOK_UNREAD.has(c.name))));
+  const seqSpec = specs.find((c) => c.name === 'seq')!;
+  const { seq } = decodeColumns(t, [seqSpec], from, to);
+  const firsts: number[] = [];
+  for (let i = 0; i < seq.length; i++) if (i === 0 || seq[i] !== seq[i - 1]) firsts.push(i + from);
+  const cols = decodeColumns(t, specs.filter((c) => c !== seqSpec), from, to, { rows: Int32Array.from(firsts), every: BOOK_ROW_COLUMNS });
+  cols.seq = seq;
+  return cols;
 }
