@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { FAMILIES } from '../schema/observation.js';
 import { warmParquet } from '../storage/index.js';
 import { buildApp, type AppOptions } from './app.js';
+import { warmReplay } from './query/replay-warm-up.js';
 
 export interface ApiServer {
   readonly app: FastifyInstance;
@@ -37,16 +38,27 @@ export function tuneGcForServing(): void {
  * day) and the Parquet read path (warm-up.ts). A failure is logged and the server starts anyway:
  * the requests that need the same data report it in their answers.
  */
-async function warmReadSide(app: FastifyInstance, dataDir: string): Promise<void> {
+async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boolean): Promise<void> {
   const t0 = performance.now();
   const log = app.pmtape.log;
+  // One key check first. Node's crypto sets itself up on the first hash of a process, and that
+  // changed the prototype chain V8's optimized code of every typed-array reader depends on: the
+  // first authenticated request threw away the optimized decode code (ours and apache-arrow's)
+  // that the warm-up below had just built, and ran it slow again (seen with --trace-deopt).
+  app.pmtape.keys.verify('pmt_000000000000_warm-up');
   const [markets, parquet] = await Promise.all([
     Promise.all(FAMILIES.map((f) => app.pmtape.markets.list(f).then((l) => l.length)))
       .then((n) => n.reduce((a, b) => a + b, 0))
       .catch((e: unknown) => void log.warn({ err: e }, 'could not build the markets index at start')),
     warmParquet(dataDir).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the Parquet reader at start')),
   ]);
-  log.info({ ms: Math.round(performance.now() - t0), markets, parquet }, 'read side warmed');
+  // Then the replay's own code on the day just decoded (replay-warm-up.ts), `serve` only: `start`
+  // warms in the background beside its recorders, and this is up to 1.5 s of a core.
+  const decoded = parquet?.decoded ?? null;
+  const replayed = replay && decoded
+    ? await warmReplay(app, dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the replay at start'))
+    : undefined;
+  log.info({ ms: Math.round(performance.now() - t0), markets, parquet, replay: replayed }, 'read side warmed');
 }
 
 export interface StartOptions extends Partial<AppOptions> {
@@ -62,9 +74,9 @@ export interface StartOptions extends Partial<AppOptions> {
 export async function startApi(config: Config, opts: StartOptions = {}): Promise<ApiServer> {
   tuneGcForServing();
   const app = await buildApp({ ...opts, config });
-  if (opts.warmUp !== 'background') await warmReadSide(app, config.dataDir);
+  if (opts.warmUp !== 'background') await warmReadSide(app, config.dataDir, true);
   const address = await app.listen({ host: config.host, port: config.port });
-  if (opts.warmUp === 'background') void warmReadSide(app, config.dataDir); // logs its own failures
+  if (opts.warmUp === 'background') void warmReadSide(app, config.dataDir, false); // logs its own failures
   let closing: Promise<void> | null = null;
   return {
     app,

@@ -4,6 +4,7 @@
 
 import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
+import type { ParquetStore } from './parquet/reader.js';
 import type { LogKey, LogReader } from './types.js';
 import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 
@@ -41,6 +42,6 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
 }
 
 /** The reader of a logical log for the read side and the stream. */
-export function openReader(dataDir: string, key: LogKey): LogReader {
-  return compositeReader(dataDir, key, openLogReader(dataDir, key)); // compacted days come from Parquet
+export function openReader(dataDir: string, key: LogKey, store?: ParquetStore): LogReader {
+  return compositeReader(dataDir, key, openLogReader(dataDir, key), store); // compacted days come from Parquet
 }

@@ -10,9 +10,12 @@ import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import { startApi } from '../../src/api/server.js';
-import { DAY_MS, utcDay } from '../../src/schema/time.js';
+import { createKey } from '../../src/api/plugins/keys.js';
+import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
+import { parquetStore } from '../../src/storage/parquet/reader.js';
+import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { writeFixture } from '../storage/compaction-fixture.js';
 import { testConfig, tmpDataDir } from './helpers.js';
 
@@ -29,6 +32,8 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   const dir = tmpDataDir(t);
   await writeFixture(dir, { days: [day], booksPerDay: 200, coinMarkets: 2, spanMs: 600_000 });
   await compactDay(dir, day);
+  await deleteExpiredLogs(dir, Date.now(), 0); // the day is served from Parquet only
+  const key = (await createKey(dir, 'paid', 'warm')).key;
   const log = capture();
   const api = await startApi(testConfig(dir, { port: 0 }), { logger: log.logger });
   t.teardown(() => api.close());
@@ -37,6 +42,21 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   t.ok(warmed, 'the warm-up is logged');
   t.ok(Number(warmed?.markets) >= 2, `with the markets it indexed (${String(warmed?.markets)})`);
   t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'and the chunk it decoded');
+  // `serve` also replays an hour of that market through the replay's code, in private stores.
+  const replay = warmed?.replay as { rounds: number; lines: number } | undefined;
+  t.ok(replay && replay.rounds >= 1, `the replay warm-up ran (${JSON.stringify(replay)})`);
+  t.ok(replay && replay.lines > 0, 'and made lines');
+  // The warm-up read that market's first hour through private stores: a request for that very hour
+  // decodes it again in the process-wide store (a hit would mean the warm-up kept data).
+  const market = (warmed?.parquet as { decoded: { market: string } }).decoded.market;
+  const store = parquetStore(dir);
+  const before = store.decodes;
+  const from = dayStartMs(day)!;
+  const res = await fetch(`${api.url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${from + 3_600_000}&types=book_change`, { headers: { authorization: `Bearer ${key}` } });
+  const lines = (await res.text()).trim().split('\n');
+  t.equal(res.status, 200);
+  t.ok(lines.length > 1 && JSON.parse(lines.at(-1)!).type === 'end', `the replay answers (${lines.length} lines)`);
+  t.ok(store.decodes > before, `by decoding its chunks itself (${store.decodes - before}): nothing the warm-up read was kept`);
 });
 
 t.test('an unreadable part file is logged and the server starts', async (t) => {
@@ -70,5 +90,6 @@ t.test('`start` warms in the background: the server listens at once and the warm
   let warmed: Record<string, unknown> | undefined;
   for (let i = 0; i < 2000 && !(warmed = log.lines().find((l) => l.msg === 'read side warmed')); i++) await new Promise((r) => setTimeout(r, 5));
   t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'the warm-up ran and is logged');
+  t.equal(warmed?.replay, undefined, 'without the replay rounds (they would take a core from the recorders)');
   t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'and built the catalogue view');
 });

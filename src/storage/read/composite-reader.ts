@@ -107,7 +107,7 @@ export class CompositeReader extends ViewReader implements LogReader {
   }
 }
 
-/** Wraps a log reader so compacted days are served from Parquet. */
-export function compositeReader(dataDir: string, key: LogKey, log: FileLogReader): LogReader {
-  return new CompositeReader(dataDir, key, log);
+/** Wraps a log reader so compacted days are served from Parquet (the process-wide store unless given one). */
+export function compositeReader(dataDir: string, key: LogKey, log: FileLogReader, store?: ParquetStore): LogReader {
+  return new CompositeReader(dataDir, key, log, store);
 }
