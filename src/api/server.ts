@@ -58,6 +58,11 @@ async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boole
   const replayed = replay && decoded
     ? await warmReplay(app, dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the replay at start'))
     : undefined;
+  // The markets view is a second old by now: re-read it so that the first requests find it fresh.
+  if (replayed) {
+    await Promise.all(FAMILIES.map((f) => app.pmtape.markets.rebuild(f)))
+      .catch((e: unknown) => void log.warn({ err: e }, 'could not rebuild the markets index at start'));
+  }
   log.info({ ms: Math.round(performance.now() - t0), markets, parquet, replay: replayed }, 'read side warmed');
 }
 

@@ -18,6 +18,7 @@ import type { CoinMarket } from '../../src/schema/market.js';
 import type { Recorded } from '../../src/schema/observation.js';
 import { bookAsOf, snapshotPage, type BookModel } from '../../src/api/query/book-pages.js';
 import { intervalPage } from '../../src/api/query/intervals.js';
+import { marketRecords } from '../../src/api/query/replay-cursor.js';
 import { writeFixture } from './compaction-fixture.js';
 
 const MARKET = '50000';
@@ -223,5 +224,12 @@ t.test('replay over a compacted day and the open log', async (t) => {
     t.same(asOf && model.shape(asOf.rec, asOf.books), asc.items[5], 'and holds its book');
     const iv = await planned(() => intervalPage(cr, coinMarket, { intervalMs: 60_000, order: 'asc', limit: 10, start: dayStartMs(past)!, now: Date.now(), connected: false }, {}));
     t.ok(iv.items.length + iv.gaps.length > 0, 'buckets or gaps answered');
+    // A `/v3/replay` pass over a range with its warm-up: the seek, the anchor and the read share one view.
+    const first = await planned(async () => {
+      let rec: Recorded | null = null; // read while its chunk is current
+      for await (const c of marketRecords(cr, { from: mid, end: mid + 600_000, warmUp: true })) rec ??= c.record(0);
+      return rec;
+    });
+    t.ok(first && first.recv_ts < mid, 'the replay pass starts with its warm-up, before the range');
   });
 });

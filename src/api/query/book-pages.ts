@@ -61,7 +61,11 @@ async function anchoredFrom(view: LogView, model: BookModel, bound: Position | '
 
 /** Where a replay towards `bound` starts (see anchoredFrom), as a position to read from. */
 export async function anchoredStart(reader: LogReader, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
-  const view = await reader.view();
+  return anchoredStartIn(await reader.view(), model, bound, budget);
+}
+
+/** `anchoredStart` in a view the caller planned (and goes on reading). */
+export async function anchoredStartIn(view: LogView, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
   const a = await anchoredFrom(view, model, bound, budget);
   if (a.from === 'start') return 'start';
   for await (const it of view.replay(a.from, { warmup: a.warmup })) return it.pos;

@@ -96,6 +96,17 @@ export class MarketsIndex {
     return p;
   }
 
+  /**
+   * Re-reads the family's catalogue now and returns how many markets it holds. `serve` does this
+   * last before it listens: a view built before a long warm-up would be past its TTL at the first
+   * request, which would then run beside the re-read of every market's catalogue.
+   */
+  async rebuild(family: Family): Promise<number> {
+    const idx = await this.refresh(family, this.families.get(family));
+    this.families.set(family, idx);
+    return idx.sorted.length;
+  }
+
   /** The market a path id names (market id, condition id, slug, topic id), or null. */
   async resolve(family: Family, pathId: string): Promise<IndexedMarket | null> {
     const idx = await this.get(family);

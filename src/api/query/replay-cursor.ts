@@ -5,7 +5,7 @@
 
 import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, Position, RecordChunk } from '../../storage/index.js';
-import { anchoredStart, type BookModel } from './book-pages.js';
+import { anchoredStartIn, type BookModel } from './book-pages.js';
 
 /** Any stored book observation can anchor a warm-up: the newest one before `from` is replayed itself. */
 const ANCHOR: BookModel = {
@@ -31,12 +31,15 @@ export interface CursorRange {
  */
 export async function* marketRecords(reader: LogReader, range: CursorRange): AsyncGenerator<RecordChunk> {
   if (range.from >= range.end) return;
-  const bound = await reader.seekTime(range.from);
+  // One view for the whole pass: each LogReader call plans the log's days again (a listing of the
+  // log folder, the partitions' dates and the market's day), three times a replay before this.
+  const view = await reader.view();
+  const bound = Number.isFinite(range.from) ? await view.seek({ time: range.from }) : null;
   let start: Position | 'start' | null;
-  if (range.warmUp) start = await anchoredStart(reader, ANCHOR, bound ?? 'end');
+  if (range.warmUp) start = await anchoredStartIn(view, ANCHOR, bound ?? 'end');
   else start = bound;
   if (start === null) return;
-  yield* reader.readChunks(start, { endTime: range.end });
+  yield* view.records(start === 'start' ? 'start' : { pos: start }, { until: range.end });
 }
 
 /** The first record received at or after `t`, or null (a gap there may spoil interval samples before it). */
