@@ -27,6 +27,8 @@ export { DATASETS, type Dataset } from './parquet/schema.js';
 export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
+// A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
+export { ParquetStore } from './parquet/reader.js';
 export { startAutoCompaction } from './parquet/auto-compaction.js';
 export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
