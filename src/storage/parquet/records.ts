@@ -175,19 +175,24 @@ export interface RecordRow {
 /** The records of `book_changes` rows [from, to) (whole records: rows of one seq are contiguous). */
 function bookRecords(family: Family, c: Columns, from: number, to: number, out: RecordRow[]): void {
   const sc = scalesOf(family);
+  // The columns every level reads, looked up once (not by name per value).
+  const seqs = c.seq, sides = c.side, prices = c.price, priceForms = c.price_decimals, sizes = c.size, sizeForms = c.size_decimals;
+  const lvl = (k: number): Level => [
+    decodeDecimal(prices[k] as Unscaled, sc.price, priceForms[k] as number),
+    decodeDecimal(sizes[k] as Unscaled, sc.size, sizeForms[k] as number),
+  ];
+  const ladder = (side: string, lo: number, hi: number): Level[] => {
+    const l: Level[] = [];
+    for (let k = lo; k < hi; k++) if (sides[k] === side && prices[k] !== null) l.push(lvl(k));
+    return l;
+  };
   let i = from;
   while (i < to) {
-    const seq = c.seq[i] as number;
+    const seq = seqs[i] as number;
     let j = i + 1;
-    while (j < to && c.seq[j] === seq) j++;
+    while (j < to && seqs[j] === seq) j++;
     const type = c.record_type[i] as string;
     const b = base(c, i);
-    const lvl = (k: number): Level => [text(c, 'price', k, sc.price)!, text(c, 'size', k, sc.size)!];
-    const ladder = (side: string, lo: number, hi: number): Level[] => {
-      const l: Level[] = [];
-      for (let k = lo; k < hi; k++) if (c.side[k] === side && c.price[k] !== null) l.push(lvl(k));
-      return l;
-    };
     let rec: Record<string, unknown>;
     if (type === 'book') {
       rec = { type, ...b, token_id: c.token_id[i], units: c.units[i], bids: ladder('bid', i, j), asks: ladder('ask', i, j) };
@@ -206,9 +211,9 @@ function bookRecords(family: Family, c: Columns, from: number, to: number, out: 
     } else if (type === 'book_delta') {
       const changes: { side: 'bid' | 'ask'; price: string; size: string }[] = [];
       for (let k = i; k < j; k++) {
-        if (c.side[k] === null) continue;
+        if (sides[k] === null) continue;
         const [price, size] = lvl(k); // once: each is a decimal text to build
-        changes.push({ side: c.side[k] as 'bid' | 'ask', price, size });
+        changes.push({ side: sides[k] as 'bid' | 'ask', price, size });
       }
       rec = { type, ...b, token_id: c.token_id[i], changes };
       const bb = text(c, 'best_bid', i, sc.price);
