@@ -3,6 +3,7 @@
 // rows, the whole v2 day vs the v1 layout of the same logs, compaction throughput in book_changes
 // rows/s, and a 1-hour range of one market served by pmtape's reader (cold and warm) vs DuckDB.
 
+import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,32 +112,58 @@ async function v1Bytes(dataDir: string, day: string): Promise<number> {
 }
 
 /**
+ * One GET timed by curl (a C client: its time is the server's answer, with no client JIT in it),
+ * or null when curl is not installed. Lines are counted in the body.
+ */
+async function curlGet(url: string, key: string): Promise<{ lines: number; ms: number } | null> {
+  return new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '--fail', '-H', `authorization: Bearer ${key}`, '-w', '\n%{time_total}', url], { maxBuffer: 256 << 20, encoding: 'buffer' }, (err, out) => {
+      if (err) return (err as NodeJS.ErrnoException).code === 'ENOENT' ? resolve(null) : reject(err);
+      const cut = out.lastIndexOf(10);
+      let lines = 0;
+      for (let i = 0; i < cut; i++) if (out[i] === 10) lines++;
+      resolve({ lines, ms: Number(out.subarray(cut + 1).toString()) * 1000 });
+    });
+  });
+}
+
+/**
  * The hour served by the API, as the issue asks: `GET /v3/replay?types=book_change` (one line per
  * record with its level changes: the `book_changes` rows) from a `serve` started on the compacted
- * day. Cold: the first data request after the server started (its code runs for the first time too;
- * before it said ready the server decoded one record chunk of the newest day, 00:00 of the first
- * market, to warm its Parquet reader, and kept nothing of it: see src/storage/parquet/warm-up.ts).
- * Warm: the median of 15 after 20 more (the JIT past its first tiers). Another market: the first
- * request for a second market's hour afterwards (its part file not opened yet, the code warm).
+ * day. Cold: the first data request after the server said ready (before that, the server decoded
+ * and replayed the first hour of another market, 00:00 of the first one, to warm its code, and kept
+ * nothing of it: see src/storage/parquet/warm-up.ts and src/api/query/replay-warm-up.ts). Warm: the
+ * median of 15 after 20 more (the JIT past its first tiers). Another market: the first request for
+ * a second market's hour afterwards (its part file not opened yet, the code warm).
+ *
+ * Timed with curl when installed: a Node client's own first read of a large streamed body (its
+ * fetch and stream code running for the first time) added 40 – 60 ms to the cold figure here,
+ * which is the client's cost, not the server's. Without curl, fetch (then `client` says so).
  */
-async function apiHour(dir: string, markets: readonly string[], from: number, to: number): Promise<{ lines: number; coldMs: number; warmMs: number; otherMarketMs: number }> {
+async function apiHour(dir: string, markets: readonly string[], from: number, to: number): Promise<{ lines: number; coldMs: number; warmMs: number; otherMarketMs: number; client: string }> {
   const key = (await createKey(dir, 'paid', 'bench')).key;
   const { url, proc } = await startServe(dir);
-  const get = async (market: string): Promise<{ lines: number; ms: number }> => {
+  const hourUrl = (market: string): string => `${url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${to}&types=book_change`;
+  const viaFetch = async (market: string): Promise<{ lines: number; ms: number }> => {
     const s = performance.now();
-    const n = await countLines(await fetch(`${url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${to}&types=book_change`, { headers: { authorization: `Bearer ${key}` } }));
-    return { lines: n - 1, ms: performance.now() - s }; // minus the end line
+    const n = await countLines(await fetch(hourUrl(market), { headers: { authorization: `Bearer ${key}` } }));
+    return { lines: n, ms: performance.now() - s };
   };
   try {
-    // The client's own first request (Node loads its fetch implementation on first use: 70 – 90 ms
-    // here) is paid on a route that reads no data, so `cold` times the server alone.
+    // Either client's first request is paid on a route that reads no data (Node loads its fetch
+    // implementation on first use: 70 – 90 ms here; curl resolves and connects).
     await (await fetch(`${url}/healthz`)).arrayBuffer();
+    const curl = await curlGet(`${url}/healthz`, key);
+    const get = async (market: string): Promise<{ lines: number; ms: number }> => {
+      const r = curl ? (await curlGet(hourUrl(market), key))! : await viaFetch(market);
+      return { lines: r.lines - 1, ms: r.ms }; // minus the end line
+    };
     const cold = await get(markets[0]);
     for (let i = 0; i < 20; i++) await get(markets[0]); // past the JIT's first tiers
     const warm: number[] = [];
     for (let i = 0; i < 15; i++) warm.push((await get(markets[0])).ms);
     const other = await get(markets[1]);
-    return { lines: cold.lines, coldMs: cold.ms, warmMs: median(warm), otherMarketMs: other.ms };
+    return { lines: cold.lines, coldMs: cold.ms, warmMs: median(warm), otherMarketMs: other.ms, client: curl ? 'curl' : 'fetch' };
   } finally {
     await stopServe(proc);
   }
@@ -301,6 +328,7 @@ export async function run(): Promise<Record<string, unknown>> {
       pmtape_speedup_vs_duckdb_warm: round(median(duck) / median(warm)),
       // Through HTTP: /v3/replay?types=book_change lines (level changes) of the same hour.
       api_hour_book_change_lines: api.lines,
+      api_client: api.client,
       api_hour_cold_ms: round(api.coldMs),
       api_hour_warm_ms: round(api.warmMs),
       api_hour_other_market_ms: round(api.otherMarketMs),
