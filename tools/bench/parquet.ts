@@ -137,7 +137,7 @@ async function curlGet(url: string, key: string): Promise<{ lines: number; ms: n
  * a second market's hour afterwards (its part file not opened yet, the code warm).
  *
  * Timed with curl when installed: a Node client's own first read of a large streamed body (its
- * fetch and stream code running for the first time) added 40 – 60 ms to the cold figure here,
+ * fetch and stream code running for the first time) added 20 – 40 ms to the cold figure here,
  * which is the client's cost, not the server's. Without curl, fetch (then `client` says so).
  */
 async function apiHour(dir: string, markets: readonly string[], from: number, to: number): Promise<{ lines: number; coldMs: number; warmMs: number; otherMarketMs: number; client: string }> {
