@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import { startApi } from '../../src/api/server.js';
 import { createKey } from '../../src/api/plugins/keys.js';
-import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
+import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
 import { parquetStore } from '../../src/storage/parquet/reader.js';
@@ -48,10 +48,9 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   t.ok(replay && replay.lines > 0, 'and made lines');
   // The warm-up read that market's first hour through private stores: a request for that very hour
   // decodes it again in the process-wide store (a hit would mean the warm-up kept data).
-  const market = (warmed?.parquet as { decoded: { market: string } }).decoded.market;
+  const { market, from } = (warmed?.parquet as { decoded: { market: string; from: number } }).decoded;
   const store = parquetStore(dir);
   const before = store.decodes;
-  const from = dayStartMs(day)!;
   const res = await fetch(`${api.url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${from + 3_600_000}&types=book_change`, { headers: { authorization: `Bearer ${key}` } });
   const lines = (await res.text()).trim().split('\n');
   t.equal(res.status, 200);

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DAY_MS, utcDay } from '../../src/schema/time.js';
+import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { cachedBlocks, openFiles } from '../../src/storage/parquet/file-ranges.js';
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
@@ -38,6 +38,8 @@ t.test('one chunk of the newest compacted books day is decoded, and nothing of i
   const got = await warmParquet(dir);
   t.equal(got.loaded, true);
   t.equal(got.decoded?.date, days[1], 'the newest day');
+  const dayStart = dayStartMs(days[1])!;
+  t.ok(got.decoded && got.decoded.from >= dayStart && got.decoded.from < dayStart + DAY_MS, `from the chunk's first receive time, that day (${got.decoded?.from})`);
   const manifest = await readManifest(partitionDir(dir, got.decoded!.family, 'book_changes', days[1]));
   t.ok(got.decoded && Object.keys(manifest?.records ?? {}).includes(got.decoded.market), `a market of that day (${got.decoded?.market})`);
 

@@ -5,7 +5,8 @@
 // Parquet benchmark's hour that first request took 150 – 190 ms against 45 – 55 ms for the next
 // market's (data just as cold, code warm).
 //
-// So the server replays one hour of the market the Parquet warm-up decoded, a few rounds, each
+// So the server replays an hour of the market the Parquet warm-up decoded, from the start of the
+// chunk it decoded (so that the hour holds records whatever the market's hours), a few rounds, each
 // through a private store that is closed at once: nothing read or decoded stays in the process, and
 // the first request still reads its own files and row groups cold. The rounds stop at a time budget
 // so that a slow disk or a busy machine delays `ready` by a bounded amount.
@@ -13,7 +14,6 @@
 import type { FastifyInstance } from 'fastify';
 import { familyOf } from '../../families/index.js';
 import type { Family } from '../../schema/observation.js';
-import { dayStartMs } from '../../schema/time.js';
 import { openReader, ParquetStore } from '../../storage/index.js';
 import type { ReplayMarket } from './replay-book.js';
 import { bookLines, type SourceRequest } from './replay-lines.js';
@@ -30,13 +30,13 @@ export interface ReplayWarmUp {
 const WARM_TYPES = 'book,book_change,trade,gap,book_snapshot_25_1s';
 
 /**
- * Replays the first hour of `market`'s books on compacted `day` up to `rounds` times, stopping
+ * Replays an hour of `market`'s books from `from` up to `rounds` times, stopping
  * once `budgetMs` have passed. The lines are made and dropped.
  */
 export async function warmReplay(
   app: FastifyInstance,
   dataDir: string,
-  at: { readonly family: Family; readonly date: string; readonly market: string },
+  at: { readonly family: Family; readonly market: string; /** Receive time (ms) of the market's first records there. */ readonly from: number },
   opts: { readonly rounds?: number; readonly budgetMs?: number } = {},
 ): Promise<ReplayWarmUp> {
   const t0 = performance.now();
@@ -46,7 +46,7 @@ export async function warmReplay(
   const found = await app.pmtape.markets.resolve(at.family, at.market);
   const m: ReplayMarket = { family: at.family, idField: d.idField, id: at.market, market: found?.market ?? null, newBook: () => d.replay.book(m) };
   const types = parseTypes(WARM_TYPES, { name: at.family, maxDepth: d.replay.maxDepth, metricFamilies: [] });
-  const start = dayStartMs(at.date)!;
+  const start = Math.floor(at.from);
   const end = start + 3_600_000;
   let done = 0;
   let lines = 0;

@@ -16,7 +16,7 @@ export interface ParquetWarmUp {
   /** The Parquet modules were loaded (the data dir has a Parquet tree). */
   readonly loaded: boolean;
   /** The chunk decoded, or null when no compacted books partition lists a market. */
-  readonly decoded: { readonly family: Family; readonly date: string; readonly market: string } | null;
+  readonly decoded: { readonly family: Family; readonly date: string; readonly market: string; /** Receive time (ms) the chunk starts at. */ readonly from: number } | null;
 }
 
 /** Loads the Parquet modules and runs one real decode, when the data dir holds compacted days. */
@@ -34,7 +34,7 @@ export async function warmParquet(dataDir: string): Promise<ParquetWarmUp> {
       const day = await store.marketDay(p.family, 'books', p.date, markets[0]);
       if (day === null || day.segments.length === 0) continue;
       await day.group(day.segments[0]);
-      return { loaded: true, decoded: { family: p.family, date: p.date, market: markets[0] } };
+      return { loaded: true, decoded: { family: p.family, date: p.date, market: markets[0], from: day.segments[0].minRecv } };
     } finally {
       store.close();
     }
