@@ -23,6 +23,18 @@ export interface ReplayMarket {
   newBook(): ReplayBook;
 }
 
+/**
+ * The replay's view of a market of a family descriptor `d`: the route and `serve`'s warm-up build
+ * them here, so both make the same objects (and V8's code for one fits the other).
+ */
+export function replayMarket(
+  d: { readonly family: Family; readonly idField: ReplayMarket['idField']; readonly replay: { book(m: ReplayMarket): ReplayBook } },
+  id: string, market: Market | null,
+): ReplayMarket {
+  const m: ReplayMarket = { family: d.family, idField: d.idField, id, market, newBook: () => d.replay.book(m) };
+  return m;
+}
+
 export type Change = { token_id?: string; outcome?: string | null; side: string; price: number | string | null; size: number | string };
 
 /**

@@ -15,7 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { familyOf } from '../../families/index.js';
 import type { Family } from '../../schema/observation.js';
 import { openReader, ParquetStore } from '../../storage/index.js';
-import type { ReplayMarket } from './replay-book.js';
+import { replayMarket } from './replay-book.js';
 import { bookLines, type SourceRequest } from './replay-lines.js';
 import { parseTypes } from './replay-plan.js';
 
@@ -44,7 +44,7 @@ export async function warmReplay(
   const budgetMs = opts.budgetMs ?? 1500;
   const d = familyOf(at.family);
   const found = await app.pmtape.markets.resolve(at.family, at.market);
-  const m: ReplayMarket = { family: at.family, idField: d.idField, id: at.market, market: found?.market ?? null, newBook: () => d.replay.book(m) };
+  const m = replayMarket(d, at.market, found?.market ?? null);
   const types = parseTypes(WARM_TYPES, { name: at.family, maxDepth: d.replay.maxDepth, metricFamilies: [] });
   const start = Math.floor(at.from);
   const end = start + 3_600_000;

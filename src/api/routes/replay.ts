@@ -11,7 +11,7 @@ import { DESCRIPTORS, familyOf, type FamilyDescriptor } from '../../families/ind
 import type { Market } from '../../schema/market.js';
 import { FAMILIES } from '../../schema/observation.js';
 import { timeParam } from '../query/params.js';
-import type { ReplayMarket } from '../query/replay-book.js';
+import { replayMarket, type ReplayMarket } from '../query/replay-book.js';
 import { recordedSpan } from '../query/replay-cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from '../query/replay-lines.js';
 import { mergeSorted } from '../query/replay-merge.js';
@@ -66,10 +66,7 @@ async function resolveMarkets(app: FastifyInstance, d: FamilyDescriptor, qs: Rep
   if (given.length !== 1) throw invalidParameter(given.length === 0 ? replay.idParam : given[1], `must be given alone: name the markets with ${replay.idParam}${replay.byCoin ? ' or select them with coin' : ''}`);
   if (qs.window !== undefined && qs.coin === undefined) throw invalidParameter('window', 'only applies with coin');
   const out = new Map<string, ReplayMarket>();
-  const add = (id: string, market: Market | null): void => {
-    const m: ReplayMarket = { family, idField: d.idField, id, market, newBook: () => replay.book(m) };
-    out.set(id, m);
-  };
+  const add = (id: string, market: Market | null): void => void out.set(id, replayMarket(d, id, market));
   if (qs.coin === undefined) {
     if (qs.ticker !== undefined && replay.idParam !== 'ticker') throw invalidParameter('ticker', `does not apply to ${family}; name its markets with market_id`);
     const param = qs.ticker !== undefined ? 'ticker' : 'market_id';

@@ -303,18 +303,22 @@ export interface Sparse {
  */
 const BOOK_ROW_COLUMNS: ReadonlySet<string> = new Set(['seq', 'token_id', 'side', 'price', 'price_decimals', 'size', 'size_decimals']);
 const BOOK_UNREAD = new Set(['outcome', 'is_snapshot']);
-const bookSpecs = new Map<Family, readonly ColumnSpec[]>();
+/** Per family: `book_changes`' seq column, and the other columns read. */
+const bookSpecs = new Map<Family, { readonly seq: readonly ColumnSpec[]; readonly rest: readonly ColumnSpec[] }>();
 
 /** Decodes rows [from, to) of a v2 dataset's table into the columns recordsOf reads. */
 export function decodeDataset(family: Family, dataset: Dataset, t: Table, from = 0, to = t.numRows): Columns {
   if (dataset !== 'book_changes') return decodeColumns(t, columnsOf(family, dataset), from, to);
   let specs = bookSpecs.get(family);
-  if (!specs) bookSpecs.set(family, (specs = columnsOf(family, dataset).filter((c) => !BOOK_UNREAD.has(c.name))));
-  const seqSpec = specs.find((c) => c.name === 'seq')!;
-  const { seq } = decodeColumns(t, [seqSpec], from, to);
+  if (!specs) {
+    const all = columnsOf(family, dataset);
+    specs = { seq: all.filter((c) => c.name === 'seq'), rest: all.filter((c) => c.name !== 'seq' && !BOOK_UNREAD.has(c.name)) };
+    bookSpecs.set(family, specs);
+  }
+  const { seq } = decodeColumns(t, specs.seq, from, to);
   const firsts: number[] = [];
   for (let i = 0; i < seq.length; i++) if (i === 0 || seq[i] !== seq[i - 1]) firsts.push(i + from);
-  const cols = decodeColumns(t, specs.filter((c) => c !== seqSpec), from, to, { rows: Int32Array.from(firsts), every: BOOK_ROW_COLUMNS });
+  const cols = decodeColumns(t, specs.rest, from, to, { rows: Int32Array.from(firsts), every: BOOK_ROW_COLUMNS });
   cols.seq = seq;
   return cols;
 }
