@@ -1,19 +1,34 @@
 // The catalogue cache: the newest catalogue event of every market per family, refreshed from the
-// catalog logs at most once a second (only markets whose log grew are re-read). Resolves a path id
-// (market id, condition id, slug, topic id or ticker) to its market, and lists markets stably:
-// ordered by first capture, then id, so markets listed later always sort after a cursor.
+// catalog logs at most once a second. Resolves a path id (market id, condition id, slug, topic id
+// or ticker) to its market, and lists markets stably: ordered by first capture, then id, so
+// markets listed later always sort after a cursor.
+//
+// A refresh re-reads only the markets whose catalog log changed: each market's log stamp (a listing
+// of its folder and one stat, storage's `logStamp`) is compared with the one taken when it was last
+// read. Measured with 2,000 markets (`npm run bench -- markets`): a refresh that reads every
+// market's newest event took about 0.6 s of CPU; one that stamps them, a small fraction of that.
+// As a safety net against a file system whose metadata lags its contents (attribute caching on
+// network mounts), each refresh also re-reads a rolling 1/FULL_ROUNDS of the markets whatever their
+// stamp, so every market is read again at least every five minutes or so under load.
 
-import { listMarkets, openReader } from '../../storage/index.js';
-import type { LogReader } from '../../storage/index.js';
+import { listMarkets, logStamp, openReader, parquetStamp, sameStamp } from '../../storage/index.js';
+import type { LogReader, LogStamp } from '../../storage/index.js';
 import type { Market } from '../../schema/market.js';
 import type { CatalogEvent, Family, Recorded } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
+
+/** Markets stamped or read at once in a refresh (file system calls wait on the thread pool). */
+const REFRESH_CONCURRENCY = 32;
+/** Every market is re-read regardless of its stamp at least once per this many refreshes. */
+const FULL_ROUNDS = 300;
 
 export interface IndexedMarket {
   readonly market: Market;
   /** Receive time of the market's first catalogue event: the listing order. */
   readonly first_ts: number;
   readonly last_seq: number;
+  /** The catalog log's stamp taken before that event was read (null: not stamped). */
+  readonly stamp: LogStamp | null;
 }
 
 interface FamilyIndex {
@@ -29,6 +44,10 @@ export class MarketsIndex {
   private readonly families = new Map<Family, FamilyIndex>();
   private readonly loading = new Map<Family, Promise<FamilyIndex>>();
   private readonly readers = new Map<string, LogReader>();
+  /** Refreshes so far (picks the rolling share of markets re-read whatever their stamp). */
+  private rounds = 0;
+  /** Markets whose newest catalogue event the last refresh read (tests and the benchmark). */
+  lastReads = 0;
 
   /** `now` is the clock of the view's age (tests). */
   constructor(private readonly dataDir: string, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
@@ -45,25 +64,45 @@ export class MarketsIndex {
     return r;
   }
 
-  private async refresh(family: Family, prev: FamilyIndex | undefined): Promise<FamilyIndex> {
+  private async refresh(family: Family, prev: FamilyIndex | undefined, full = false): Promise<FamilyIndex> {
     const ids = await listMarkets(this.dataDir, family, 'catalog');
-    const byId = new Map<string, IndexedMarket>();
-    for (const id of ids) {
+    const parquet = await parquetStamp(this.dataDir, family, 'catalog');
+    const round = this.rounds++;
+    const entries: (IndexedMarket | undefined)[] = new Array(ids.length);
+    let reads = 0;
+    const one = async (id: string, i: number): Promise<void> => {
       const old = prev?.byId.get(id);
+      const stamp = await logStamp(this.dataDir, { family, stream: 'catalog', market: id }, parquet);
+      const rolling = i % FULL_ROUNDS === round % FULL_ROUNDS;
+      if (old && old.stamp !== null && !full && !rolling && sameStamp(old.stamp, stamp)) {
+        entries[i] = old;
+        return;
+      }
+      reads++;
       const r = await this.reader(family, 'catalog', id);
       const last = await r.latest();
       if (!last || last.rec.type !== 'catalog') {
-        if (old) byId.set(id, old);
-        continue;
+        entries[i] = old;
+        return;
       }
       if (old && old.last_seq === last.rec.seq) {
-        byId.set(id, old);
-        continue;
+        entries[i] = { ...old, stamp };
+        return;
       }
       const first = old ? old.first_ts : ((await r.first())?.rec.recv_ts ?? last.rec.recv_ts);
       const ev = last.rec as Recorded<CatalogEvent>;
-      byId.set(id, { market: ev.market, first_ts: first, last_seq: ev.seq });
+      entries[i] = { market: ev.market, first_ts: first, last_seq: ev.seq, stamp };
+    };
+    for (let k = 0; k < ids.length; k += REFRESH_CONCURRENCY) {
+      await Promise.all(ids.slice(k, k + REFRESH_CONCURRENCY).map((id, j) => one(id, k + j)));
     }
+    this.lastReads = reads;
+    // In id order, as one market after the other made it (an alias two markets claim goes to the later id).
+    const byId = new Map<string, IndexedMarket>();
+    ids.forEach((id, i) => {
+      const e = entries[i];
+      if (e) byId.set(id, e);
+    });
     const alias = new Map<string, string>();
     for (const [id, m] of byId) {
       for (const n of familyOf(m.market.family).aliases(m.market)) if (n && !byId.has(n)) alias.set(n, id);
@@ -99,10 +138,12 @@ export class MarketsIndex {
   /**
    * Re-reads the family's catalogue now and returns how many markets it holds. `serve` does this
    * last before it listens: a view built before a long warm-up would be past its TTL at the first
-   * request, which would then run beside the re-read of every market's catalogue.
+   * request, which would then run beside the re-read of every market's catalogue. `full` reads
+   * every market's newest event whatever its stamp (what every refresh did before stamps: the
+   * benchmark's baseline).
    */
-  async rebuild(family: Family): Promise<number> {
-    const idx = await this.refresh(family, this.families.get(family));
+  async rebuild(family: Family, full = false): Promise<number> {
+    const idx = await this.refresh(family, this.families.get(family), full);
     this.families.set(family, idx);
     return idx.sorted.length;
   }
