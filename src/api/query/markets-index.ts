@@ -6,7 +6,7 @@
 // A refresh re-reads only the markets whose catalog log changed: each market's log stamp (a listing
 // of its folder and one stat, storage's `logStamp`) is compared with the one taken when it was last
 // read. Measured with 2,000 markets (`npm run bench -- markets`): a refresh that reads every
-// market's newest event took about 0.6 s of CPU; one that stamps them, a small fraction of that.
+// market's newest event took 0.4 – 0.6 s of CPU; one that stamps them, about 62 ms (docs/api.md).
 // As a safety net against a file system whose metadata lags its contents (attribute caching on
 // network mounts), each refresh also re-reads a rolling 1/FULL_ROUNDS of the markets whatever their
 // stamp, so every market is read again at least every five minutes or so under load.
