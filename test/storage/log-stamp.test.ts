@@ -48,12 +48,12 @@ t.test('what changes a log stamp, and what does not', async (t) => {
   t.notOk(sameStamp(b, c), 'a new day file changes it');
 
   // Same size, other bytes, written later (recovery truncating a torn tail, then a new record of the
-  // same length): size alone would miss it; mtime does not. Wait until the clock moved past the
-  // file's mtime so the rewrite cannot land in the same timestamp tick.
+  // same length): size alone would miss it; mtime does not. Wait until the clock is over a second
+  // past the file's mtime, so the rewrite cannot land in the same timestamp tick even on a file
+  // system that keeps whole seconds.
   const path = logFilePath(dir, KEY, '2026-07-02');
   const bytes = await readFile(path);
-  const before = Date.now();
-  while (Date.now() < before + 20) await new Promise((r) => setTimeout(r, 5));
+  while (Date.now() < c.mtimeMs + 1100) await new Promise((r) => setTimeout(r, 20));
   await writeFile(path, bytes);
   const d = await stampOf(dir);
   t.equal(d.size, c.size, 'same size');
