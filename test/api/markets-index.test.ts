@@ -47,6 +47,7 @@ t.test('the rolling safety net reads each market once per 300 unchanged refreshe
   for (let i = 0; i < 300; i++) {
     await idx.rebuild('coin');
     reads += idx.lastReads;
+    await idx.rebuild('wallet-prediction'); // another family's refreshes do not shift coin's rota
   }
-  t.equal(reads, 3, 'each of the 3 markets read exactly once in 300 refreshes');
+  t.equal(reads, 3, 'each of the 3 markets read exactly once in 300 refreshes of its family');
 });

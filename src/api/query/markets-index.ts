@@ -44,8 +44,8 @@ export class MarketsIndex {
   private readonly families = new Map<Family, FamilyIndex>();
   private readonly loading = new Map<Family, Promise<FamilyIndex>>();
   private readonly readers = new Map<string, LogReader>();
-  /** Refreshes so far (picks the rolling share of markets re-read whatever their stamp). */
-  private rounds = 0;
+  /** Refreshes so far per family (picks the rolling share of markets re-read whatever their stamp). */
+  private readonly rounds = new Map<Family, number>();
   /** Markets whose newest catalogue event the last refresh read (tests and the benchmark). */
   lastReads = 0;
 
@@ -67,7 +67,8 @@ export class MarketsIndex {
   private async refresh(family: Family, prev: FamilyIndex | undefined, full = false): Promise<FamilyIndex> {
     const ids = await listMarkets(this.dataDir, family, 'catalog');
     const parquet = await parquetStamp(this.dataDir, family, 'catalog');
-    const round = this.rounds++;
+    const round = this.rounds.get(family) ?? 0;
+    this.rounds.set(family, round + 1);
     const entries: (IndexedMarket | undefined)[] = new Array(ids.length);
     let reads = 0;
     const one = async (id: string, i: number): Promise<void> => {
