@@ -27,8 +27,8 @@ export interface IndexedMarket {
   /** Receive time of the market's first catalogue event: the listing order. */
   readonly first_ts: number;
   readonly last_seq: number;
-  /** The catalog log's stamp taken before that event was read (null: not stamped). */
-  readonly stamp: LogStamp | null;
+  /** The catalog log's stamp, taken before that event was read. */
+  readonly stamp: LogStamp;
 }
 
 interface FamilyIndex {
@@ -65,8 +65,7 @@ export class MarketsIndex {
   }
 
   private async refresh(family: Family, prev: FamilyIndex | undefined, full = false): Promise<FamilyIndex> {
-    const ids = await listMarkets(this.dataDir, family, 'catalog');
-    const parquet = await parquetStamp(this.dataDir, family, 'catalog');
+    const [ids, parquet] = await Promise.all([listMarkets(this.dataDir, family, 'catalog'), parquetStamp(this.dataDir, family, 'catalog')]);
     const round = this.rounds.get(family) ?? 0;
     this.rounds.set(family, round + 1);
     const entries: (IndexedMarket | undefined)[] = new Array(ids.length);
@@ -75,7 +74,7 @@ export class MarketsIndex {
       const old = prev?.byId.get(id);
       const stamp = await logStamp(this.dataDir, { family, stream: 'catalog', market: id }, parquet);
       const rolling = i % FULL_ROUNDS === round % FULL_ROUNDS;
-      if (old && old.stamp !== null && !full && !rolling && sameStamp(old.stamp, stamp)) {
+      if (old && !full && !rolling && sameStamp(old.stamp, stamp)) {
         entries[i] = old;
         return;
       }
