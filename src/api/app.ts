@@ -80,7 +80,10 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     log: opts.log ?? fastify.log,
   };
   fastify.decorate('pmtape', services);
-  fastify.addHook('onClose', async () => services.latest.close());
+  fastify.addHook('onClose', async () => {
+    services.latest.close();
+    services.markets.close();
+  });
 
   await fastify.register(errorHandler);
   // Before any route (docs too): the request id header, key check and request tally of each route.

@@ -35,7 +35,7 @@ t.test('a refresh reads only the catalog logs that changed', async (t) => {
   t.same(list.map((e) => e.market.market_id), [...Array.from({ length: 12 }, (_, k) => marketN(k).market_id), marketN(40).market_id], 'listing order is by first capture');
   t.equal(list.find((e) => e.market.market_id === closed.market_id)?.first_ts, T + 5, 'a re-read market keeps its first capture time');
 
-  t.ok(await idx.rebuild('coin', true) && idx.lastReads === 13, 'a full rebuild reads every market');
+  t.ok(await idx.rebuild('coin', 'read') && idx.lastReads === 13, 'a full rebuild reads every market');
 });
 
 t.test('the rolling safety net reads each market once per 300 unchanged refreshes', async (t) => {

@@ -64,7 +64,14 @@ export class LogChanges {
    * folder changes. Null when no watch could be set (limit reached, watch refused): check by hand.
    */
   subscribe(key: LogKey, onChange: () => void): LogChangeSubscription | null {
-    const own = marketDir(this.dataDir, key);
+    return this.subscribeDir(marketDir(this.dataDir, key), onChange);
+  }
+
+  /**
+   * The same for any folder under the data dir: a stream folder reports market folders created or
+   * removed (not what happens inside them: a folder watch is not recursive).
+   */
+  subscribeDir(own: string, onChange: () => void): LogChangeSubscription | null {
     // The nearest folder that exists: whatever is created under it first is a direct child, which
     // is all a folder watch reports (the data dir itself is the last resort).
     let dir = own;
