@@ -120,9 +120,14 @@ export class StoragePause {
     return true;
   }
 
-  /** Stops retrying `s` (its log is closed: the market is no longer recorded). */
+  /**
+   * Stops retrying `s` (its log is closed: the market is no longer recorded). A writer closed while
+   * paused says so, so that every paused line has its closing line (resumed, or this one).
+   */
   forget(s: Pausable): void {
-    this.paused.delete(s);
+    if (!this.paused.delete(s) || !s.paused) return;
+    const p = s.paused;
+    this.o.logger.warn({ ...where(s.key), errno: p.errno, paused_ms: Date.now() - p.at, dropped: p.dropped }, 'storage: writer closed while paused; it is not resumed');
   }
 
   /** Counts a record dropped while `s` is paused or waiting for a full book. */
