@@ -4,6 +4,8 @@
 
 import type { Market } from '../schema/market.js';
 import type { CatalogEvent, CatalogEventKind } from '../schema/observation.js';
+import type { LogKey } from '../storage/index.js';
+import type { LogSink } from './sink.js';
 
 export interface CatalogRules<M extends Market> {
   /** Fields whose change is a catalogue event (prices, volumes that move every poll, `native`: not). */
@@ -35,4 +37,33 @@ export function catalogChange<M extends Market>(rules: CatalogRules<M>, prev: M 
     event = rules.resolves(prev, next, changed) ? 'resolved' : changed.includes('status') ? 'status' : 'updated';
   }
   return { type: 'catalog', recv_ts: recvTs, source_ts: rules.sourceTs(next), origin: 'rest', event, changed, market: next };
+}
+
+/**
+ * Markets whose newest catalogue event the sink did not write (a writer paused on a full disk drops
+ * what it is given; a failed write resolves null too). Their next observation is diffed against the
+ * log again instead of the state in memory, so the change (a resolution, say) is written once the
+ * disk takes writes, instead of being lost for good: memory already held it, and no later poll
+ * would see a difference.
+ */
+export class UnwrittenCatalog {
+  private readonly ids = new Set<string>();
+
+  /** Appends `ev` to the market's catalog log; resolves true when it was written. */
+  async append(sink: Pick<LogSink, 'append'>, key: LogKey, ev: CatalogEvent): Promise<boolean> {
+    const written = (await sink.append(key, ev)) !== null;
+    if (written) this.ids.delete(key.market);
+    else this.ids.add(key.market);
+    return written;
+  }
+
+  /** True when the market's log may lack its newest change: take its previous state from the log. */
+  stale(market: string): boolean {
+    return this.ids.has(market);
+  }
+
+  /** The market is no longer followed. */
+  forget(market: string): void {
+    this.ids.delete(market);
+  }
 }

@@ -12,7 +12,7 @@ import { RestClient } from '../rest.js';
 import { sleep } from '../backoff.js';
 import { coinDirectory, type CoinDirectory } from './directory.js';
 import { COIN_CATALOG, marketsIn, normalizeCatalogMarket, upDownOf } from './normalize.js';
-import { catalogChange } from '../catalog-diff.js';
+import { catalogChange, UnwrittenCatalog } from '../catalog-diff.js';
 import type { RecorderKind } from '../recorder.js';
 
 export const catalogKey = (marketId: string): LogKey => ({ family: 'coin', stream: 'catalog', market: marketId });
@@ -29,6 +29,7 @@ export class CatalogRecorder extends Recorder {
   private readonly rest: RestClient;
   private readonly directory: CoinDirectory;
   private readonly known = new Map<string, CoinMarket>();
+  private readonly unwritten = new UnwrittenCatalog();
   private readonly abort = new AbortController();
   private loop: Promise<void> | null = null;
   private lastOkTs = 0;
@@ -118,6 +119,7 @@ export class CatalogRecorder extends Recorder {
     for (const [id, m] of this.known) {
       if (m.end_time !== null && m.end_time < now - 2 * cfg.recorders.resolveHorizonMs) {
         this.known.delete(id);
+        this.unwritten.forget(id);
         this.directory.delete(id);
         void this.deps.sink.closeKey(catalogKey(id));
       }
@@ -176,19 +178,21 @@ export class CatalogRecorder extends Recorder {
 
   private async record(m: CoinMarket, recvTs: number): Promise<void> {
     const key = catalogKey(m.market_id);
-    let prev = this.known.get(m.market_id) ?? null;
+    let prev = this.unwritten.stale(m.market_id) ? null : this.known.get(m.market_id) ?? null;
     if (!prev) {
       const last = await this.deps.sink.lastRecord(key);
       if (last?.type === 'catalog' && last.market.family === 'coin') prev = last.market;
     }
     const ev = catalogChange(COIN_CATALOG, prev, m, recvTs);
     this.known.set(m.market_id, m);
-    if (ev) void this.deps.sink.append(key, ev);
     if (!prev || ev) this.directory.upsert(m);
-    // Finished markets leave the poll window by themselves; free their writer.
-    if (m.status === 'resolved' || m.status === 'cancelled') {
-      if (ev) void this.deps.sink.closeKey(key);
-    }
+    if (!ev) return;
+    const settled = m.status === 'resolved' || m.status === 'cancelled';
+    void this.unwritten.append(this.deps.sink, key, ev).then((written) => {
+      // Finished markets leave the poll window by themselves: free their writer once the final
+      // state is in the log (not before: the next poll writes it again after a full disk).
+      if (written && settled) void this.deps.sink.closeKey(key);
+    });
   }
 }
 

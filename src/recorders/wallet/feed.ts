@@ -14,7 +14,7 @@ import type { RecorderKind } from '../recorder.js';
 import { API_KEY_HEADER, PATHS, QUERY, TOPIC, UP_DOWN_VARIANT, WS, bookTopic } from './fields.js';
 import { WALLET_CATALOG, frameKind, frameMarketId, listPage, normalizeFrame, normalizeMetrics, normalizeRestBook, normalizeWalletMarket, topicMarketId } from './normalize.js';
 import { VersionGate } from './order.js';
-import { catalogChange } from '../catalog-diff.js';
+import { catalogChange, UnwrittenCatalog } from '../catalog-diff.js';
 
 export const walletKey = (marketId: string, stream: 'books' | 'metrics' | 'catalog'): LogKey => ({ family: 'wallet-prediction', stream, market: marketId });
 
@@ -31,6 +31,7 @@ export class WalletRecorder extends Recorder {
   readonly conn: WsConnection;
   private readonly abort = new AbortController();
   private readonly markets = new Map<string, WalletMarket>();
+  private readonly unwritten = new UnwrittenCatalog();
   /** Open markets whose books we record (subscribed whenever the socket is up). */
   private readonly wanted = new Set<string>();
   private readonly gate = new VersionGate();
@@ -271,13 +272,13 @@ export class WalletRecorder extends Recorder {
 
   private async observe(m: WalletMarket): Promise<void> {
     const id = m.market_id;
-    let prev = this.markets.get(id) ?? null;
+    let prev = this.unwritten.stale(id) ? null : this.markets.get(id) ?? null;
     if (prev === null) {
       const last = await this.deps.sink.lastRecord(walletKey(id, 'catalog'));
       if (last?.type === 'catalog' && last.market.family === 'wallet-prediction') prev = last.market;
     }
     const ev = catalogChange(WALLET_CATALOG, prev, m, Date.now());
-    if (ev) void this.deps.sink.append(walletKey(id, 'catalog'), ev);
+    if (ev) void this.unwritten.append(this.deps.sink, walletKey(id, 'catalog'), ev);
     this.markets.set(id, m);
     const want = m.status === 'open';
     if (want && !this.wanted.has(id)) await this.follow(id);
@@ -312,6 +313,7 @@ export class WalletRecorder extends Recorder {
   private async forget(id: string): Promise<void> {
     if (this.wanted.has(id)) await this.unfollow(id);
     this.markets.delete(id);
+    this.unwritten.forget(id);
     for (const k of [...this.lastTrade.keys()]) if (k.startsWith(`${id}\u0000`)) this.lastTrade.delete(k);
     await this.deps.sink.closeKey(walletKey(id, 'catalog'));
   }

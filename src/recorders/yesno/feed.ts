@@ -11,7 +11,7 @@ import { Recorder, RecorderError, type RecorderDeps } from '../recorder.js';
 import { RestClient } from '../rest.js';
 import type { RecorderKind } from '../recorder.js';
 import { PollCadence } from './cadence.js';
-import { catalogChange } from '../catalog-diff.js';
+import { catalogChange, UnwrittenCatalog } from '../catalog-diff.js';
 import { YESNO_CATALOG, eventSeries, marketsPage, normalizeMarket, normalizeOrderbook } from './normalize.js';
 
 export const yesnoBooksKey = (ticker: string): LogKey => ({ family: 'yesno-exchange', stream: 'books', market: ticker });
@@ -37,6 +37,7 @@ export class YesNoRecorder extends Recorder {
   readonly cadence: PollCadence;
   private readonly abort = new AbortController();
   private readonly markets = new Map<string, YesNoMarket>();
+  private readonly unwritten = new UnwrittenCatalog();
   private readonly eventSeriesMap = new Map<string, string>();
   /** Per ticker: the restart check of its books log, awaited by every poll (a slow writer open must not let a book overtake it). */
   private readonly resumed = new Map<string, Promise<void>>();
@@ -194,13 +195,13 @@ export class YesNoRecorder extends Recorder {
 
   private async observeMarket(m: YesNoMarket): Promise<void> {
     const recv = Date.now();
-    let prev = this.markets.get(m.ticker) ?? null;
+    let prev = this.unwritten.stale(m.ticker) ? null : this.markets.get(m.ticker) ?? null;
     if (prev === null) {
       const last = await this.deps.sink.lastRecord(yesnoCatalogKey(m.ticker));
       if (last?.type === 'catalog' && last.market.family === 'yesno-exchange') prev = last.market;
     }
     const ev = catalogChange(YESNO_CATALOG, prev, m, recv);
-    if (ev) void this.deps.sink.append(yesnoCatalogKey(m.ticker), ev);
+    if (ev) void this.unwritten.append(this.deps.sink, yesnoCatalogKey(m.ticker), ev);
     const wasActive = this.markets.get(m.ticker)?.status === ACTIVE;
     this.markets.set(m.ticker, m);
     if (wasActive && m.status !== ACTIVE) await this.releaseBooks(m.ticker);
@@ -219,6 +220,7 @@ export class YesNoRecorder extends Recorder {
 
   private async forget(ticker: string): Promise<void> {
     this.markets.delete(ticker);
+    this.unwritten.forget(ticker);
     this.eventSeriesMap.delete(ticker.split('-').slice(0, -1).join('-'));
     await this.releaseBooks(ticker);
     await this.deps.sink.closeKey(yesnoCatalogKey(ticker));
