@@ -51,3 +51,19 @@ t.test('the rolling safety net reads each market once per 300 unchanged refreshe
   }
   t.equal(reads, 3, 'each of the 3 markets read exactly once in 300 refreshes of its family');
 });
+
+t.test('a refresh that changes nothing starts the view\'s age again (the route\'s fast path keeps answering)', async (t) => {
+  const dir = tmpDataDir(t);
+  for (let k = 0; k < 3; k++) await writeLog(dir, 'coin', 'catalog', marketN(k).market_id, [catalog(marketN(k), T + k)]);
+  let clock = Date.now();
+  const idx = new MarketsIndex(dir, 1000, () => clock);
+  t.teardown(() => idx.close());
+  await idx.rebuild('coin');
+  const first = await idx.list('coin');
+  for (let i = 0; i < 4; i++) {
+    clock += 1500; // past the TTL: the refresh finds nothing changed and keeps the view's maps
+    await idx.rebuild('coin');
+    t.equal(await idx.list('coin'), first, 'the very same listing');
+    t.equal(idx.resolveNow('coin', marketN(1).market_id)?.market.market_id, marketN(1).market_id, `answered from memory ${(i + 1) * 1.5} s after the first build`);
+  }
+});

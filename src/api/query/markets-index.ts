@@ -177,7 +177,8 @@ export class MarketsIndex {
     const withBooks = prev && bookIds === prev.bookIds ? prev.withBooks : new Set(bookIds);
     const base = { withBooks, ids, bookIds, parquet, stampedAt };
     const kept = prev && ids === prev.ids ? this.patched(prev, updates) : null;
-    return { at: this.now(), ...(kept ?? this.built(ids, (id) => (updates.has(id) ? updates.get(id) : prev?.byId.get(id)))), ...base };
+    // `at` last: a kept view is spread first, and its age must start again now.
+    return { ...(kept ?? this.built(ids, (id) => (updates.has(id) ? updates.get(id) : prev?.byId.get(id)))), ...base, at: this.now() };
   }
 
   /**
