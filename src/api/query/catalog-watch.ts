@@ -9,7 +9,7 @@
 // and a listing whose folder changed.
 //
 // What is watched: the catalog folder of every market whose log was written in the last two UTC
-// days (the markets that still change), up to `maxDirs` folders, and the stream folders (a new
+// days (the markets that still change), up to `maxMarkets` folders, and the stream folders (a new
 // market is a new folder there). Older markets are not watched: a new event for one of them makes
 // a new day file, which its periodic check sees. A watch is a hint, never the only guarantee: every
 // market is stamped again at least every `recheckMs` whatever the watches say (file systems that
@@ -32,14 +32,11 @@ export class CatalogWatch {
   private readonly changed = new Map<Family, Set<string>>();
   private readonly listings = new Map<string, Listing>();
 
-  /** `maxDirs`: the most market folders watched at once (each is one inotify watch). */
-  constructor(private readonly dataDir: string, maxDirs = 4096) {
+  /** `maxMarkets`: the most market folders watched at once (each is one inotify watch). */
+  constructor(private readonly dataDir: string, private readonly maxMarkets = 4096) {
     // The stream folders' watches come on top of the markets' (a few: one per family and stream).
-    this.changes = new LogChanges(dataDir, maxDirs + 16);
-    this.maxMarkets = maxDirs;
+    this.changes = new LogChanges(dataDir, maxMarkets + 16);
   }
-
-  private readonly maxMarkets: number;
 
   /** Market folders watched now (tests and the benchmark). */
   get watched(): number {

@@ -103,7 +103,7 @@ export class MarketsIndex {
     return r;
   }
 
-  private async refresh(family: Family, prev: FamilyIndex | undefined, mode: RefreshMode = 'changed'): Promise<FamilyIndex> {
+  private async refresh(family: Family, prev: FamilyIndex | undefined, mode: RefreshMode): Promise<FamilyIndex> {
     // Taken first: a change reported while this refresh runs is kept for the next one.
     const changed = this.watch.takeChanged(family);
     try {
