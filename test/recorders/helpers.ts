@@ -1,7 +1,7 @@
 // Shared by the recorder tests: a sim-pointed config in a temp dir, reading whole logs back, and
 // the invariants every recorded books log must satisfy (checked independently of the recorder).
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -9,8 +9,25 @@ import { listMarkets, openReader } from '../../src/storage/index.js';
 import type { Family, Recorded, StreamName } from '../../src/schema/observation.js';
 import { MarketBooks } from '../../src/book/book-state.js';
 
+const madeDirs: string[] = [];
+process.on('exit', () => {
+  // Each test file is its own process, so its temp dirs go when it exits (CI machines ran up 1.6 GB
+  // of them in /tmp in a day). PMTAPE_KEEP_TEST_DIRS=1 keeps them to look at after a failure.
+  if (process.env.PMTAPE_KEEP_TEST_DIRS === '1') return;
+  for (const dir of madeDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // A child that outlived the test may still write into it; a leftover dir is not a failure.
+    }
+  }
+});
+
+/** A temp dir removed when the test process exits (see above). */
 export function tempDir(prefix = 'pmtape-rec-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
 }
 
 /** Writes `sim.config` (plus overrides) to a file and loads it like `--config` would. */

@@ -4,7 +4,8 @@
 // a recorded instant shows exactly the API's `as_of` book; arrow keys step to the API's neighbouring
 // changes; the URL restores the same view in a new tab (without the key); the Data tab lists the
 // compacted partitions, downloads one intact and gives a DuckDB query that reads the market; the
-// Overview marks the day with the gap. Screenshots go to a temp dir whose paths are printed.
+// Overview marks the day with the gap. Screenshots go to a temp dir whose paths are printed; it is
+// kept when the test fails or PMTAPE_KEEP_TEST_DIRS=1.
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
@@ -99,6 +100,10 @@ async function enterKey(page: Page, key: string): Promise<void> {
 t.test('the page shows a market\'s history, its book at any instant, its Parquet and a coverage overview', { skip }, async (t) => {
   const dataDir = tempDir(t);
   const shots = mkdtempSync(join(tmpdir(), 'pmtape-page-history-'));
+  // The screenshots are kept to look at when the test fails (or PMTAPE_KEEP_TEST_DIRS=1), else removed.
+  t.teardown(() => {
+    if (t.passing() && process.env.PMTAPE_KEEP_TEST_DIRS !== '1') rmSync(shots, { recursive: true, force: true });
+  });
   // A closed day compacted before the demo starts: what the Data tab lists and DuckDB reads.
   const pastDay = utcDay(Date.now() - DAY_MS);
   await writeFixture(dataDir, { days: [pastDay], booksPerDay: 150, coinMarkets: 1, seed: 3 });
