@@ -24,10 +24,10 @@ export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
 // Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
-export { DATASETS, type Dataset } from './parquet/schema.js';
+export { DATASETS, ROW_DATASETS, type Dataset, type RowDataset } from './parquet/schema.js';
 export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
-export { warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
+export { warmDatasetRows, warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
 // A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
 export { ParquetStore } from './parquet/reader.js';
 export { startAutoCompaction } from './parquet/auto-compaction.js';

@@ -46,6 +46,9 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   const replay = warmed?.replay as { rounds: number; lines: number } | undefined;
   t.ok(replay && replay.rounds >= 1, `the replay warm-up ran (${JSON.stringify(replay)})`);
   t.ok(replay && replay.lines > 0, 'and made lines');
+  // And the dataset rows' read (GET /v3/datasets/rows) of that hour, also in private stores.
+  const rows = warmed?.rows as { rounds: number; bytes: number } | undefined;
+  t.ok(rows && rows.rounds >= 1 && rows.bytes > 1000, `the dataset rows warm-up ran and read rows (${JSON.stringify(rows)})`);
   // The warm-up read that market's first hour through private stores: a request for that very hour
   // decodes it again in the process-wide store (a hit would mean the warm-up kept data).
   const { market, from } = (warmed?.parquet as { decoded: { market: string; from: number } }).decoded;
@@ -90,5 +93,6 @@ t.test('`start` warms in the background: the server listens at once and the warm
   for (let i = 0; i < 2000 && !(warmed = log.lines().find((l) => l.msg === 'read side warmed')); i++) await new Promise((r) => setTimeout(r, 5));
   t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'the warm-up ran and is logged');
   t.equal(warmed?.replay, undefined, 'without the replay rounds (they would take a core from the recorders)');
+  t.equal(warmed?.rows, undefined, 'nor the dataset rows rounds');
   t.ok(api.app.pmtape.markets.resolveNow('coin', '50001'), 'and built the catalogue view');
 });

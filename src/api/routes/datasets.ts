@@ -15,9 +15,12 @@ import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
-  DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
+  DATASETS, ROW_DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
 } from '../../storage/index.js';
+import { parquetStore } from '../../storage/parquet/reader.js';
+import { timeParam } from '../query/params.js';
 import { listOf, oneOf, q, typedQuery } from '../schemas.js';
+import { socketWriter } from './replay.js';
 
 const entrySchema = {
   type: 'object',
@@ -44,6 +47,11 @@ const envelopeSchema = {
 const errors = (statuses: number[]): Record<number, object> =>
   Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: 'error envelope (API.md §2)' }]));
 
+const arrowBody = (description: string): object => ({
+  description,
+  content: { 'application/vnd.apache.arrow.stream': { schema: { type: 'string', format: 'binary' } } },
+});
+
 const parquetBody = (description: string): object => ({
   description,
   content: { 'application/vnd.apache.parquet': { schema: { type: 'string', format: 'binary' } } },
@@ -57,6 +65,17 @@ const LIST_QUERY = typedQuery({
   dataset: Type.Optional(oneOf(DATASETS)),
   start_date: DATE, end_date: DATE, limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor),
 });
+const ROWS_QUERY = typedQuery({
+  family: oneOf(FAMILIES, { description: 'the family of the market' }),
+  dataset: oneOf(ROW_DATASETS, { description: 'which dataset\'s rows (book_snapshots: use /v3/replay types=book_snapshot_25_1s or the files)' }),
+  market_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'market id, condition id or slug (coin, wallet-prediction)' })),
+  ticker: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'the market (yesno-exchange)' })),
+  start_time: Type.String({ ...q.start_time, description: 'receive time, inclusive; required' }),
+  end_time: Type.String({ ...q.end_time, description: 'receive time, exclusive; required' }),
+});
+/** The longest range one rows request covers (it reads one partition or log per day). */
+export const MAX_ROWS_DAYS = 31;
+
 const FILE_PARAMS = Type.Object({ '*': Type.String({ maxLength: 1024, description: 'a `path` from /v3/datasets' }) });
 
 function dateParam(v: string | undefined, name: string): string | undefined {
@@ -185,5 +204,57 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
         if (stat.size !== entry.bytes) throw notFound(`No dataset file '${rel}' right now (it is being replaced); list files with /v3/datasets.`);
       },
     });
+  });
+
+  api.get('/datasets/rows', {
+    config: { plan: 'free' },
+    schema: {
+      description: 'One market\'s rows of one dataset with receive_time in [start_time, end_time), as one Arrow IPC stream ' +
+        '(application/vnd.apache.arrow.stream) with the dataset\'s Parquet schema: the rows DuckDB selects from the partitions, ' +
+        'from compacted days and logs alike. A read failure after the first byte closes the connection without the end-of-stream marker.',
+      querystring: ROWS_QUERY,
+      response: { 200: arrowBody('the rows, in seq order'), ...errors([400, 401, 403, 404, 429]) },
+    },
+  }, async (req, reply) => {
+    const qs = req.query;
+    const d = familyOf(qs.family);
+    if (needsPaid(qs.family) && !isPaid(req)) throw planRequired(req);
+    const start = timeParam(qs, 'start_time')!;
+    const end = timeParam(qs, 'end_time')!;
+    if (start >= end) throw invalidParameter('start_time', 'must be before end_time');
+    if (end - start > MAX_ROWS_DAYS * 86_400_000) throw invalidParameter('end_time', `must be at most ${MAX_ROWS_DAYS} days after start_time; split the range`);
+    const param = d.replay.idParam;
+    const other = param === 'ticker' ? 'market_id' : 'ticker';
+    if (qs[other] !== undefined) throw invalidParameter(other, `does not apply to ${qs.family}; name its market with ${param}`);
+    const id = qs[param];
+    if (id === undefined) throw invalidParameter(param, 'is required');
+    const found = await app.pmtape.markets.resolve(qs.family, id);
+    const market = found?.market.market_id ?? (d.booksWithoutCatalog && (await app.pmtape.markets.hasBooks(qs.family, id)) ? id : null);
+    if (market === null) throw notFound(d.routes.unknownMessage(id, d.routes.listUrl('{coin}')));
+
+    // Loaded on first use, as every Parquet read is (a server that never meets one never loads the decoder).
+    const { datasetRowsIPC } = await import('../../storage/parquet/dataset-rows.js');
+    const pieces = datasetRowsIPC(dataDir, parquetStore(dataDir), { family: qs.family, dataset: qs.dataset, market, start, end });
+    // The schema and the first piece are made before the status is sent: a failure there is answered
+    // with the envelope. Later, the connection is closed without the end marker, so a reader fails
+    // instead of taking a short table for the whole.
+    const first = [(await pieces.next()).value as Uint8Array];
+    const second = await pieces.next();
+    if (!second.done) first.push(second.value);
+    reply.hijack();
+    const headers: Record<string, string | number | string[]> = {};
+    for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v;
+    reply.raw.writeHead(200, { ...headers, 'content-type': 'application/vnd.apache.arrow.stream', 'cache-control': 'no-store' });
+    const out = socketWriter(reply);
+    try {
+      for (const p of first) if (!(await out.write(Buffer.from(p.buffer, p.byteOffset, p.byteLength)))) return;
+      for await (const p of pieces) if (!(await out.write(Buffer.from(p.buffer, p.byteOffset, p.byteLength)))) return;
+      reply.raw.end();
+    } catch (err) {
+      app.pmtape.log.error({ err, request_id: req.id }, 'dataset rows failed mid-stream');
+      reply.raw.destroy();
+    } finally {
+      await pieces.return(undefined);
+    }
   });
 }

@@ -125,7 +125,7 @@ class LineBuffer {
 }
 
 /** Writes to the raw response, waiting for `drain` when the socket is full; false once the client is gone. */
-function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promise<boolean>; gone(): boolean } {
+export function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promise<boolean>; gone(): boolean } {
   const raw = reply.raw;
   let closed = false;
   raw.on('close', () => (closed = true));

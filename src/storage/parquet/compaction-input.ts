@@ -12,8 +12,11 @@ import type { SourceRecord } from './rows.js';
 import type { Dataset } from './schema.js';
 import { open } from 'node:fs/promises';
 
-/** Every valid record of one day file with its checkpoint mark (stops at a torn tail). */
-export async function* readLogDay(dataDir: string, key: LogKey, day: string): AsyncGenerator<SourceRecord> {
+/**
+ * Every valid record of one day file with its checkpoint mark (stops at a torn tail), from the frame
+ * at byte `from` (a record's position) or the start.
+ */
+export async function* readLogDay(dataDir: string, key: LogKey, day: string, from = 0): AsyncGenerator<SourceRecord> {
   let fh;
   try {
     fh = await open(logFilePath(dataDir, key, day), 'r');
@@ -24,7 +27,7 @@ export async function* readLogDay(dataDir: string, key: LogKey, day: string): As
   try {
     const { size } = await fh.stat();
     await readFileStart(fh, size, logFilePath(dataDir, key, day)); // refuses an unknown format version by name
-    for await (const f of readFrames(fh, 0, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
+    for await (const f of readFrames(fh, from, size)) yield { rec: f.rec, checkpoint: (f.head.flags & FLAG_CHECKPOINT) !== 0 };
   } finally {
     await fh.close();
   }

@@ -6,7 +6,7 @@ import { RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC 
 // Under Node the package's "node" export condition resolves to its CommonJS build, whose named
 // exports Node's ESM loader detects; the wasm binary is loaded synchronously beside it.
 import {
-  Compression, EnabledStatistics, Encoding, ParquetFile, Table as WasmTable, WriterPropertiesBuilder, writeParquet, type WriterProperties,
+  Compression, EnabledStatistics, Encoding, ParquetFile, Table as WasmTable, WriterPropertiesBuilder, readParquet, writeParquet, type WriterProperties,
 } from 'parquet-wasm';
 import { arrowSchema, columnData, type ColumnSpec, type ColumnValues } from './columns.js';
 import { FileRanges } from './file-ranges.js';
@@ -48,6 +48,11 @@ export function writerProperties(specs: readonly ColumnSpec[], opts: WriteOption
     else if (s.plain) props = props.setColumnDictionaryEnabled(s.name, false);
   }
   return props.build();
+}
+
+/** Parquet bytes held in memory → the Arrow IPC stream of all their rows, by the decoder files are read with. */
+export function parquetToIPC(bytes: Uint8Array): Uint8Array {
+  return readParquet(bytes, { batchSize: 1 << 16 }).intoIPCStream();
 }
 
 export interface Footer {
@@ -92,6 +97,15 @@ export class ParquetFileReader {
   async readRows(index: number, offset: number, limit: number, columns?: string[]): Promise<Table> {
     const t = await this.file.read({ rowGroups: [index], columns, offset, limit, batchSize: 1 << 16 });
     return tableFromIPC(t.intoIPCStream());
+  }
+
+  /**
+   * Rows [offset, offset + limit) of one row group as an Arrow IPC stream (schema, record batches,
+   * end marker) as the decoder writes it: no JavaScript object per row or column is made.
+   */
+  async readRowsIPC(index: number, offset: number, limit: number): Promise<Uint8Array> {
+    const t = await this.file.read({ rowGroups: [index], offset, limit, batchSize: 1 << 16 });
+    return t.intoIPCStream();
   }
 
   /** Decodes the whole file. */

@@ -177,6 +177,17 @@ export class ParquetStore {
     return { day, segments, firstRow, rows, group: (seg) => this.group(files.files.get(seg.file)!, seg.rg) };
   }
 
+  /**
+   * One market's part files and segments in the published v2 partition of `dataset` for `day`, or
+   * null when no such partition lists the market (that day is served from its log, if there is one).
+   * A partition that lists the market without rows for it gives no segments.
+   */
+  async datasetFiles(family: Family, dataset: Dataset, day: string, market: string): Promise<MarketFiles | null> {
+    const p = await this.partition(family, dataset, day);
+    if (!p || manifestVersion(p.manifest) < 2 || !p.markets.has(market)) return null;
+    return p.files.market(market);
+  }
+
   /** A v2 market-day: the chunks of its record index, each rebuilt from the datasets' row groups. */
   private async v2MarketDay(family: Family, parts: OpenPartition[], day: string, market: string): Promise<MarketDay | null> {
     const chunks = parts[0].manifest.records?.[market];
