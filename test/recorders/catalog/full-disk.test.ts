@@ -27,14 +27,17 @@ t.test('a market resolved while the disk was full gets its resolution in the log
   let stopped = false;
   t.teardown(() => (stopped ? undefined : host.stop()));
 
-  // Markets live now (their log says open): each closes and resolves within a few seconds.
-  let live: string[] = [];
-  t.ok(await waitFor(async () => {
-    live = [...(await readAll(dir, 'catalog'))].filter(([, recs]) => recs.some((e) => statusOf(e) === 'open')).map(([id]) => id);
-    return live.length >= 2;
-  }, 30_000), 'markets are recorded open');
+  // Markets recorded open: each closes and resolves within a few seconds.
+  t.ok(await waitFor(async () => [...(await readAll(dir, 'catalog'))].filter(([, recs]) => recs.some((e) => statusOf(e) === 'open')).length >= 2, 30_000), 'markets are recorded open');
 
   injectDiskFault(() => 'ENOSPC');
+  // The live ones are chosen once writes fail: a market chosen before could resolve, and get its
+  // resolution written, between the choice and the fault (CI saw it on a slow machine).
+  t.ok(await waitFor(() => host.sink.storageStats().dropped_records > 0, 30_000), 'writes fail');
+  const unresolved = (logs: Map<string, Recorded[]>): string[] =>
+    [...logs].filter(([, recs]) => recs.some((e) => statusOf(e) === 'open') && !recs.some((e) => statusOf(e) === 'resolved')).map(([id]) => id);
+  const live = unresolved(await readAll(dir, 'catalog'));
+  t.ok(live.length >= 1, `markets live when the disk filled: ${live.join(', ')}`);
   // Their closing and resolution happen upstream meanwhile (their writers pause and drop them).
   const resolvedUpstream = async (): Promise<Set<string>> => {
     const body = await (await fetch(`${sim.url}/catalog/events?series_slug=btc-up-or-down-5m&limit=500`)).json();
@@ -44,7 +47,6 @@ t.test('a market resolved while the disk was full gets its resolution in the log
     const done = await resolvedUpstream();
     return live.every((id) => done.has(id));
   }, 30_000, 50), 'the live markets resolved upstream while the disk was full');
-  t.ok(host.sink.storageStats().dropped_records > 0, 'their changes were dropped');
   const whileFull = await readAll(dir, 'catalog');
   t.ok(live.every((id) => !whileFull.get(id)!.some((e) => statusOf(e) === 'resolved')), 'none of their resolutions is in the logs yet');
   injectDiskFault(null);
