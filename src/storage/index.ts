@@ -4,7 +4,8 @@
 
 import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
-import type { ParquetStore } from './parquet/reader.js';
+import { parquetStore, type ParquetStore } from './parquet/reader.js';
+import type { RowsRequest } from './parquet/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
 import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 
@@ -25,6 +26,7 @@ export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset, type RowDataset } from './parquet/schema.js';
+export type { RowsRequest } from './parquet/dataset-rows.js';
 export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmDatasetRows, warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
@@ -37,6 +39,16 @@ export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type Du
 /** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
 export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
   return (await import('./parquet/compaction.js')).compactDay(dataDir, day, opts);
+}
+
+/**
+ * One market's rows of a record dataset over a receive-time range as Arrow IPC pieces (see
+ * parquet/dataset-rows.ts), read through the process's shared Parquet store. Loaded on first use,
+ * as compaction is: a process that never serves one never loads the decoder.
+ */
+export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGenerator<Uint8Array> {
+  const { datasetRowsIPC } = await import('./parquet/dataset-rows.js');
+  yield* datasetRowsIPC(dataDir, parquetStore(dataDir), req);
 }
 
 /** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */

@@ -15,9 +15,8 @@ import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
-  DATASETS, ROW_DATASETS, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
+  DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
 } from '../../storage/index.js';
-import { parquetStore } from '../../storage/parquet/reader.js';
 import { timeParam } from '../query/params.js';
 import { listOf, oneOf, q, typedQuery } from '../schemas.js';
 import { socketWriter } from './replay.js';
@@ -74,7 +73,7 @@ const ROWS_QUERY = typedQuery({
   end_time: Type.String({ ...q.end_time, description: 'receive time, exclusive; required' }),
 });
 /** The longest range one rows request covers (it reads one partition or log per day). */
-export const MAX_ROWS_DAYS = 31;
+const MAX_ROWS_DAYS = 31;
 
 const FILE_PARAMS = Type.Object({ '*': Type.String({ maxLength: 1024, description: 'a `path` from /v3/datasets' }) });
 
@@ -232,9 +231,7 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
     const market = found?.market.market_id ?? (d.booksWithoutCatalog && (await app.pmtape.markets.hasBooks(qs.family, id)) ? id : null);
     if (market === null) throw notFound(d.routes.unknownMessage(id, d.routes.listUrl('{coin}')));
 
-    // Loaded on first use, as every Parquet read is (a server that never meets one never loads the decoder).
-    const { datasetRowsIPC } = await import('../../storage/parquet/dataset-rows.js');
-    const pieces = datasetRowsIPC(dataDir, parquetStore(dataDir), { family: qs.family, dataset: qs.dataset, market, start, end });
+    const pieces = datasetRows(dataDir, { family: qs.family, dataset: qs.dataset, market, start, end });
     // The schema and the first piece are made before the status is sent: a failure there is answered
     // with the envelope. Later, the connection is closed without the end marker, so a reader fails
     // instead of taking a short table for the whole.
