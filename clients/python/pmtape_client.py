@@ -190,6 +190,22 @@ class Client:
         """Parquet files: {path, rows, bytes, sha256, min_time, max_time}; filters family, start_date, end_date."""
         return self._paged("/v3/datasets", params)
 
+    def dataset_rows(self, family, dataset, market_id, start_time, end_time):
+        """One market's rows of a dataset (book_changes, trades, gaps, metrics, catalog; yes/no: market_id
+        is the ticker) with receive time in [start_time, end_time), as the bytes of one Arrow IPC stream
+        with the dataset's columns: pyarrow.ipc.open_stream(b).read_all() or polars.read_ipc_stream(b).
+        A body cut off mid-stream (no end marker) raises instead of being returned short."""
+        key = "ticker" if family == "yesno-exchange" else "market_id"
+        params = {"family": family, "dataset": dataset, key: market_id, "start_time": _time(start_time), "end_time": _time(end_time)}
+        try:
+            with self._open("/v3/datasets/rows", params) as r:
+                body = r.read()
+        except (http.client.IncompleteRead, ConnectionError) as e:
+            raise PmtapeError(200, "cut_off", "/v3/datasets/rows: the stream was cut off (%s); ask again" % e) from None
+        if body[-8:] != b"\xff\xff\xff\xff\x00\x00\x00\x00":
+            raise PmtapeError(200, "cut_off", "/v3/datasets/rows: the stream was cut off (no end-of-stream marker); ask again")
+        return body
+
     def latest(self, family, market_id, coin=None, **params):
         """The newest book (with stale), or as of as_of=; depth, outcome, clock."""
         return self._json(self._market_path(family, market_id, coin, "orderbook/latest"), self._times(params))["data"]

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { tableFromIPC } from 'apache-arrow';
 import { Client, PmtapeError } from 'pmtape/client';
 import { keysFor, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 import { coinMarket2, iso, seedReplay, T0 } from '../api/replay-helpers.js';
@@ -76,6 +77,20 @@ t.test('client', async (t) => {
     t.equal(resumed.next, end.next);
     const tail = await all(client.replay({ ...params, after: direct.next! }));
     t.same(tail, [], 'after the end token: nothing more');
+  });
+
+  t.test('datasetRows returns the Arrow IPC stream, and refuses one cut off', async (t) => {
+    const params = { family: 'coin' as const, dataset: 'book_changes' as const, marketId: A, startTime: iso(T0), endTime: T0 + 120_000 };
+    const path = `/v3/datasets/rows?family=coin&dataset=book_changes&market_id=${A}&${RANGE}`;
+    const direct = Buffer.from(await (await fetch(base + path, { headers: { authorization: `Bearer ${keys.paid}` } })).arrayBuffer());
+    const bytes = await client.datasetRows(params);
+    t.ok(Buffer.from(bytes).equals(direct), `the bytes of the route (${bytes.length})`);
+    t.ok(tableFromIPC(bytes).numRows > 100, `${tableFromIPC(bytes).numRows} rows`);
+    t.match(await client.datasetRows({ ...params, marketId: 'nope' }).catch((e: unknown) => e), { status: 404, code: 'not_found' });
+    const proxy = await cuttingProxy(t, base, Math.floor(direct.length / 2));
+    const cut = await new Client({ baseUrl: proxy.url, apiKey: keys.paid }).datasetRows(params).catch((e: unknown) => e);
+    t.match(cut, { message: /cut off/ }, 'a body cut in half is an error, not a short table');
+    t.equal(proxy.cuts(), 1);
   });
 
   t.test('the live stream yields the REST snapshot objects', async (t) => {

@@ -25,7 +25,9 @@ t.test('the Python client against a real serve', async (t) => {
   const replayPath = `/v3/replay?family=coin&market_id=${A},${coinMarket2.market_id}&start_time=${iso(T0)}&end_time=${iso(T0 + 120_000)}&types=${types.join(',')}`;
   const replayText = await (await fetch(base + replayPath, { headers: { authorization: `Bearer ${keys.paid}` } })).text();
   const proxy = await cuttingProxy(t, base, Math.floor(replayText.length / 2));
-  const params = { a: A, b: coinMarket2.market_id, ticker: yesnoMarket.ticker, wallet: walletMarket.market_id, start: iso(T0), end: T0 + 120_000, as_of: T0 + 30_000, types };
+  const rowsBody = Buffer.from(await (await fetch(`${base}/v3/datasets/rows?family=coin&dataset=book_changes&market_id=${A}&start_time=${iso(T0)}&end_time=${T0 + 120_000}`, { headers: { authorization: `Bearer ${keys.paid}` } })).arrayBuffer());
+  const rowsProxy = await cuttingProxy(t, base, Math.floor(rowsBody.length / 2));
+  const params = { a: A, b: coinMarket2.market_id, ticker: yesnoMarket.ticker, wallet: walletMarket.market_id, start: iso(T0), end: T0 + 120_000, as_of: T0 + 30_000, types, rows_proxy: rowsProxy.url };
   const { stdout } = await promisify(execFile)('python3', [join(REPO, 'test', 'client', 'python_client_run.py'), join(REPO, 'clients', 'python'), base, keys.paid, keys.free, proxy.url, limited, JSON.stringify(params)], { maxBuffer: 64e6 });
   const got = JSON.parse(stdout);
 
@@ -36,6 +38,11 @@ t.test('the Python client against a real serve', async (t) => {
   t.same(got.timeseries, await rawPages(`/v3/wallet-prediction/${walletMarket.market_id}/timeseries?metric=chance&limit=1000`));
   t.same(got.coverage, [(await raw(`/v3/coverage?market_id=${A}`)).data]);
   t.same(got.latest, (await raw(`/v3/wallet-prediction/${walletMarket.market_id}/orderbook/latest?as_of=${T0 + 30_000}&outcome=Down`)).data);
+
+  t.equal(got.rows_hex, rowsBody.toString('hex'), `dataset_rows: the bytes of the route (${rowsBody.length})`);
+  t.ok(rowsBody.length > 10_000);
+  t.match(got.rows_cut, ['cut_off', /cut off/], 'a rows body cut in half raises');
+  t.equal(rowsProxy.cuts(), 1);
 
   const lines = replayText.trim().split('\n').map((l) => JSON.parse(l));
   const end = lines.pop();

@@ -20,6 +20,12 @@ out["yesno"] = list(c.snapshots("yesno-exchange", p["ticker"], limit=7))
 out["timeseries"] = list(c.timeseries(p["wallet"], "chance", limit=5))
 out["coverage"] = list(c.coverage(market_id=p["a"]))
 out["latest"] = c.latest("wallet-prediction", p["wallet"], as_of=p["as_of"], outcome="Down")
+out["rows_hex"] = c.dataset_rows("coin", "book_changes", p["a"], p["start"], p["end"]).hex()
+try:
+    Client(p["rows_proxy"], paid).dataset_rows("coin", "book_changes", p["a"], p["start"], p["end"])
+    out["rows_cut"] = None
+except PmtapeError as e:
+    out["rows_cut"] = [e.code, e.message]
 
 
 def run(client):
