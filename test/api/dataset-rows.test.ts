@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { tableFromIPC, type Table } from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
+import { duckExpr, polarsExpr } from './engine-text.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { columnsOf, ROW_DATASETS, type RowDataset } from '../../src/storage/parquet/schema.js';
-import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 import type { Family } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../src/schema/time.js';
 import { writeFixture } from '../storage/compaction-fixture.js';
@@ -46,21 +46,6 @@ const plain = (tb: Table): string => JSON.stringify(tb.toArray().map((r) => r.to
 
 /** The receive times of a table, epoch ms. */
 const receiveTimes = (tb: Table): number[] => Array.from({ length: tb.numRows }, (_, i) => tb.getChild('receive_time')!.get(i) as number);
-
-/** One engine-neutral text per value, as datasets-readers.test.ts proves DuckDB and polars agree on. */
-function duckExpr(c: ColumnSpec): string {
-  const q = `"${c.name}"`;
-  if (c.kind === 'ts') return `epoch_us(${q})::VARCHAR AS ${q}`;
-  if (c.kind.startsWith('list_')) return `to_json(${q})::VARCHAR AS ${q}`;
-  return `${q}::VARCHAR AS ${q}`;
-}
-function polarsExpr(c: ColumnSpec): pl.Expr {
-  const col = pl.col(c.name);
-  if (c.kind === 'ts') return col.cast(pl.Int64).cast(pl.Utf8).alias(c.name);
-  if (c.kind === 'bool') return pl.when(col.isNull()).then(pl.lit(null)).when(col).then(pl.lit('true')).otherwise(pl.lit('false')).alias(c.name);
-  if (c.kind.startsWith('list_')) return col.alias(c.name);
-  return col.cast(pl.Utf8).alias(c.name);
-}
 
 t.test('the same rows before compaction, after it, after the logs are deleted, and as DuckDB selects them', async (t) => {
   const dir = tmpDataDir(t);

@@ -8,31 +8,16 @@ import { join } from 'node:path';
 import { REPO } from '../selfhost/helpers.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
+import { duckExpr, polarsExpr } from './engine-text.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { columnsOf, type Dataset } from '../../src/storage/parquet/schema.js';
-import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 import type { Family } from '../../src/schema/observation.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 
 const DAY = '2026-07-26';
 const TICKER = 'KXBTC15M-26JUL261215-15';
-
-/** One engine-neutral text per value: times as epoch µs, decimals as printed, lists as JSON. */
-function duckExpr(c: ColumnSpec): string {
-  const q = `"${c.name}"`; // quoted: `window` is a keyword
-  if (c.kind === 'ts') return `epoch_us(${q})::VARCHAR AS ${q}`;
-  if (c.kind.startsWith('list_')) return `to_json(${q})::VARCHAR AS ${q}`;
-  return `${q}::VARCHAR AS ${q}`;
-}
-function polarsExpr(c: ColumnSpec): pl.Expr {
-  const col = pl.col(c.name);
-  if (c.kind === 'ts') return col.cast(pl.Int64).cast(pl.Utf8).alias(c.name);
-  if (c.kind === 'bool') return pl.when(col.isNull()).then(pl.lit(null)).when(col).then(pl.lit('true')).otherwise(pl.lit('false')).alias(c.name);
-  if (c.kind.startsWith('list_')) return col.alias(c.name);
-  return col.cast(pl.Utf8).alias(c.name);
-}
 
 t.test('DuckDB and polars read every dataset of the tree identically, and as the API serves it', async (t) => {
   const dir = tmpDataDir(t);

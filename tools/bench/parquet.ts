@@ -180,6 +180,18 @@ async function apiHour(dir: string, markets: readonly string[], from: number, to
   }
 }
 
+/** One API route's hour figures, and its speedups over DuckDB's cold and warm queries. */
+function apiFigures(p: string, r: { coldMs: number; warmMs: number; otherMarketMs: number }, duckCold: number, duckWarm: number): Record<string, number> {
+  return {
+    [`${p}_hour_cold_ms`]: round(r.coldMs),
+    [`${p}_hour_warm_ms`]: round(r.warmMs),
+    [`${p}_hour_other_market_ms`]: round(r.otherMarketMs),
+    [`${p}_speedup_vs_duckdb_cold`]: round(duckCold / r.coldMs),
+    [`${p}_other_market_speedup_vs_duckdb_cold`]: round(duckCold / r.otherMarketMs),
+    [`${p}_speedup_vs_duckdb_warm`]: round(duckWarm / r.warmMs),
+  };
+}
+
 export async function run(): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-bench-parquet-'));
   try {
@@ -343,22 +355,12 @@ export async function run(): Promise<Record<string, unknown>> {
       // Through HTTP: /v3/replay?types=book_change lines (level changes) of the same hour.
       api_hour_book_change_lines: api.lines,
       api_client: api.client,
-      api_hour_cold_ms: round(api.coldMs),
-      api_hour_warm_ms: round(api.warmMs),
-      api_hour_other_market_ms: round(api.otherMarketMs),
-      api_speedup_vs_duckdb_cold: round(duckCold / api.coldMs),
-      api_other_market_speedup_vs_duckdb_cold: round(duckCold / api.otherMarketMs),
-      api_speedup_vs_duckdb_warm: round(median(duck) / api.warmMs),
+      ...apiFigures('api', api, duckCold, median(duck)),
       // The same rows DuckDB selects, as the API serves them to a researcher: GET /v3/datasets/rows
       // (one Arrow IPC stream, the dataset's columns), from a fresh serve as above.
       api_rows_hour_rows: rows.lines,
       api_rows_hour_bytes: rows.bytes,
-      api_rows_hour_cold_ms: round(rows.coldMs),
-      api_rows_hour_warm_ms: round(rows.warmMs),
-      api_rows_hour_other_market_ms: round(rows.otherMarketMs),
-      api_rows_speedup_vs_duckdb_cold: round(duckCold / rows.coldMs),
-      api_rows_other_market_speedup_vs_duckdb_cold: round(duckCold / rows.otherMarketMs),
-      api_rows_speedup_vs_duckdb_warm: round(median(duck) / rows.warmMs),
+      ...apiFigures('api_rows', rows, duckCold, median(duck)),
       target_speedup: 3,
       decoded_cache_bytes: store.cachedBytes,
     };
