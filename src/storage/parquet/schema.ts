@@ -12,11 +12,11 @@ export const SCHEMA_VERSION = 2;
 
 export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps';
 export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps'];
-/** Schema version 1's one books dataset (the whole book per record plus the record as JSON). */
 /** The datasets made of records, served a range at a time by `GET /v3/datasets/rows` (book_snapshots is sampled from book state). */
 export const ROW_DATASETS = ['book_changes', 'trades', 'gaps', 'metrics', 'catalog'] as const satisfies readonly Dataset[];
 export type RowDataset = (typeof ROW_DATASETS)[number];
 
+/** Schema version 1's one books dataset (the whole book per record plus the record as JSON). */
 export type LegacyDataset = 'books';
 export type AnyDataset = Dataset | LegacyDataset;
 /** Every dataset folder name a data dir may hold (v2 first, then v1-only names). */
