@@ -244,7 +244,8 @@ function subscribe() {
     const cur = view.x;
     if (!cur) return;
     const id = msg.data?.market_id ?? msg.data?.ticker ?? msg.market_id ?? msg.ticker;
-    if (msg.type === 'book' && id === cur.id) showBook(msg.data, 'live');
+    // A book after a gap means the feed is back: the state line says so, not the gap of before.
+    if (msg.type === 'book' && id === cur.id) { $('stream-state').textContent = '· live'; showBook(msg.data, 'live'); }
     else if (msg.type === 'gap' && (id === undefined || id === cur.id)) { $('stream-state').textContent = `· gap: ${msg.reason ?? msg.data?.reason ?? 'feed lost'}`; void loadCoverage(); }
     else if (msg.type === 'error') $('stream-state').textContent = `· stream error: ${msg.error?.message ?? ''}`;
   };
