@@ -10,12 +10,22 @@ import type { Ladder, Level, Observation } from '../schema/observation.js';
 
 type Side = 'bid' | 'ask';
 
-/** One token's book: price (as a number, so ".48" and "0.48" are one level) → [priceText, sizeText]. */
+/**
+ * One token's book: price (as a number, so ".48" and "0.48" are one level) → [priceText, sizeText],
+ * and each side's levels best first, kept sorted as levels change.
+ */
 class TokenBook {
   readonly bids = new Map<number, Level>();
   readonly asks = new Map<number, Level>();
+  // Each side best first, with its prices as numbers beside it; null until first asked for. A change
+  // makes new arrays (copy and splice: a delta moves one level of fifty, where sorting the whole
+  // side again was the largest item of building book_snapshots); an array handed out is never
+  // written again, so callers may keep it and compare by identity: a side's array is new exactly
+  // when that side changed.
   private sortedBids: Level[] | null = null;
   private sortedAsks: Level[] | null = null;
+  private bidPrices: number[] | null = null;
+  private askPrices: number[] | null = null;
 
   static from(bids: Ladder, asks: Ladder): TokenBook {
     const b = new TokenBook();
@@ -28,21 +38,59 @@ class TokenBook {
     const price = Number(priceText);
     const size = Number(sizeText);
     if (!Number.isFinite(price)) return;
-    const map = side === 'bid' ? this.bids : this.asks;
-    if (!(size > 0)) map.delete(price);
-    else map.set(price, [priceText, sizeText]);
-    if (side === 'bid') this.sortedBids = null;
-    else this.sortedAsks = null;
+    const bid = side === 'bid';
+    const map = bid ? this.bids : this.asks;
+    const level: Level | null = size > 0 ? [priceText, sizeText] : null;
+    if (level === null) {
+      if (!map.delete(price)) return; // no such level: the book is unchanged
+    } else map.set(price, level);
+    const levels = bid ? this.sortedBids : this.sortedAsks;
+    const prices = bid ? this.bidPrices : this.askPrices;
+    if (levels === null || prices === null) return; // sorted when first asked for
+    // Where `price` is or would go: bids high → low, asks low → high.
+    let lo = 0;
+    let hi = prices.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (bid ? prices[mid] > price : prices[mid] < price) lo = mid + 1;
+      else hi = mid;
+    }
+    const found = lo < prices.length && prices[lo] === price;
+    const nextLevels = levels.slice();
+    const nextPrices = found && level !== null ? prices : prices.slice();
+    if (level === null) {
+      nextLevels.splice(lo, 1);
+      nextPrices.splice(lo, 1);
+    } else if (found) nextLevels[lo] = level;
+    else {
+      nextLevels.splice(lo, 0, level);
+      nextPrices.splice(lo, 0, price);
+    }
+    if (bid) {
+      this.sortedBids = nextLevels;
+      this.bidPrices = nextPrices;
+    } else {
+      this.sortedAsks = nextLevels;
+      this.askPrices = nextPrices;
+    }
   }
 
   /** Bids high → low, asks low → high (best first), optionally cut to `depth` levels. */
   view(depth?: number): { bids: Level[]; asks: Level[] } {
-    if (!this.sortedBids) this.sortedBids = [...this.bids.entries()].sort((a, b) => b[0] - a[0]).map((e) => e[1]);
-    if (!this.sortedAsks) this.sortedAsks = [...this.asks.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1]);
+    if (!this.sortedBids) [this.sortedBids, this.bidPrices] = sortedSide(this.bids, -1);
+    if (!this.sortedAsks) [this.sortedAsks, this.askPrices] = sortedSide(this.asks, 1);
     return depth === undefined
       ? { bids: this.sortedBids, asks: this.sortedAsks }
       : { bids: this.sortedBids.slice(0, depth), asks: this.sortedAsks.slice(0, depth) };
   }
+}
+
+/** A side's levels and prices sorted by price, ascending (`dir` 1) or descending (-1). */
+function sortedSide(map: ReadonlyMap<number, Level>, dir: 1 | -1): [Level[], number[]] {
+  const prices = Float64Array.from(map.keys()).sort(); // numeric, ascending
+  if (dir === -1) prices.reverse();
+  const out = Array.from(prices);
+  return [out.map((p) => map.get(p)!), out];
 }
 
 export interface TokenView {

@@ -37,3 +37,50 @@ t.test('mirror swaps sides at 1 − p without floating-point noise', async (t) =
   t.equal(complement('.3'), '0.7');
   t.same(mirrorLevels([['0.52', '10']], [['0.53', '7'], ['0.6', '1']]), { bids: [['0.47', '7'], ['0.4', '1']], asks: [['0.48', '10']] });
 });
+
+t.test('ladders kept sorted through random deltas match a fresh sort; handed-out arrays are never changed', async (t) => {
+  // A seeded generator: the same 3,000 deltas every run.
+  let s = 12345;
+  const rnd = (n: number): number => {
+    // mulberry32
+    s = (s + 0x6d2b79f5) | 0;
+    let x = Math.imul(s ^ (s >>> 15), 1 | s);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) % n;
+  };
+  const price = (): string => (rnd(2) ? `0.${String(rnd(99) + 1).padStart(2, '0')}` : `.${rnd(9) + 1}`); // ".5" and "0.50" are one level
+  const fresh = (levels: Map<number, [string, string]>, dir: 1 | -1): [string, string][] =>
+    [...levels.entries()].sort((a, b) => dir * (a[0] - b[0])).map((e) => e[1]);
+  const m = new MarketBooks();
+  m.apply({ ...base, type: 'book', token_id: 'A', units: 'decimal', bids: [], asks: [] });
+  const want = { bid: new Map<number, [string, string]>(), ask: new Map<number, [string, string]>() };
+  let mismatches = 0;
+  let kept = 0;
+  let changedSides = 0;
+  for (let i = 0; i < 3000; i++) {
+    const before = m.view('A')!;
+    const frozen = { bids: JSON.stringify(before.bids), asks: JSON.stringify(before.asks) };
+    const side = rnd(2) ? 'bid' : 'ask';
+    const p = price();
+    const size = rnd(4) === 0 ? '0' : String(rnd(500) + 1);
+    if (size === '0') want[side].delete(Number(p));
+    else want[side].set(Number(p), [p, size]);
+    const wasBids = JSON.stringify(fresh(want.bid, -1));
+    m.apply({ ...base, type: 'book_delta', token_id: 'A', changes: [{ side, price: p, size }] });
+    const after = m.view('A')!;
+    if (JSON.stringify(after.bids) !== wasBids || JSON.stringify(after.asks) !== JSON.stringify(fresh(want.ask, 1))) mismatches++;
+    // The arrays handed out before the delta still say what they said.
+    if (JSON.stringify(before.bids) !== frozen.bids || JSON.stringify(before.asks) !== frozen.asks) t.fail(`delta ${i} changed an array handed out before it`);
+    // A side's array is new exactly when that side's levels changed.
+    const other = side === 'bid' ? 'asks' : 'bids';
+    if (after[other] !== before[other]) t.fail(`delta ${i} on the ${side} side made a new ${other} array`);
+    const mine = side === 'bid' ? 'bids' : 'asks';
+    const changed = JSON.stringify(after[mine]) !== JSON.stringify(before[mine]);
+    if (changed) changedSides++;
+    if (changed && after[mine] === before[mine]) t.fail(`delta ${i} changed the ${mine} but kept its array`);
+    if (!changed && after[mine] === before[mine]) kept++;
+  }
+  t.equal(mismatches, 0, 'every ladder equals a fresh sort of the levels (3,000 deltas, both price spellings)');
+  t.ok(changedSides > 2000 && kept > 0, `sides changed ${changedSides} times; ${kept} deltas that changed nothing (removing an absent level) kept the array`);
+  t.same(m.view('A', 3)?.bids, fresh(want.bid, -1).slice(0, 3), 'a depth cut is the first levels');
+});
