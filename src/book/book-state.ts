@@ -18,10 +18,10 @@ class TokenBook {
   readonly bids = new Map<number, Level>();
   readonly asks = new Map<number, Level>();
   // Each side best first, with its prices as numbers beside it; null until first asked for. A change
-  // makes new arrays (copy and splice: a delta moves one level of fifty, where sorting the whole
-  // side again was the largest item of building book_snapshots); an array handed out is never
-  // written again, so callers may keep it and compare by identity: a side's array is new exactly
-  // when that side changed.
+  // makes new arrays (copy and splice: a delta moves one level of fifty, where sorting the whole side
+  // again was the largest JavaScript item in the book_snapshots thread's profile). An array handed
+  // out is never written again, so callers may keep it and compare by identity: a side's array is
+  // new exactly when that side changed.
   private sortedBids: Level[] | null = null;
   private sortedAsks: Level[] | null = null;
   private bidPrices: number[] | null = null;
