@@ -78,3 +78,33 @@ t.test('a small input is written in one go, an empty one too', async (t) => {
   const few = await readBack(dir, 'few.parquet', await encodeParquetBatched(specs, [['m'], [1], [1], [5200], [1], [0.5], [false]], opts));
   t.equal(few.rows.length, 1);
 });
+
+t.test('a sink reused after clear writes only the new rows, shorter or longer than the file before', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-batched-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const opts = { rowGroupRows: 10_000, metadata: new Map<string, string>() };
+  const sink = new RowSink(specs);
+  const fill = (n: number, tag: string): void => {
+    for (let i = 0; i < n; i++) {
+      sink.reset();
+      sink.set('market_id', `${tag}-${i % 3}`);
+      sink.set('receive_time', 1_795_392_001_000 + i);
+      sink.set('seq', i + 1);
+      sink.set('price', 5200 + i);
+      sink.set('is_snapshot', tag === 'b' ? i % 2 === 0 : false);
+      sink.emit();
+    }
+  };
+  // Plain columns (text, bool) keep their arrays across `clear`; what a file sees is its own rows.
+  for (const [n, tag] of [[2 * BATCH_ROWS + 5, 'a'], [1000, 'b'], [BATCH_ROWS + 3, 'c'], [3 * BATCH_ROWS, 'd']] as const) {
+    fill(n, tag);
+    t.same(sink.column('market_id').length, n, `${tag}: column() is ${n} long`);
+    t.same([...(sink.column('market_id', n - 2) as string[])], [`${tag}-${(n - 2) % 3}`, `${tag}-${(n - 1) % 3}`], `${tag}: column(from) is the new rows' tail`);
+    const back = await readBack(dir, `${tag}.parquet`, await encodeParquetBatched(specs, sink.cols as readonly ColumnValues[], opts));
+    t.equal(back.rows.length, n, `${tag}: ${n} rows written`);
+    const ids = new Set(back.rows.map((r) => (r as { market_id: string }).market_id.split('-')[0]));
+    t.same([...ids], [tag], `${tag}: no row of an earlier file`);
+    t.equal(back.rows.filter((r) => (r as { is_snapshot: boolean }).is_snapshot).length, tag === 'b' ? 500 : 0, `${tag}: the bool column is this file's`);
+    sink.clear();
+  }
+});
