@@ -1,5 +1,6 @@
 import t from 'tap';
 import { MarketBooks, complement, mirrorLevels } from '../../src/book/book-state.js';
+import { rng } from '../api/helpers.js';
 
 const base = { recv_ts: 1, source_ts: 1 } as const;
 
@@ -40,14 +41,8 @@ t.test('mirror swaps sides at 1 − p without floating-point noise', async (t) =
 
 t.test('ladders kept sorted through random deltas match a fresh sort; handed-out arrays are never changed', async (t) => {
   // A seeded generator: the same 3,000 deltas every run.
-  let s = 12345;
-  const rnd = (n: number): number => {
-    // mulberry32
-    s = (s + 0x6d2b79f5) | 0;
-    let x = Math.imul(s ^ (s >>> 15), 1 | s);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) % n;
-  };
+  const next = rng(12345);
+  const rnd = (n: number): number => Math.floor(next() * n);
   const price = (): string => (rnd(2) ? `0.${String(rnd(99) + 1).padStart(2, '0')}` : `.${rnd(9) + 1}`); // ".5" and "0.50" are one level
   const fresh = (levels: Map<number, [string, string]>, dir: 1 | -1): [string, string][] =>
     [...levels.entries()].sort((a, b) => dir * (a[0] - b[0])).map((e) => e[1]);
