@@ -80,6 +80,11 @@ export interface Config {
    * event came; 0 re-checks on every request (no trust in file events at all).
    */
   readonly latestRecheckMs: number;
+  /**
+   * Serve prom-client's GC duration histogram in `/metrics` (env PMTAPE_GC_METRICS=on; default off:
+   * observing every collection lengthens the API's tail latency, see src/metrics.ts).
+   */
+  readonly gcMetrics: boolean;
   /** Recorder timers and discovery horizons (config file `recorders`, snake_case keys). */
   readonly recorders: RecorderTuning;
   /** The path of the config file that was read, if any. */
@@ -255,6 +260,15 @@ function coinsOf(v: unknown): { coins: string[]; discover: boolean } {
   return { coins: out, discover };
 }
 
+/** An on/off switch from the environment (`on`/`off`, `1`/`0`, `true`/`false`; unset = `dflt`). */
+function onOff(text: string | undefined, name: string, dflt: boolean): boolean {
+  if (text === undefined || text.trim() === '') return dflt;
+  const t = text.trim().toLowerCase();
+  if (t === 'on' || t === '1' || t === 'true') return true;
+  if (t === 'off' || t === '0' || t === 'false') return false;
+  throw new ConfigError(name, `must be on or off, got "${text}"`);
+}
+
 function num(v: unknown, field: string, min: number): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min) throw new ConfigError(field, `must be a number ≥ ${min}`);
   return v;
@@ -357,6 +371,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
     latestRecheckMs: env.PMTAPE_LATEST_RECHECK_MS === undefined ? 1000 : num(Number(env.PMTAPE_LATEST_RECHECK_MS), 'PMTAPE_LATEST_RECHECK_MS', 0),
+    gcMetrics: onOff(env.PMTAPE_GC_METRICS, 'PMTAPE_GC_METRICS', false),
     recorders: recorderTuning(file.recorders),
     configFile: configFile ? resolve(configFile) : null,
   };

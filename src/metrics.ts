@@ -2,10 +2,34 @@
 // `/metrics` serves the registry. Labels are kinds, families and reasons, never market ids, so the
 // number of series stays small however many markets are recorded.
 
+import { createRequire } from 'node:module';
 import client from 'prom-client';
 
 export const registry = new client.Registry();
-client.collectDefaultMetrics({ register: registry, prefix: 'pmtape_' });
+
+/** One of prom-client's default metrics: registers its series (and any observer) on `registry`. */
+type DefaultMetric = (registry: client.Registry, config: { prefix: string }) => void;
+const requireCjs = createRequire(import.meta.url);
+const defaultMetric = (name: string): DefaultMetric => requireCjs(`prom-client/lib/metrics/${name}`) as DefaultMetric;
+const PREFIX = { prefix: 'pmtape_' };
+
+// prom-client's default metrics (CPU, memory, heap spaces, file descriptors, event-loop lag,
+// handles, version) but its GC histogram, which `collectDefaultMetrics` cannot leave out: that one
+// observes every collection (a `PerformanceObserver` of `gc` entries), and Node's work for each
+// entry lands right after the collection's pause. Under load a young-generation collection comes
+// every few ms, so it lengthened exactly the stalls that make the API's p99 (docs/api.md, c4 p99:
+// 1.6× a bare route's with the observer alone, and ~25 % of serve's tail). It is opt-in
+// (PMTAPE_GC_METRICS=on, `enableGcMetrics`). The list is prom-client's own, so a default metric
+// added by a later version is served too; a module it moved fails at startup, not silently.
+for (const name of client.collectDefaultMetrics.metricsList) if (name !== 'gc') defaultMetric(name)(registry, PREFIX);
+
+let gcMetrics = false;
+/** Adds prom-client's `pmtape_nodejs_gc_duration_seconds` histogram (idempotent). */
+export function enableGcMetrics(): void {
+  if (gcMetrics) return;
+  gcMetrics = true;
+  defaultMetric('gc')(registry, PREFIX);
+}
 
 export const recorderMessages = new client.Counter({
   name: 'pmtape_recorder_messages_total',

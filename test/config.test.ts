@@ -46,3 +46,12 @@ t.test('storage.compaction_threads: 1 or 2 from the config file, null when unset
     await t.rejects(load({ compaction_threads: bad }), { name: 'ConfigError', message: /storage\.compaction_threads must be 1 or 2/ }, JSON.stringify(bad));
   }
 });
+
+t.test('PMTAPE_GC_METRICS: off unless switched on; anything but on/off is refused by name', async (t) => {
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, {}).gcMetrics, false, 'unset: off');
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_GC_METRICS: '' }).gcMetrics, false, 'empty: off');
+  for (const on of ['on', 'ON', '1', 'true']) t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_GC_METRICS: on }).gcMetrics, true, on);
+  for (const off of ['off', '0', 'false']) t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_GC_METRICS: off }).gcMetrics, false, off);
+  t.throws(() => loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_GC_METRICS: 'yes please' }),
+    { name: 'ConfigError', message: /PMTAPE_GC_METRICS must be on or off/ });
+});

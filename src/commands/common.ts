@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type Config } from '../config.js';
 import { setIndexCacheBytes } from '../storage/index.js';
+import { enableGcMetrics } from '../metrics.js';
 
 /** Adds the options every command accepts. */
 export function commonOptions(cmd: Command): Command {
@@ -21,6 +22,7 @@ export function configFrom(opts: { dataDir?: string; config?: string; port?: str
 /** Hands the process-wide settings of `config` to the modules that keep process-wide state. */
 export function applyConfig(config: Config): Config {
   setIndexCacheBytes(config.storage.indexCacheBytes);
+  if (config.gcMetrics) enableGcMetrics();
   return config;
 }
 
