@@ -5,7 +5,6 @@ import type { Command } from 'commander';
 import cliProgress from 'cli-progress';
 import { loadConfig, type Config } from '../config.js';
 import { setIndexCacheBytes } from '../storage/index.js';
-import { enableGcMetrics } from '../metrics.js';
 
 /** Adds the options every command accepts. */
 export function commonOptions(cmd: Command): Command {
@@ -22,7 +21,13 @@ export function configFrom(opts: { dataDir?: string; config?: string; port?: str
 /** Hands the process-wide settings of `config` to the modules that keep process-wide state. */
 export function applyConfig(config: Config): Config {
   setIndexCacheBytes(config.storage.indexCacheBytes);
-  if (config.gcMetrics) enableGcMetrics();
+  // Loaded only when asked for: commands that serve no /metrics (compact, keys, verify) never load
+  // prom-client. Processes that do have already imported it, so this resolves within a tick.
+  if (config.gcMetrics) {
+    void import('../metrics.js').then((m) => m.enableGcMetrics(), (e: unknown) => {
+      process.stderr.write(`pmtape: PMTAPE_GC_METRICS=on but the metrics module failed to load: ${String(e)}\n`);
+    });
+  }
   return config;
 }
 
