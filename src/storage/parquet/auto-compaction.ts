@@ -30,12 +30,17 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
         dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
         // One thread unless the config says 2: the day has a day to be compacted, and the recorders beside it need a core.
         threads: config.storage.compactionThreads ?? 1,
+        archive: config.storage.archive,
       };
       // The young generation as the snapshot helper's (derived-split.ts): compaction's garbage is short-lived.
       const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
       worker = w;
       w.on('message', (m: WorkerMessage) => {
         if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows, threads: m.threads }, 'compacted');
+        else if (m.type === 'archived') {
+          if (m.failed) logger.error({ days: m.days, uploaded: m.uploaded, failed: m.failed, errors: m.errors }, 'archive publish incomplete; retrying later');
+          else logger.info({ days: m.days, uploaded: m.uploaded, bytes: m.bytes }, 'published to the archive');
+        } else if (m.type === 'archive-error') logger.error({ err: m.error }, 'archive publish failed; retrying later');
         else if (m.type === 'retention') {
           if (m.deleted) logger.info({ files: m.deleted }, 'deleted logs past retention');
           for (const k of m.kept) logger.error({ file: k.file, why: k.why }, 'log kept past retention');

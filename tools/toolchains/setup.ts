@@ -1,0 +1,27 @@
+// `npm test` runs this after the build: ensures every registered toolchain in turn. A failure is
+// fatal under CI (env CI set and not "false"/"0"); elsewhere a warning, and the tests that need the
+// tool say they were skipped and why.
+
+import { toolchain as seaweedfs } from './seaweedfs.js';
+import type { Toolchain } from './toolchain.js';
+
+export const TOOLCHAINS: readonly Toolchain[] = [seaweedfs];
+
+export const underCI = (env: NodeJS.ProcessEnv = process.env): boolean =>
+  env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
+
+async function main(): Promise<void> {
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  let failed = false;
+  for (const tc of TOOLCHAINS) {
+    try {
+      await tc.ensure(log);
+    } catch (e) {
+      failed = true;
+      log(`${underCI() ? 'error' : 'warning'}: ${tc.name}: ${(e as Error).message}`);
+    }
+  }
+  if (failed && underCI()) process.exit(1);
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/.*\/dist\//, '/dist/'))) await main();
