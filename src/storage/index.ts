@@ -39,6 +39,7 @@ export { startAutoCompaction } from './parquet/auto-compaction.js';
 export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
 export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
+export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
 export type { SyncOptions, SyncResult } from './archive/sync.js';
 export type { VerifyCounts } from './archive/verify.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';

@@ -12,10 +12,12 @@ export interface ClientOptions {
   readonly maxAttempts?: number;
   /** Socket idle time before a request counts as failed (default 60 s): a stalled server is retried. */
   readonly requestTimeoutMs?: number;
+  /** Called for every failed attempt of a request, the ones the SDK retries itself included. */
+  readonly onAttemptError?: (err: Error) => void;
 }
 
 export function archiveClient(a: ArchiveConfig, o: ClientOptions = {}): S3Client {
-  return new S3Client({
+  const s3 = new S3Client({
     region: a.region,
     endpoint: a.endpoint ?? undefined,
     forcePathStyle: a.pathStyle,
@@ -27,6 +29,20 @@ export function archiveClient(a: ArchiveConfig, o: ClientOptions = {}): S3Client
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: { connectionTimeout: 10_000, requestTimeout: o.requestTimeoutMs ?? 60_000 },
   });
+  const onError = o.onAttemptError;
+  if (onError) {
+    // The deserialize step runs once per attempt, inside the SDK's retry loop.
+    s3.middlewareStack.add((next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (e) {
+        const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status !== 404) onError(e as Error); // a HEAD of an object not yet uploaded is no error
+        throw e;
+      }
+    }, { step: 'deserialize', name: 'pmtapeAttemptErrors' });
+  }
+  return s3;
 }
 
 export interface RetryOptions {

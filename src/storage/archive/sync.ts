@@ -36,15 +36,18 @@ export async function syncArchive(dataDir: string, a: ArchiveConfig, o: SyncOpti
   o.onPlanned?.(plans.reduce((n, p) => n + planSize(p), 0), plans.length);
   const total: SyncResult = { ...zeroCounts(), errors: [] };
   if (plans.length === 0) return total;
-  const s3 = archiveClient(a, o.client);
-  // Every failed attempt counts (pmtape_archive_upload_errors_total), retried or not.
+  // Every failed request attempt counts (pmtape_archive_upload_errors_total), retried or not,
+  // and so does a verification that failed after an upload the server accepted.
   let errors = 0;
+  const s3 = archiveClient(a, { ...o.client, onAttemptError: () => void errors++ });
   const base = o.retry ?? DEFAULT_RETRY;
-  const retry: RetryOptions = { ...base, onRetry: (what, err, n) => { errors++; base.onRetry?.(what, err, n); } };
+  const retry: RetryOptions = { ...base, onRetry: (what, err, n) => {
+    if (!(err as { $metadata?: unknown }).$metadata) errors++; // not already counted as a request's
+    base.onRetry?.(what, err, n);
+  } };
   try {
     for (const plan of plans) {
       const r = await publishDay(s3, a, dataDir, plan, { ...o, retry });
-      errors += r.failed;
       for (const k of ['days', 'files', 'uploaded', 'skipped', 'bytes', 'failed'] as const) total[k] += r[k];
       total.errors.push(...r.errors);
     }
