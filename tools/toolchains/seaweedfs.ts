@@ -34,7 +34,8 @@ import _ "github.com/seaweedfs/seaweedfs/weed"
 
 const dir = (): string => join(toolchainsDir(), 'seaweedfs');
 const stampFile = (): string => join(dir(), 'stamp.json');
-const stamp = (): string => JSON.stringify({ seaweedfs: SEAWEEDFS_VERSION, go_mod: GO_MOD });
+/** The stamp file's content for this version (a binary built elsewhere may be adopted with it). */
+export const stamp = (): string => JSON.stringify({ seaweedfs: SEAWEEDFS_VERSION, go_mod: GO_MOD });
 
 async function run(cmd: string, args: string[], cwd: string): Promise<string> {
   try {
