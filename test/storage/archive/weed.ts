@@ -66,8 +66,10 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
     `-volume.port=${ports.volume}`, `-volume.port.grpc=${grpc.volume}`, '-volume.max=20',
     '-filer', `-filer.port=${ports.filer}`, `-filer.port.grpc=${grpc.filer}`,
     '-s3', `-s3.port=${ports.s3}`, `-s3.port.grpc=${grpc.s3}`, `-s3.config=${config}`,
+    // Side services with fixed default ports would collide between tests running at once: off.
+    '-s3.port.iceberg=0', '-s3.port.lance=0', '-metricsPort=0',
   ];
-  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const proc = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8000)));
   const exited = new Promise<void>((res) => proc.on('exit', () => res()));
