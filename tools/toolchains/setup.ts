@@ -2,6 +2,8 @@
 // fatal under CI (env CI set and not "false"/"0"); elsewhere a warning, and the tests that need the
 // tool say they were skipped and why.
 
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { toolchain as seaweedfs } from './seaweedfs.js';
 import type { Toolchain } from './toolchain.js';
 
@@ -24,4 +26,4 @@ async function main(): Promise<void> {
   if (failed && underCI()) process.exit(1);
 }
 
-if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/.*\/dist\//, '/dist/'))) await main();
+if (process.argv[1] && pathToFileURL(resolve(process.argv[1])).href === import.meta.url) await main();
