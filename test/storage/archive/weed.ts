@@ -61,13 +61,14 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
     identities: [{ name: 'pmtape-test', credentials: [{ accessKey: ACCESS_KEY, secretKey: SECRET_KEY }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
   }));
   const args = [
-    'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
+    `-logdir=${dir}`, 'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
     `-master.port=${ports.master}`, `-master.port.grpc=${grpc.master}`, '-master.volumeSizeLimitMB=64',
     `-volume.port=${ports.volume}`, `-volume.port.grpc=${grpc.volume}`, '-volume.max=20',
     '-filer', `-filer.port=${ports.filer}`, `-filer.port.grpc=${grpc.filer}`,
     '-s3', `-s3.port=${ports.s3}`, `-s3.port.grpc=${grpc.s3}`, `-s3.config=${config}`,
     // Side services with fixed default ports would collide between tests running at once: off.
     '-s3.port.iceberg=0', '-s3.port.lance=0', '-metricsPort=0',
+    `-filer.localSocket=${join(dir, 'filer.sock')}`, `-s3.localSocket=${join(dir, 's3.sock')}`,
   ];
   const proc = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
@@ -83,6 +84,8 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
       await exited;
     }
     rmSync(dir, { recursive: true, force: true });
+    // weed puts its gRPC sockets in /tmp whatever the flags say.
+    for (const p of Object.values(grpc)) for (const k of ['master', 'volume', 'filer', 's3']) rmSync(`/tmp/seaweedfs-${k}-grpc-${p}.sock`, { force: true });
   });
   const endpoint = `http://127.0.0.1:${ports.s3}`;
   const client = testClient(endpoint);
