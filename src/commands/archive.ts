@@ -73,19 +73,21 @@ export function register(program: Command): void {
   ).action(async (opts: Opts) => {
     const ctx = archiveOf('verify', opts);
     if (!ctx) return;
-    // The number of objects is known only as manifests are read: the bar counts objects checked.
-    const bar = progress('archive verify', 0);
+    let bar: Progress | null = null;
     try {
       const r = await verifyArchive(ctx.archive, opts.date !== undefined ? [opts.date] : null, {
-        onObject: (key, ok) => bar.tick(1, `${ok ? 'ok' : 'MISMATCH'} ${key.split('/').slice(-2).join('/')}`),
+        onPlanned: (objects) => {
+          bar = progress('archive verify', objects);
+        },
+        onObject: (key, ok) => bar?.tick(1, `${ok ? 'ok' : 'MISMATCH'} ${key.split('/').slice(-2).join('/')}`),
       });
-      bar.done(`${r.days} day(s), ${r.ok} object(s) ok, ${r.failed} failed`);
+      (bar as Progress | null)?.done(`${r.days} day(s), ${r.ok} object(s) ok, ${r.failed} failed`);
       for (const p of r.problems) process.stderr.write(`mismatch ${p}\n`);
       process.stdout.write(JSON.stringify({ days: r.days, files: r.files, ok: r.ok, bytes: r.bytes, failed: r.failed }) + '\n');
       if (r.failed || r.days === 0) process.exitCode = 1;
       if (r.days === 0) process.stderr.write('pmtape archive verify: the archive holds no published day\n');
     } catch (e) {
-      bar.done();
+      (bar as Progress | null)?.done();
       fail('verify', e);
     }
   });

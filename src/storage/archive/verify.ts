@@ -34,25 +34,34 @@ export async function archivedDays(s3: S3Client, a: ArchiveConfig, retry: RetryO
 }
 
 export interface VerifyHooks {
+  /** Told how many objects will be checked once the day records and manifests are read. */
+  readonly onPlanned?: (objects: number) => void;
   readonly onObject?: (key: string, ok: boolean) => void;
   readonly retry?: RetryOptions;
 }
 
-/** Verifies `days` (default: every archived day); never throws for a mismatch, only counts it. */
+/**
+ * Verifies `days` (default: every archived day); never throws for a mismatch, only counts it.
+ * Day records and manifests are read (and checked) first, so the number of objects is known
+ * before the data files, the bulk of the bytes, are read back.
+ */
 export async function verifyArchive(s3: S3Client, a: ArchiveConfig, days: readonly string[] | null, hooks: VerifyHooks = {}): Promise<VerifyCounts> {
   const retry = hooks.retry ?? DEFAULT_RETRY;
   const c: VerifyCounts = { days: 0, files: 0, ok: 0, bytes: 0, failed: 0, problems: [] };
+  const seen: [string, boolean][] = [];
+  let report = (key: string, ok: boolean): void => void seen.push([key, ok]);
   const bad = (key: string, why: string): void => {
     c.failed++;
     c.problems.push(`${key}: ${why}`);
-    hooks.onObject?.(key, false);
+    report(key, false);
   };
   const good = (key: string, bytes: number): void => {
     c.ok++;
     c.bytes += bytes;
-    hooks.onObject?.(key, true);
+    report(key, true);
   };
   const read = (key: string): Promise<Buffer | null> => withRetries(key, () => getBytes(s3, a.bucket, key), retry);
+  const data: { key: string; bytes: number; sha256: string }[] = [];
   try {
     for (const day of days ?? (await archivedDays(s3, a, retry))) {
       c.days++;
@@ -85,15 +94,18 @@ export async function verifyArchive(s3: S3Client, a: ArchiveConfig, days: readon
         }
         good(mKey, mBytes.length);
         const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
-        for (const f of m.files) {
-          const key = objectKey(a, `${p.path}/${f.file}`);
-          c.files++;
-          const d = await withRetries(key, () => remoteDigest(s3, a.bucket, key), retry);
-          if (!d) bad(key, 'missing');
-          else if (d.size !== f.bytes || d.sha256 !== f.sha256) bad(key, `sha256 ${d.sha256} (${d.size} bytes) differs from the manifest's ${f.sha256} (${f.bytes} bytes)`);
-          else good(key, d.size);
-        }
+        for (const f of m.files) data.push({ key: objectKey(a, `${p.path}/${f.file}`), bytes: f.bytes, sha256: f.sha256 });
       }
+    }
+    hooks.onPlanned?.(seen.length + data.length);
+    for (const [key, ok] of seen) hooks.onObject?.(key, ok);
+    report = (key, ok) => hooks.onObject?.(key, ok);
+    for (const f of data) {
+      c.files++;
+      const d = await withRetries(f.key, () => remoteDigest(s3, a.bucket, f.key), retry);
+      if (!d) bad(f.key, 'missing');
+      else if (d.size !== f.bytes || d.sha256 !== f.sha256) bad(f.key, `sha256 ${d.sha256} (${d.size} bytes) differs from the manifest's ${f.sha256} (${f.bytes} bytes)`);
+      else good(f.key, d.size);
     }
   } catch (e) {
     if (isFatal(e)) throw explain(e, a);
