@@ -90,7 +90,7 @@ async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<voi
 }
 
 /** Size and ETag of every object under the day's partitions and of its day record, by key. */
-async function listPartitions(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<Map<string, { size: number; etag: string }>> {
+async function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<Map<string, { size: number; etag: string }>> {
   const out = new Map<string, { size: number; etag: string }>();
   const prefixes = [...plan.partitions.map((p) => p.manifest.key.slice(0, p.manifest.key.lastIndexOf('/') + 1)), plan.record.key];
   await pool(prefixes, 8, async (prefix) => {
@@ -123,7 +123,7 @@ export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string
   // place of a HEAD per object; a later attempt at an object asks the object itself.
   let listed: Map<string, { size: number; etag: string }>;
   try {
-    listed = await listPartitions(s3, a, plan, retry);
+    listed = await listDay(s3, a, plan, retry);
   } catch (e) {
     if (isFatal(e)) throw explain(e, a);
     throw e;
