@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import Fastify from 'fastify';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import openapiTS from 'openapi-typescript';
@@ -113,8 +113,13 @@ export function pmtape(baseUrl: string, key: string) {
 async function tsc(dir: string, args: string[]): Promise<{ code: number | null; out: string }> {
   const lib = pathToFileURL(join(REPO, 'node_modules', 'typescript', 'lib', 'getExePath.js')).href;
   const exe = ((await import(lib)) as { default: () => string }).default();
-  const r = spawnSync(exe, ['-p', join(dir, 'tsconfig.json'), ...args], { encoding: 'utf8', timeout: 300_000 });
-  return { code: r.status, out: `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}` };
+  return new Promise((resolve) => {
+    // Asynchronous: the serve child's output keeps being read meanwhile.
+    execFile(exe, ['-p', join(dir, 'tsconfig.json'), ...args], { encoding: 'utf8', timeout: 300_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      resolve({ code, out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? String(err) : ''}` });
+    });
+  });
 }
 
 t.test('the document of a running serve validates, covers the contract, and a generated client compiles and runs', async (t) => {
