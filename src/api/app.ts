@@ -8,8 +8,6 @@ import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
 import fp from 'fastify-plugin';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from '../config.js';
 import { KeyStore } from './plugins/keys.js';
 import { CursorCodec, loadCursorSecret } from './query/cursor.js';
@@ -21,6 +19,7 @@ import { LogChanges } from '../storage/index.js';
 import errorHandler, { envelope } from './plugins/error-handler.js';
 import routeHooks from './plugins/route-hooks.js';
 import rateLimits from './plugins/rate-limit.js';
+import openapi from './plugins/openapi.js';
 import healthRoutes from './routes/health.js';
 import familyRoutes from './routes/family.js';
 import { DESCRIPTORS } from '../families/index.js';
@@ -88,15 +87,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(errorHandler);
   // Before any route (docs too): the request id header, key check and request tally of each route.
   await fastify.register(routeHooks, { keys });
-  await fastify.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'pmtape', description: 'Historical prediction-market data: books, markets, coverage.', version: '3' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ bearer: [] }],
-    },
-  });
-  await fastify.register(swaggerUi, { routePrefix: '/docs' });
+  await fastify.register(openapi); // the document at /docs/json and its UI (before any documented route)
   await fastify.register(rateLimits, { limits: config.rateLimits });
 
   await fastify.register(healthRoutes);

@@ -225,7 +225,7 @@ t.test('datasets routes', async (t) => {
     const doc = (await (await fetch(`${url}/docs/json`)).json()) as any;
     const files = doc.paths['/v3/datasets/files/{*}'].get;
     t.match(files.parameters, [{ in: 'path', name: '*', required: true }]);
-    t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429']);
+    t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429', '500']);
     t.ok(files.responses['206'].content['application/vnd.apache.parquet'], 'a range is Parquet bytes');
     t.match(files.responses['416'].content['application/json'].schema.properties.error.required, ['status', 'code', 'message', 'request_id']);
     const list = doc.paths['/v3/datasets'].get;

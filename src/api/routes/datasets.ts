@@ -18,7 +18,7 @@ import {
   DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
 } from '../../storage/index.js';
 import { timeParam } from '../query/params.js';
-import { listOf, oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import { socketWriter } from './replay.js';
 
 const entrySchema = {
@@ -30,21 +30,7 @@ const entrySchema = {
   required: ['path', 'rows', 'bytes', 'sha256', 'min_time', 'max_time'],
 } as const;
 
-/** The contract's error envelope (API.md §2), as every error status of these routes answers. */
-const envelopeSchema = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { status: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' }, request_id: { type: 'string' } },
-      required: ['status', 'code', 'message', 'request_id'],
-    },
-  },
-  required: ['error'],
-} as const;
-
-const errors = (statuses: number[]): Record<number, object> =>
-  Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: 'error envelope (API.md §2)' }]));
+const errors = errorResponses;
 
 const arrowBody = (description: string): object => ({
   description,

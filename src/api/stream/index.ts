@@ -14,6 +14,7 @@ import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
 import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
 import { envelope } from '../plugins/error-handler.js';
+import { errorResponses } from '../json-schemas.js';
 import { loadCursorSecret } from '../query/cursor.js';
 import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
 import { StreamHub } from './hub.js';
@@ -155,8 +156,23 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   }, settings.authRecheckMs);
   recheck.unref();
 
-  // A plain GET (no upgrade) gets a pointer instead of a bare 404.
-  app.get('/stream', { schema: { hide: true } }, async () => {
+  // A plain GET (no upgrade) gets a pointer instead of a bare 404. Its schema documents the
+  // upgrade in the OpenAPI document; unknown parameters are left to the pointer (no additionalProperties).
+  app.get('/stream', {
+    schema: {
+      description: 'WebSocket (API.md §7): send Upgrade: websocket; subscribe with {"op": "subscribe", "channel": "book", "family", ' +
+        '"market_id" | "ticker", "coin"}. The key is the Bearer header or api_key. A refused upgrade answers the status and the error ' +
+        'envelope; a plain GET answers 400 with this pointer.',
+      querystring: {
+        type: 'object',
+        properties: {
+          api_key: { type: 'string', description: 'the API key, for clients that cannot set the Authorization header' },
+          family: { type: 'string', description: 'comma list of the families to be subscribed (a plan without one is refused with 403)' },
+        },
+      },
+      response: { 101: { description: 'Switching Protocols: the WebSocket stream' }, ...errorResponses([400, 401, 403]) },
+    },
+  }, async () => {
     throw new PmtapeError('invalid_parameter', `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).`);
   });
 
