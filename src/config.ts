@@ -175,6 +175,10 @@ export function parseRateLimits(text: string): Config['rateLimits'] {
   for (const part of text.split(',')) {
     const m = /^\s*(free|paid)\s*=\s*(\d+)\s*\/\s*(\d*)\s*(s|m|h)\s*$/.exec(part);
     if (!m) throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part}"; expected e.g. free=60/m,paid=3000/m or off`);
+    // A zero count or window would refuse every request of the plan: `off` is how limits are disabled.
+    if (Number(m[2]) < 1 || m[3] === '0' || /^0+$/.test(m[3])) {
+      throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part.trim()}"; the count and window must be at least 1 (form PLAN=COUNT/[N]s|m|h, e.g. free=60/m,paid=3000/m; use off to disable limits)`);
+    }
     const unit = { s: 1000, m: 60_000, h: 3_600_000 }[m[4] as 's' | 'm' | 'h'];
     out[m[1]] = { max: Number(m[2]), windowMs: (m[3] ? Number(m[3]) : 1) * unit };
   }
@@ -182,6 +186,17 @@ export function parseRateLimits(text: string): Config['rateLimits'] {
     free: out.free ?? { max: 60, windowMs: 60_000 },
     paid: out.paid ?? { max: 3000, windowMs: 60_000 },
   };
+}
+
+/** pino's levels; anything else makes pino throw a sentence that names no variable. */
+export const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function logLevel(flag: string | undefined, env: string | undefined): string {
+  const [name, text] = flag !== undefined ? ['--log-level', flag] : ['PMTAPE_LOG_LEVEL', env];
+  if (text === undefined || text.trim() === '') return 'info';
+  const level = text.trim().toLowerCase();
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError(name, `must be one of ${LOG_LEVELS.join(', ')}, got "${text.slice(0, 40)}"`);
+  return level;
 }
 
 /** Live-stream (`/v3/stream`) limits and timers. */
@@ -299,6 +314,21 @@ function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConf
 
 const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders'];
 
+/** Deeper than any real config; the validators and their messages recurse, so depth is bounded first. */
+export const MAX_CONFIG_DEPTH = 16;
+
+/** The field path where `v` first nests deeper than MAX_CONFIG_DEPTH, or null; iterative, never recursion. */
+function tooDeep(v: unknown): string | null {
+  const stack: Array<{ v: unknown; depth: number; at: string }> = [{ v, depth: 0, at: '' }];
+  while (stack.length > 0) {
+    const { v: x, depth, at } = stack.pop()!;
+    if (typeof x !== 'object' || x === null) continue;
+    if (depth >= MAX_CONFIG_DEPTH) return at || '(top)';
+    for (const [k, child] of Object.entries(x)) stack.push({ v: child, depth: depth + 1, at: Array.isArray(x) ? `${at}[${k}]` : at ? `${at}.${k}` : k });
+  }
+  return null;
+}
+
 /** Reads and validates the JSON config file (all fields optional). */
 export function readConfigFile(path: string): Record<string, unknown> {
   let text: string;
@@ -314,6 +344,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     throw new ConfigError(path, `is not valid JSON (${(e as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(path, 'must hold a JSON object');
+  const deep = tooDeep(parsed);
+  if (deep !== null) throw new ConfigError(path, `nests deeper than ${MAX_CONFIG_DEPTH} levels (at ${deep}); a pmtape config is at most a few levels deep: fix that field`);
   for (const k of Object.keys(parsed)) {
     if (!FILE_KEYS.includes(k)) throw new ConfigError(k, `is not a known field (known: ${FILE_KEYS.join(', ')})`);
   }
@@ -344,7 +376,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     dataDir: resolve(flags.dataDir ?? env.PMTAPE_DATA_DIR ?? (file.data_dir as string | undefined) ?? './data'),
     host: flags.host ?? env.PMTAPE_HOST ?? '127.0.0.1',
     port,
-    logLevel: flags.logLevel ?? env.PMTAPE_LOG_LEVEL ?? 'info',
+    logLevel: logLevel(flags.logLevel, env.PMTAPE_LOG_LEVEL),
     rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
     stream: streamTuning(env),
     upstreams: {
