@@ -12,6 +12,8 @@ export interface CapturedMessage {
   readonly line: number;
   /** Other keys of a wrapper line (e.g. `ticker` for yes/no books). */
   readonly extra?: Record<string, unknown>;
+  /** Length of the message's JSON text (readers bound what they hold by it). */
+  readonly bytes?: number;
 }
 
 export interface CaptureProblem {
@@ -19,13 +21,14 @@ export interface CaptureProblem {
   readonly problem: string;
 }
 
-function unwrap(v: unknown, line: number): CapturedMessage {
+function unwrap(v: unknown, line: number, bytes?: number): CapturedMessage {
+  const size = bytes === undefined ? {} : { bytes };
   if (v && typeof v === 'object' && !Array.isArray(v) && 'msg' in v) {
     const { recv_ts, msg, ...extra } = v as { recv_ts?: unknown; msg: unknown };
     const ts = typeof recv_ts === 'number' && Number.isSafeInteger(recv_ts) && recv_ts > 0 ? recv_ts : null;
-    return { recv_ts: ts, msg, line, ...(Object.keys(extra).length ? { extra } : {}) };
+    return { recv_ts: ts, msg, line, ...(Object.keys(extra).length ? { extra } : {}), ...size };
   }
-  return { recv_ts: null, msg: v, line };
+  return { recv_ts: null, msg: v, line, ...size };
 }
 
 export type CaptureItem = { readonly message: CapturedMessage } | { readonly problem: CaptureProblem };
@@ -159,7 +162,7 @@ export class CaptureScanner {
     const l = text.trim();
     if (l === '') return;
     try {
-      out.push({ message: unwrap(JSON.parse(l), line) });
+      out.push({ message: unwrap(JSON.parse(l), line, l.length) });
     } catch (e) {
       out.push({ problem: { line, problem: `not JSON (${(e as Error).message.slice(0, 60)})` } });
     }
@@ -195,8 +198,8 @@ export class CaptureScanner {
       out.push({ problem: { line: at, problem: `not JSON (${(e as Error).message.slice(0, 60)})` } });
       return;
     }
-    if (this.pending) this.pending.push(unwrap(v, at));
-    else out.push({ message: unwrap(v, at) });
+    if (this.pending) this.pending.push(unwrap(v, at, text!.length));
+    else out.push({ message: unwrap(v, at, text!.length) });
   }
 
   private array(chunk: Buffer, i: number, out: CaptureItem[]): void {

@@ -1,7 +1,8 @@
 // Receive order for `pmtape import` without holding the input: each file passes through a bounded
 // reorder window (captures written by concurrent tasks are a little out of order), and the files
-// are merged by receive time. Memory is the window, never the file; a message further out of
-// order than the window reaches its log after a newer one and is counted as too old there.
+// are merged by receive time. Memory is the window (a count and a byte bound), never the file; a
+// message further out of order than the window reaches its log after a newer one and is counted
+// as too old there.
 
 import type { CapturedMessage } from './capture.js';
 
@@ -52,12 +53,21 @@ class Heap {
   }
 }
 
-/** `source` in receive order as far as a window of `window` messages can put it. */
-export async function* reorder(source: AsyncIterable<Timed>, window: number): AsyncGenerator<Timed> {
+/**
+ * `source` in receive order as far as a window can put it: at most `window.messages` messages and
+ * `window.bytes` of their JSON text are held (parsed objects take a few times their text).
+ */
+export async function* reorder(source: AsyncIterable<Timed>, window: { messages: number; bytes: number }): AsyncGenerator<Timed> {
   const heap = new Heap();
+  let held = 0;
   for await (const x of source) {
     heap.push(x);
-    if (heap.size > window) yield heap.pop()!;
+    held += x.m.bytes ?? 0;
+    while (heap.size > window.messages || (held > window.bytes && heap.size > 1)) {
+      const y = heap.pop()!;
+      held -= y.m.bytes ?? 0;
+      yield y;
+    }
   }
   while (heap.size > 0) yield heap.pop()!;
 }

@@ -36,15 +36,15 @@ export interface ImportOptions {
   readonly checkpointEveryDeltas?: number;
   /** The wall clock future receive times are judged by (tests inject one). */
   readonly now?: () => number;
-  /** Messages held to restore receive order across all files (see import-order.ts). */
-  readonly reorderWindow?: number;
+  /** Messages (and bytes of their JSON) held to restore receive order across all files (import-order.ts). */
+  readonly reorderWindow?: { readonly messages: number; readonly bytes: number };
 }
 
 /** How far ahead of the wall clock a receive time may be (clock skew between capture and import). */
 export const FUTURE_SLACK_MS = 86_400_000;
 /** Problem lines kept in the summary; the rest are counted. */
 const MAX_PROBLEMS = 100;
-const DEFAULT_REORDER_WINDOW = 50_000;
+const DEFAULT_REORDER_WINDOW = { messages: 20_000, bytes: 8 * 1024 * 1024 };
 
 /** One log being imported into: its writer, the ids it already holds, its tail, its book state. */
 interface Target {
@@ -89,7 +89,9 @@ export async function runImport(dataDir: string, kind: string, files: readonly s
 
   // 1. Read every file as a stream; give each message its receive time (a bare one: its source
   //    time) and put the files together in receive order (logs are append-only in receive time).
-  const window = Math.max(1000, Math.floor((opts.reorderWindow ?? DEFAULT_REORDER_WINDOW) / Math.max(1, files.length)));
+  const w = opts.reorderWindow ?? DEFAULT_REORDER_WINDOW;
+  const share = Math.max(1, files.length);
+  const window = { messages: Math.max(100, Math.floor(w.messages / share)), bytes: Math.max(256 * 1024, Math.floor(w.bytes / share)) };
   async function* timed(f: string, file: number): AsyncGenerator<Timed> {
     let seq = 0;
     try {

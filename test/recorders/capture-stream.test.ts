@@ -39,7 +39,7 @@ t.test('JSONL and JSON arrays come out message by message, the same for any chun
       if (size === 7 && name !== 'minified array') t.ok(at[0] < chunks / 10, `${name}: the first message comes out long before the end (chunk ${at[0]} of ${chunks})`);
     }
   }
-  t.same(msgs(scan(jsonl, 13).items)[3], { recv_ts: 1003, msg: elements[3], line: 4, extra: { ticker: 'X' } }, 'wrapper lines keep recv_ts, line and extra keys');
+  t.same(msgs(scan(jsonl, 13).items)[3], { recv_ts: 1003, msg: elements[3], line: 4, extra: { ticker: 'X' }, bytes: jsonl.split('\n')[3].length }, 'wrapper lines keep recv_ts, line, extra keys and their size');
   t.same(msgs(scan(burst, 13).items).map((m) => m.line).slice(0, 3), [1, 2, 3], 'an array element is numbered by its position');
   // A minified array longer than the first-line wait (8 MiB) is streamed too, not held to its end.
   const long = JSON.stringify(Array.from({ length: 100_000 }, (_, i) => ({ recv_ts: i + 1, msg: { pad: 'x'.repeat(300) } })));

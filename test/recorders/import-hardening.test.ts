@@ -4,7 +4,7 @@
 // import naming the log, and the CLI exits 1 whenever nothing was written or storage refused.
 
 import t from 'tap';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,7 @@ const COND = String(burst[0].market);
 const UP = String(burst[0].asset_id);
 const DOWN = String((burst[1].price_changes as Array<{ asset_id: string }>)[1].asset_id);
 const T0 = 1790658600000;
+t.setTimeout(600_000);
 const NOW = () => T0 + 3_600_000; // the injected wall clock: an hour after the market opened
 
 /** The real catalogue market re-pointed at the burst's tokens, imported so the clob lines map. */
@@ -34,7 +35,8 @@ async function withCatalog(dir: string): Promise<void> {
 const book = (recvTs: number, price: string, timestamp = String(recvTs - 5)): string =>
   JSON.stringify({ recv_ts: recvTs, msg: [{ event_type: 'book', asset_id: UP, market: COND, bids: [{ price, size: '10' }], asks: [], timestamp }] });
 
-const cli = (args: string[]) => spawnSync(process.execPath, [CLI, 'import', ...args], { encoding: 'utf8', env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' } });
+const cli = (args: string[], node: string[] = []) =>
+  spawnSync(process.execPath, [...node, CLI, 'import', ...args], { encoding: 'utf8', env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' }, timeout: 280_000 });
 const summary = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
 
 t.test('a receive time over a day ahead is refused and counted; later imports of the market still land', async (t) => {
@@ -123,4 +125,22 @@ t.test('the CLI exits 1 saying why when nothing was written, 0 when everything w
   const again = cli(['--kind', 'clob', '--data-dir', dir, ok]);
   t.equal(again.status, 0, 'a re-import that finds it all there: exit 0');
   t.match(summary(again.stdout), { written: 0, duplicates: 1 });
+});
+
+t.test('a 60 MB capture imports in a 96 MB heap: the input is streamed, never held (holding it took 160 MB)', async (t) => {
+  const dir = tempDir();
+  await withCatalog(dir);
+  const file = join(dir, 'big.jsonl');
+  const levels = (base: number) => Array.from({ length: 30 }, (_, i) => ({ price: (base + i / 1000).toFixed(3), size: String(10 + i) }));
+  const fd = openSync(file, 'w');
+  let n = 0;
+  for (let bytes = 0; bytes < 60e6; n++) {
+    const line = `${JSON.stringify({ recv_ts: T0 + 1000 + n, msg: [{ event_type: 'book', asset_id: n % 2 ? UP : DOWN, market: COND, bids: levels(0.1), asks: levels(0.6), timestamp: String(T0 + n) }] })}\n`;
+    writeSync(fd, line);
+    bytes += line.length;
+  }
+  closeSync(fd);
+  const r = cli(['--kind', 'clob', '--data-dir', dir, file], ['--max-old-space-size=96']);
+  t.equal(r.status, 0, `the import finished (${r.stderr.slice(-300)})`);
+  t.match(summary(r.stdout), { messages: n, written: n, failed: 0, too_old: 0 });
 });
