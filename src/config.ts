@@ -4,6 +4,9 @@
 
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { ConfigError, logLevel, parseRateLimits, tooDeep, MAX_CONFIG_DEPTH, type RateLimit } from './config-checks.js';
+
+export { ConfigError, LOG_LEVELS, MAX_CONFIG_DEPTH, parseRateLimits, type RateLimit } from './config-checks.js';
 
 export interface UpstreamConfig {
   /** Base REST URL (no trailing slash). */
@@ -140,11 +143,6 @@ function recorderTuning(v: unknown): RecorderTuning {
   return out as unknown as RecorderTuning;
 }
 
-export interface RateLimit {
-  readonly max: number;
-  readonly windowMs: number;
-}
-
 /** Default upstream endpoints: the real public ones (reachable only where there is a network). */
 export const DEFAULT_UPSTREAMS: Config['upstreams'] = {
   clob: { ws: 'wss://ws-subscriptions-clob.polymarket.com/ws/market', rest: 'https://clob.polymarket.com' },
@@ -153,13 +151,6 @@ export const DEFAULT_UPSTREAMS: Config['upstreams'] = {
   wallet: { rest: 'https://api.predict.fun', ws: 'wss://ws.predict.fun/ws', rate_per_s: 5 },
 };
 
-export class ConfigError extends Error {
-  constructor(field: string, why: string) {
-    super(`config: ${field} ${why}`);
-    this.name = 'ConfigError';
-  }
-}
-
 /** Flags a command may pass; undefined means "not given". */
 export interface ConfigFlags {
   readonly dataDir?: string;
@@ -167,21 +158,6 @@ export interface ConfigFlags {
   readonly host?: string;
   readonly port?: number | string;
   readonly logLevel?: string;
-}
-
-export function parseRateLimits(text: string): Config['rateLimits'] {
-  if (text.trim() === 'off') return null;
-  const out: Record<string, RateLimit> = {};
-  for (const part of text.split(',')) {
-    const m = /^\s*(free|paid)\s*=\s*(\d+)\s*\/\s*(\d*)\s*(s|m|h)\s*$/.exec(part);
-    if (!m) throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part}"; expected e.g. free=60/m,paid=3000/m or off`);
-    const unit = { s: 1000, m: 60_000, h: 3_600_000 }[m[4] as 's' | 'm' | 'h'];
-    out[m[1]] = { max: Number(m[2]), windowMs: (m[3] ? Number(m[3]) : 1) * unit };
-  }
-  return {
-    free: out.free ?? { max: 60, windowMs: 60_000 },
-    paid: out.paid ?? { max: 3000, windowMs: 60_000 },
-  };
 }
 
 /** Live-stream (`/v3/stream`) limits and timers. */
@@ -314,6 +290,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     throw new ConfigError(path, `is not valid JSON (${(e as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(path, 'must hold a JSON object');
+  const deep = tooDeep(parsed);
+  if (deep !== null) throw new ConfigError(path, `nests deeper than ${MAX_CONFIG_DEPTH} levels (at ${deep}); a pmtape config is at most a few levels deep: fix that field`);
   for (const k of Object.keys(parsed)) {
     if (!FILE_KEYS.includes(k)) throw new ConfigError(k, `is not a known field (known: ${FILE_KEYS.join(', ')})`);
   }
@@ -344,7 +322,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     dataDir: resolve(flags.dataDir ?? env.PMTAPE_DATA_DIR ?? (file.data_dir as string | undefined) ?? './data'),
     host: flags.host ?? env.PMTAPE_HOST ?? '127.0.0.1',
     port,
-    logLevel: flags.logLevel ?? env.PMTAPE_LOG_LEVEL ?? 'info',
+    logLevel: logLevel(flags.logLevel, env.PMTAPE_LOG_LEVEL),
     rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
     stream: streamTuning(env),
     upstreams: {

@@ -4,7 +4,7 @@
 
 import type { Command } from 'commander';
 import { commonOptions, configFrom } from './common.js';
-import { createKey, listKeys, revokeKey, type Plan } from '../api/plugins/keys.js';
+import { createKey, listKeys, printableName, revokeKey, type Plan } from '../api/plugins/keys.js';
 
 export function register(program: Command): void {
   const keys = program.command('keys').description('create, list and revoke API keys');
@@ -19,7 +19,7 @@ export function register(program: Command): void {
     if (opts.plan !== 'free' && opts.plan !== 'paid') throw new Error(`--plan must be free or paid, got "${opts.plan}"`);
     const { record, key } = await createKey(configFrom(opts).dataDir, opts.plan as Plan, opts.name);
     process.stdout.write(`${key}\n`);
-    process.stderr.write(`created key ${record.id} (${record.plan}, "${record.name}"); it is not shown again\n`);
+    process.stderr.write(`created key ${record.id} (${record.plan}, "${printableName(record.name)}"); it is not shown again\n`);
   });
 
   commonOptions(
@@ -37,7 +37,7 @@ export function register(program: Command): void {
       return;
     }
     for (const k of list) {
-      process.stdout.write(`${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${k.name}\n`);
+      process.stdout.write(`${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${printableName(k.name)}\n`);
     }
   });
 

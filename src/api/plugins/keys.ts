@@ -98,10 +98,20 @@ async function writeKeyFile(dataDir: string, file: KeyFile): Promise<void> {
   await writeFileDurable(keysPath(dataDir), JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
 }
 
+/** C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows. */
+const CONTROL = /[\p{Cc}\u202a-\u202e\u2066-\u2069]/u;
+
+/** A stored name as one safe line: controls shown as JSON-style escapes (names stored before they were refused). */
+export function printableName(name: string): string {
+  return name.replace(new RegExp(CONTROL.source, 'gu'), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Creates a key; returns the record and the key text (the only time the secret exists). */
 export async function createKey(dataDir: string, plan: Plan, name: string): Promise<{ record: KeyRecord; key: string }> {
   if (!PLANS.includes(plan)) throw new Error(`plan must be free or paid, got "${plan}"`);
   if (!name || name.length > 200) throw new Error('name must be 1..200 characters');
+  // A newline or an escape sequence in a name would forge lines or repaint the terminal in `keys list`.
+  if (CONTROL.test(name)) throw new Error(`--name must not hold control characters (newlines, tabs, escape sequences), got ${JSON.stringify(name).slice(0, 80)}; use plain text`);
   return withLock(dataDir, async () => {
     const file = await readKeyFile(dataDir);
     const id = randomBytes(6).toString('hex');
