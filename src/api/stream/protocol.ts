@@ -6,7 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { PmtapeError, invalidParameter } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
-import { parseTimeParam, toIso } from '../../schema/time.js';
+import { isTimeShaped, parseTimeParam, toIso } from '../../schema/time.js';
 
 /** Where a subscription starts: live only, a time, a snapshots cursor, or after a known seq. */
 export type StreamFrom =
@@ -81,6 +81,8 @@ function parseFrom(o: Record<string, unknown>): StreamFrom {
     throw invalidParameter('from', 'must be epoch milliseconds, an ISO 8601 UTC time or a snapshots next_cursor');
   }
   const t = parseTimeParam(f);
+  // A time with a field out of range (2026-02-30) is a bad time, not a cursor to look up.
+  if (t === null && isTimeShaped(f)) throw invalidParameter('from', 'is not a real UTC time (check the day of the month and the hour)');
   return t !== null ? { kind: 'time', t } : { kind: 'cursor', text: f };
 }
 
