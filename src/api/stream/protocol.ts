@@ -202,12 +202,17 @@ export function prepareMessage(msg: string): PreparedMessage {
 // Resume points from REST snapshots cursors. The stream does not know the other query parameters
 // of the page request, so it checks the cursor's signature (same secret and format as
 // src/api/cursor.ts) but not its query digest, and takes its position: an ascending page's `after`.
+// The market it was made for travels in the position (`mk`, written by the snapshots route), so a
+// cursor of another market (or of no market) is refused as REST refuses it.
 
 const invalidCursor = (why: string): PmtapeError =>
   new PmtapeError('invalid_cursor', `Field 'from' ${why}; pass a snapshots next_cursor exactly as returned, or a time.`);
 
-/** The first seq to stream for a snapshots cursor signed with `secret`. */
-export function cursorStartSeq(secret: Buffer, text: string): number {
+/** The market a snapshots cursor is bound to, as its position names it. */
+export const cursorMarket = (family: Family, logMarket: string): string => `${family}/${logMarket}`;
+
+/** The first seq to stream for a snapshots cursor signed with `secret`, made for `market` (cursorMarket). */
+export function cursorStartSeq(secret: Buffer, text: string, market: string): number {
   if (text.length > 4096) throw invalidCursor('is too long');
   const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{24})$/.exec(text);
   if (!m) throw invalidCursor('is neither a time nor a cursor');
@@ -220,9 +225,11 @@ export function cursorStartSeq(secret: Buffer, text: string): number {
   } catch {
     throw invalidCursor('is a malformed cursor');
   }
-  const after = typeof p === 'object' && p !== null ? (p as Record<string, unknown>).after : undefined;
+  const pos = typeof p === 'object' && p !== null ? (p as Record<string, unknown>) : {};
+  const after = pos.after;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < -1) {
     throw invalidCursor('is not an ascending snapshots cursor (a descending page cannot be resumed forward)');
   }
+  if (pos.mk !== market) throw invalidCursor(`is a cursor of another market (or of a page made before cursors named their market; fetch a fresh page of ${market})`);
   return after + 1;
 }
