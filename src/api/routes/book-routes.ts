@@ -14,7 +14,7 @@ import { bookAsOf, snapshotPage, type BookModel } from '../query/book-pages.js';
 import { asOfParam, listParams } from '../query/params.js';
 import { listOf, narrowQuery, oneOf, q, single, typedParams, typedQuery } from '../schemas.js';
 import { nextCursor, resumeOf } from './helpers.js';
-import { cursorMarket } from '../stream/protocol.js';
+import { cursorMarket } from '../query/cursor.js';
 
 /** Every parameter any family's snapshots route takes; each family accepts its own subset. */
 const SNAPSHOTS_QUERY = typedQuery({

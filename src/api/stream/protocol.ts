@@ -7,6 +7,7 @@ import { PmtapeError, invalidParameter } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
 import { isTimeShaped, parseTimeParam, toIso } from '../../schema/time.js';
+export { cursorMarket } from '../query/cursor.js';
 
 /** Where a subscription starts: live only, a time, a snapshots cursor, or after a known seq. */
 export type StreamFrom =
@@ -207,9 +208,6 @@ export function prepareMessage(msg: string): PreparedMessage {
 
 const invalidCursor = (why: string): PmtapeError =>
   new PmtapeError('invalid_cursor', `Field 'from' ${why}; pass a snapshots next_cursor exactly as returned, or a time.`);
-
-/** The market a snapshots cursor is bound to, as its position names it. */
-export const cursorMarket = (family: Family, logMarket: string): string => `${family}/${logMarket}`;
 
 /** The first seq to stream for a snapshots cursor signed with `secret`, made for `market` (cursorMarket). */
 export function cursorStartSeq(secret: Buffer, text: string, market: string): number {
