@@ -113,3 +113,10 @@ export const storageFreeBytes = new client.Gauge({
   help: 'Free bytes of the filesystem holding the data dir (statfs bavail × bsize)',
   registers: [registry],
 });
+
+export const datasetsSkippedEntries = new client.Counter({
+  name: 'pmtape_datasets_skipped_entries_total',
+  help: 'Manifest entries /v3/datasets left out, each counted once per process, by reason (bad_field, bad_name, bad_manifest, outside_root)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});

@@ -16,7 +16,10 @@ import { StatusBoard } from './query/status.js';
 import { LatestBooks } from './query/latest.js';
 import { LatestBodies } from './query/latest-body.js';
 import { LogChanges } from '../storage/index.js';
-import errorHandler, { envelope } from './plugins/error-handler.js';
+import type { Socket } from 'node:net';
+import errorHandler, { clientErrorResponse, envelope } from './plugins/error-handler.js';
+import { redactUrl } from './redact.js';
+import { strictSchemaController } from './strict-params.js';
 import routeHooks from './plugins/route-hooks.js';
 import rateLimits from './plugins/rate-limit.js';
 import openapi from './plugins/openapi.js';
@@ -32,6 +35,15 @@ import pagePlugin from './plugins/page.js';
 /** Request ids: unique per process start (boot id) and cheap (a counter). */
 const BOOT_ID = randomBytes(4).toString('hex');
 let requestCount = 0;
+const nextRequestId = (): string => `${BOOT_ID}-${(++requestCount).toString(36)}`;
+
+/**
+ * Fastify's request serializer with the URL redacted (redact.ts): the request line is logged, and a
+ * key sent as `?api_key=` (refused on REST, but sent) must not land in the logs. No headers are logged.
+ */
+function requestForLog(req: { method: string; url: string; host?: string; ip?: string; socket?: { remotePort?: number } }): Record<string, unknown> {
+  return { method: req.method, url: redactUrl(req.url), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort };
+}
 
 /** Shared services of the read side, reachable from every plugin as `app.pmtape`. */
 export interface Services {
@@ -106,7 +118,7 @@ export const apiPlugin = fp(app, { name: 'pmtape-api', fastify: '5.x' });
 export function serverOptions(): FastifyServerOptions {
   return {
     // Unique per process start and cheap (a UUID per request showed in profiles): boot id + counter.
-    genReqId: () => `${BOOT_ID}-${(++requestCount).toString(36)}`,
+    genReqId: nextRequestId,
     requestIdHeader: false,
     routerOptions: { maxParamLength: 1024 },
     // Malformed URL encoding and over-long path segments are caught by the router before any
@@ -115,6 +127,18 @@ export function serverOptions(): FastifyServerOptions {
       const msg = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is longer than 1024 characters.' : 'The URL path is not valid percent-encoding.';
       void reply.code(400).header('x-request-id', req.id).type('application/json; charset=utf-8').send(envelope('invalid_parameter', msg, String(req.id)));
     },
+    // Requests Node's parser refuses (a raw 0xFF in the URL, 16 KiB of headers) get the envelope too.
+    clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket) {
+      if (socket.destroyed) return;
+      const id = nextRequestId();
+      const text = clientErrorResponse(err, id);
+      // Only the code: the error's rawPacket holds the request's bytes (its URL and Authorization).
+      this.log.debug({ code: err.code, request_id: id }, 'request refused by the HTTP parser');
+      if (text !== null && socket.writable) socket.write(text);
+      socket.destroy();
+    },
+    // Coercion is needed (a query is text) but made strict for numbers (strict-params.ts).
+    schemaController: strictSchemaController(),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, useDefaults: true, allErrors: false } },
   };
 }
@@ -138,7 +162,7 @@ export function serverLogger(config: Config, logger?: false | FastifyBaseLogger)
 export async function buildApp(opts: AppOptions & { readonly logger?: false | FastifyBaseLogger }): Promise<FastifyInstance> {
   const log = serverLogger(opts.config, opts.logger);
   const fastify = ['info', 'debug', 'trace'].includes(log.level)
-    ? Fastify({ ...serverOptions(), loggerInstance: log })
+    ? Fastify({ ...serverOptions(), loggerInstance: log.child({}, { serializers: { req: requestForLog } }) })
     : Fastify({ ...serverOptions(), logger: false });
   await fastify.register(apiPlugin, { ...opts, log });
   await fastify.ready();

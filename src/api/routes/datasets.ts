@@ -17,6 +17,7 @@ import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
 } from '../../storage/index.js';
+import { datasetsSkippedEntries } from '../../metrics.js';
 import { timeParam } from '../query/params.js';
 import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import { socketWriter } from './replay.js';
@@ -109,13 +110,45 @@ async function publishedFile(req: FastifyRequest, dataDir: string, rel: string):
   };
   const dir = partitionDir(dataDir, family, dataset, date);
   if (!(await inside(dir))) throw unknown;
-  const entry = (await readManifest(dir))?.files.find((f) => f.file === name);
-  if (!entry || !(await inside(join(dir, name)))) throw unknown;
+  // A damaged manifest or entry (the listing skips it, see entryProblem) is no file, not a 500.
+  const files: unknown = (await readManifest(dir).catch(() => null))?.files;
+  const entry = Array.isArray(files) ? (files as unknown[]).find((f) => (f as ManifestFile | null)?.file === name) as ManifestFile | undefined : undefined;
+  if (!entry || entryProblem(partitionRel(family, dataset, date), entry) !== null || !(await inside(join(dir, name)))) throw unknown;
   return { entry, rel, name };
 }
 
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isTimeOrNull = (v: unknown): v is number | null => v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 8.64e15);
+
+/**
+ * Why a manifest entry cannot be listed, or null when it can: a listed path must be one the file
+ * route serves (PATH: no `..`, no folder, a `.parquet` name), and every field must have its type
+ * (a hand-edited or damaged manifest once made the whole listing a 500).
+ */
+export function entryProblem(rel: string, f: unknown): 'bad_field' | 'bad_name' | null {
+  if (typeof f !== 'object' || f === null) return 'bad_field';
+  const e = f as Record<string, unknown>;
+  if (typeof e.file !== 'string' || !PATH.test(`${rel}/${e.file}`)) return 'bad_name';
+  if (!isCount(e.rows) || !isCount(e.bytes) || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256)) return 'bad_field';
+  if (!isTimeOrNull(e.min_time) || !isTimeOrNull(e.max_time)) return 'bad_field';
+  return null;
+}
+
+/** Most distinct skipped entries remembered (each is logged and counted once). */
+const MAX_REPORTED = 10_000;
+
 export default async function datasetsRoutes(app: FastifyInstance): Promise<void> {
   const { dataDir } = app.pmtape.config;
+  const reported = new Set<string>();
+  /** Logs and counts a skipped entry the first time this process meets it. */
+  const skip = (where: string, reason: 'bad_field' | 'bad_name' | 'bad_manifest' | 'outside_root', detail: string): void => {
+    const key = `${where}\u0000${reason}\u0000${detail.slice(0, 300)}`;
+    if (reported.has(key) || reported.size >= MAX_REPORTED) return;
+    reported.add(key);
+    datasetsSkippedEntries.inc({ reason });
+    app.pmtape.log.warn({ partition: where, reason, entry: detail.slice(0, 300) }, 'dataset listing skips a manifest entry');
+  };
+  const root = parquetRoot(dataDir);
   // Only reply.sendFile (no routes of its own); the root is given per file, as it may not exist yet.
   await app.register(fastifyStatic, { serve: false });
 
@@ -143,10 +176,29 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
       .map((p) => ({ p, k: `${p.date}/${partitionRel(p.family, p.dataset, p.date)}` }))
       .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
       .map((x) => x.p);
+    const realRoot = await realpath(root).catch(() => null);
     for (const p of parts) {
-      const m = await readManifest(p.dir);
-      for (const f of m?.files ?? []) {
-        const path = `${partitionRel(p.family, p.dataset, p.date)}/${f.file}`;
+      const rel = partitionRel(p.family, p.dataset, p.date);
+      // The file route's rules: the folder must resolve inside the Parquet root (a symlinked
+      // partition is not served, so it is not listed), the manifest must be readable JSON with a list.
+      const real = await realpath(p.dir).catch(() => null);
+      if (realRoot === null || real === null || !real.startsWith(realRoot + sep)) {
+        skip(rel, 'outside_root', p.dir);
+        continue;
+      }
+      const m: unknown = await readManifest(p.dir).catch((e: unknown) => (skip(rel, 'bad_manifest', String((e as Error).message)), null));
+      const files = (m as { files?: unknown } | null)?.files;
+      if (m !== null && !Array.isArray(files)) {
+        skip(rel, 'bad_manifest', 'files is not a list');
+        continue;
+      }
+      for (const [i, f] of ((files ?? []) as ManifestFile[]).entries()) {
+        const problem = entryProblem(rel, f);
+        if (problem) {
+          skip(rel, problem, `#${i} ${JSON.stringify(f)}`);
+          continue;
+        }
+        const path = `${rel}/${f.file}`;
         const key = `${p.date}/${path}`;
         if (key <= after) continue;
         if (data.length === qs.limit) {

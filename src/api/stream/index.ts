@@ -19,7 +19,7 @@ import { loadCursorSecret } from '../query/cursor.js';
 import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
 import { StreamHub } from './hub.js';
 import { streamModels, type ModelFactory, type StreamTarget } from './market.js';
-import { cursorStartSeq, type StreamRequest } from './protocol.js';
+import { cursorMarket, cursorStartSeq, type StreamRequest } from './protocol.js';
 
 /** The stream's limits and timers: the config's `stream` (PMTAPE_STREAM_* over defaults), which
  *  the plugin's `settings` option overrides field by field (tests shrink timers that way). */
@@ -85,7 +85,7 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
     modelFor: opts.modelFor ?? streamModels,
     limits: settings,
     resolveTarget,
-    cursorStart: async (_t, _req, text) => cursorStartSeq(secret, text),
+    cursorStart: async (t, _req, text) => cursorStartSeq(secret, text, cursorMarket(t.family, t.logMarket)),
     planCheck: (plan, family) => {
       const need = familyPlan(family);
       return planAllows(plan as 'free' | 'paid', need)
