@@ -37,11 +37,21 @@ export interface PartitionResult {
   readonly family: Family;
   readonly dataset: Dataset;
   readonly date: string;
-  /** `blocked`: the logs changed but some were already deleted by retention; the partition is kept as is. */
-  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked';
+  /**
+   * `blocked`: the logs changed but some were already deleted by retention; the partition is kept as
+   * is. `failed`: this stream's partitions could not be built (`error` says why); the logs are kept,
+   * the rest of the day went on, and the next run tries again.
+   */
+  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked' | 'failed';
   readonly rows: number;
   readonly bytes: number;
+  /** Records set aside in the partition's quarantine file (book_snapshots: rows left out); absent when none. */
+  readonly quarantined?: number;
+  readonly error?: string;
 }
+
+/** The result's `quarantined` field: only when something was set aside. */
+export const quarantined = (n: number): { quarantined?: number } => (n > 0 ? { quarantined: n } : {});
 
 export interface CompactOptions {
   readonly dryRun?: boolean;
