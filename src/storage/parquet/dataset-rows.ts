@@ -16,12 +16,12 @@ import type { Family } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../schema/time.js';
 import { openLogReader } from '../read/reader.js';
 import type { LogKey } from '../types.js';
-import { readLogDay } from './compaction-input.js';
+import { readLogDay, rowsOrRefusal } from './compaction-input.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquet, parquetToIPC, type ParquetFileReader } from './file.js';
 import type { FileSegment } from './partition-files.js';
 import type { ParquetStore } from './reader.js';
-import { rowsOrRefusal, RowSink, type RowContext } from './rows.js';
+import { RowSink, type RowContext } from './rows.js';
 import { columnsOf, streamOfDataset, type RowDataset } from './schema.js';
 import { contextOf } from './stream-compaction.js';
 

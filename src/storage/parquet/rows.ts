@@ -2,7 +2,7 @@
 // records.ts turns these rows back into the same records, and a record that could not come back
 // exactly (a price text that is not a plain decimal or does not fit its DECIMAL, a time finer than a
 // microsecond, a catalogue field of an unexpected type) is refused with a DecimalError naming market,
-// seq and value; `rowsOrRefusal` leaves no row of it, and compaction sets it aside (quarantine).
+// seq and value; `rowsOrRefusal` (compaction-input.ts) leaves no row of it, and compaction sets it aside.
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
@@ -378,27 +378,6 @@ export function recordRows(family: Family, dataset: Dataset, market: string, sr:
     case 'metrics': metricRow(market, sr, out); break;
     case 'catalog': catalogRow(family, market, sr, out); break;
   }
-}
-
-/**
- * The rows of one record in every sink (one per dataset of its stream), or none at all: when a value
- * cannot be stored exactly, every sink is cut back to where it was and the refusal is returned with
- * the index of the dataset that refused it. Any other error (a bug, not a value) is thrown.
- */
-export function rowsOrRefusal(
-  family: Family, datasets: readonly Dataset[], sinks: readonly RowSink[], market: string, sr: SourceRecord, ctx: RowContext,
-): { readonly dataset: number; readonly reason: string } | null {
-  const before = sinks.map((s) => s.length);
-  for (let i = 0; i < sinks.length; i++) {
-    try {
-      recordRows(family, datasets[i], market, sr, ctx, sinks[i]);
-    } catch (e) {
-      if (!(e instanceof DecimalError)) throw e;
-      for (let k = 0; k < sinks.length; k++) sinks[k].truncate(before[k]);
-      return { dataset: i, reason: e.message };
-    }
-  }
-  return null;
 }
 
 /** Record types each books-stream dataset holds (a record of any other type cannot be stored). */

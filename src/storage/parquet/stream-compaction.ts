@@ -9,10 +9,10 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import type { LogKey } from '../types.js';
-import { quarantined, readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
+import { quarantined, readLogDay, rowsOrRefusal, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from './manifest.js';
 import { PartitionBuilder } from './publish.js';
-import { BOOK_CHANGE_TYPES, rowsOrRefusal, type RowContext, type SourceRecord } from './rows.js';
+import { BOOK_CHANGE_TYPES, type RowContext, type SourceRecord } from './rows.js';
 import { datasetsOfStream, type Stream } from './schema.js';
 
 /** A chunk of the record index closes after this many records or book_changes rows. */
