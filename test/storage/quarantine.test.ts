@@ -7,7 +7,7 @@
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tableFromIPC, type Table } from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -15,6 +15,7 @@ import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { readManifest, partitionDir } from '../../src/storage/parquet/manifest.js';
 import { logFilePath } from '../../src/storage/paths.js';
+import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, keysFor, testApp, testConfig, tmpDataDir, walletMarket, writeLog, yesnoMarket, yesnoRecords, T0, type Tap } from '../api/helpers.js';
 
@@ -76,6 +77,7 @@ t.test('a value its column cannot hold is set aside; the day, the other markets 
   t.equal(lines[0].seq, 5);
   t.match(lines[0].reason, /market 2650577 seq 5 size: value "64.50999999999999" has 14 decimals, more than DECIMAL\(18, 8\) holds/);
   t.same(lines[0].record, { ...walletBooks(T0, 20, 4)[4], seq: 5 }, 'the whole record, exactly as logged');
+  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'verify is clean, the quarantine file included');
   const snaps = await readManifest(partitionDir(dir, 'wallet-prediction', 'book_snapshots', DAY));
   t.ok((snaps?.quarantine?.records ?? 0) > 0 && snaps?.quarantine?.file === undefined, `book_snapshots counts the seconds left out (${snaps?.quarantine?.records})`);
 
@@ -100,6 +102,8 @@ t.test('a value its column cannot hold is set aside; the day, the other markets 
   t.notOk(existsSync(logFilePath(dir, { family: 'yesno-exchange', stream: 'books', market: yesnoMarket.market_id }, DAY)), 'and the yes/no one');
   const rerun = await compactDay(dir, DAY);
   t.equal(rerun.find((r) => r.family === 'wallet-prediction' && r.dataset === 'book_changes')?.status, 'unchanged', 'a rerun keeps the partition');
+  writeFileSync(join(pdir, '_quarantine.jsonl'), file.toString().replace('64.5', '64.6'));
+  t.match((await checkPartitions(dir, false)).filter((c) => !c.ok), [{ file: join(pdir, '_quarantine.jsonl'), problem: /sha256 differs from the manifest/ }], 'verify names a quarantine file that changed');
 });
 
 t.test('a stream that fails for another reason fails alone: every other family and stream is compacted', async (t) => {
