@@ -120,3 +120,18 @@ export const datasetsSkippedEntries = new client.Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+// Compaction inside `start` (set from its worker's messages; `pmtape compact` prints the same).
+export const compactionQuarantined = new client.Counter({
+  name: 'pmtape_compaction_quarantined_records_total',
+  help: 'Records compaction set aside in a partition\'s _quarantine.jsonl (a value its columns cannot hold exactly), by family and dataset',
+  labelNames: ['family', 'dataset'] as const,
+  registers: [registry],
+});
+
+export const compactionFailures = new client.Counter({
+  name: 'pmtape_compaction_failures_total',
+  help: 'Partitions (or whole days, dataset "*") whose compaction failed and will be retried, by family and dataset',
+  labelNames: ['family', 'dataset'] as const,
+  registers: [registry],
+});

@@ -31,7 +31,13 @@ export async function startService(config: Config): Promise<Service> {
     return null;
   });
   const { startAutoCompaction } = await import('../storage/index.js');
-  const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
+  const { compactionFailures, compactionQuarantined } = await import('../metrics.js');
+  const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }), undefined, (m) => {
+    if (m.type === 'partitions') {
+      for (const p of m.quarantined) compactionQuarantined.inc({ family: p.family, dataset: p.dataset }, p.quarantined ?? 0);
+      for (const p of m.failed) compactionFailures.inc({ family: p.family, dataset: p.dataset });
+    } else if (m.type === 'day-failed') compactionFailures.inc({ family: '*', dataset: '*' });
+  });
   return {
     url: api.url,
     async close() {

@@ -14,7 +14,7 @@ import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
 import { settleLeftovers, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
-import { LockedError, StorageError } from '../../errors.js';
+import { DISK_ERROR_CODES, LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
 
 export { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
@@ -108,7 +108,10 @@ async function planRecords(
     if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     states.push({ dataset, ...(await stateOf(dir, sources)) });
   }
-  const totals = (m: Manifest | null) => ({ rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0 });
+  const totals = (m: Manifest | null) => ({
+    rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0,
+    ...(m?.quarantine?.records ? { quarantined: m.quarantine.records } : {}),
+  });
   // The datasets of one stream share the record index: they are rebuilt together or not at all.
   const migrating = legacy !== null && legacy.version < SCHEMA_VERSION;
   if (!migrating && states.every((x) => x.state === 'done')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) })) };
@@ -134,6 +137,11 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
     }
   }
   return [...days].sort();
+}
+
+/** A full or failing disk (by errno code, or by message when a library wrapped it). */
+export function isDiskError(e: unknown): boolean {
+  return DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '');
 }
 
 /** Results in the order of families, then datasets (as a one-thread compaction finds them). */
@@ -169,13 +177,27 @@ export async function compactDay(dataDir: string, day: string, opts: CompactOpti
         out.push(r);
       }
     };
+    // One stream's failure never stops the others: its partitions are reported `failed` with the
+    // reason, its logs stay, and the rest of the day is compacted. A full or failing disk is the
+    // exception: every other partition would fail the same way, so the run stops (nothing is lost).
+    const failed = (family: Family, datasets: readonly Dataset[], e: unknown): PartitionResult[] => {
+      if (isDiskError(e)) throw e;
+      return datasets.map((dataset) => ({ family, dataset, date: day, status: 'failed', rows: 0, bytes: 0, error: (e as Error)?.message ?? String(e) }));
+    };
     for (const family of FAMILIES) {
       for (const stream of ['books', 'metrics', 'catalog'] as const) {
-        const { now, later } = await compactStream(dataDir, family, stream, day, opts, helper);
+        let result: Awaited<ReturnType<typeof compactStream>>;
+        try {
+          result = await compactStream(dataDir, family, stream, day, opts, helper);
+        } catch (e) {
+          report(failed(family, [...datasetsOfStream(stream), ...derivedOfStream(stream)], e));
+          continue;
+        }
+        const { now, later } = result;
         report(now);
         if (later) {
-          const done = later.then(report);
-          done.catch(() => undefined); // handled by Promise.all below, but it may fail before that runs
+          const done = later.then(report, (e: unknown) => report(failed(family, derivedOfStream(stream), e)));
+          done.catch(() => undefined); // a disk error: handled by Promise.all below, but it may fail before that runs
           pending.push(done);
         }
       }

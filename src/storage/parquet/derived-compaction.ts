@@ -12,7 +12,7 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from './book-snapshots.js';
-import type { CompactOptions, PartitionResult } from './compaction-input.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
 import { PartitionBuilder, settleLeftovers } from './publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
@@ -43,7 +43,7 @@ export async function buildDerived(dataDir: string, family: Family, stream: Stre
     if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     const have = await current(dir, primary);
     if (have) {
-      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0) });
+      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0), ...quarantined(have.quarantine?.records ?? 0) });
       continue;
     }
     if (opts.dryRun) {
@@ -60,7 +60,8 @@ export async function addMarket(dataDir: string, family: Family, stream: Stream,
   const key = { family, stream, market };
   const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
   const { outcomes } = await contextOf(dataDir, family, market);
-  await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+  const { setAside } = await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+  if (setAside > 0) await b.quarantine(market, undefined, setAside);
   await b.added();
 }
 
@@ -74,5 +75,5 @@ async function build(dataDir: string, family: Family, stream: Stream, dataset: D
     await b.abandon().catch(() => undefined);
     throw e;
   }
-  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes };
+  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) };
 }

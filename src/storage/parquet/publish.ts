@@ -4,11 +4,11 @@
 // parent fsynced. Files and manifest therefore appear together or not at all.
 
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
+import { QUARANTINE, partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Quarantine, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader } from './file.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
@@ -118,6 +118,9 @@ export class PartitionBuilder {
   readonly dir: string;
   total = 0;
   bytes = 0;
+  /** Records (book_snapshots: rows) set aside, per market (see Quarantine). */
+  readonly setAsideBy: Record<string, number> = {};
+  private aside = { lines: [] as string[], pending: 0, bytes: 0, hash: createHash('sha256'), fh: null as FileHandle | null };
 
   constructor(
     readonly dataDir: string, readonly family: Family, readonly dataset: Dataset, readonly day: string,
@@ -208,12 +211,64 @@ export class PartitionBuilder {
     this.bytes += entry.bytes;
   }
 
+  /** Records set aside so far (book_snapshots: rows). */
+  get setAside(): number {
+    let n = 0;
+    for (const k in this.setAsideBy) n += this.setAsideBy[k];
+    return n;
+  }
+
+  /**
+   * Sets aside what the columns cannot hold: `line` (one JSON line, a whole record) goes to the
+   * partition's QUARANTINE file; without a line it is only counted (book_snapshots' rows).
+   */
+  async quarantine(market: string, line?: string, n = 1): Promise<void> {
+    this.setAsideBy[market] = (this.setAsideBy[market] ?? 0) + n;
+    if (line === undefined) return;
+    const a = this.aside;
+    a.lines.push(line + '\n');
+    a.pending += line.length + 1;
+    if (a.pending >= 1 << 18) await this.writeAside();
+  }
+
+  private async writeAside(): Promise<void> {
+    const a = this.aside;
+    if (a.lines.length === 0) return;
+    const buf = Buffer.from(a.lines.join(''));
+    a.lines = [];
+    a.pending = 0;
+    a.fh ??= await open(join(this.dir, QUARANTINE), 'w');
+    await a.fh.write(buf);
+    a.hash.update(buf);
+    a.bytes += buf.length;
+  }
+
+  /** The manifest's `quarantine` field, after the file (if any) is written out and fsynced. */
+  private async closeAside(): Promise<Quarantine | undefined> {
+    const n = this.setAside;
+    if (n === 0) return undefined;
+    await this.writeAside();
+    const a = this.aside;
+    const markets = Object.fromEntries(Object.entries(this.setAsideBy).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+    if (!a.fh) return { records: n, markets };
+    await a.fh.sync();
+    await a.fh.close();
+    a.fh = null;
+    return { records: n, markets, file: QUARANTINE, bytes: a.bytes, sha256: a.hash.digest('hex') };
+  }
+
+  /** Adds the counts of part files a helper thread built (their quarantine is counted only). */
+  addSetAside(by: Readonly<Record<string, number>>): void {
+    for (const [m, n] of Object.entries(by)) this.setAsideBy[m] = (this.setAsideBy[m] ?? 0) + n;
+  }
+
   /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
   async publish(sources: Manifest['sources'], records?: Record<string, RecordChunk[]>): Promise<void> {
     await this.flush();
+    const quarantine = await this.closeAside();
     await writeManifest(this.dir, {
       family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
-      ...(records ? { records } : {}), created: toIso(Date.now()),
+      ...(records ? { records } : {}), ...(quarantine ? { quarantine } : {}), created: toIso(Date.now()),
     });
     this.onStep?.('manifest');
     const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
@@ -235,6 +290,8 @@ export class PartitionBuilder {
   }
 
   async abandon(): Promise<void> {
+    await this.aside.fh?.close().catch(() => undefined);
+    this.aside.fh = null;
     await rm(this.dir, { recursive: true, force: true });
   }
 }
