@@ -41,10 +41,10 @@ export class SampledBooks implements GridBooks {
       if (rec.type === 'gap' && rec.end_ts === null) this.yesnoGap = true;
       changed = this.books.apply(rec);
     }
-    // Checkpoints restate the book, so a sample names the observation that made it; only when a
-    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in.
-    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
-    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
+    // A sample names the newest record that set or restated the books, a recorder checkpoint
+    // included: which one that is must not depend on where a reader began (a page or a compaction
+    // starts at a checkpoint, a replay at the book before it).
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book' || rec.type === 'book_checkpoint')) this.lastBook = rec;
     const now = this.valid();
     if (!was && now) this.validSince = rec.recv_ts;
     else if (was && !now) this.validSince = null;

@@ -4,6 +4,7 @@
 // from its start through its end; never forward-filled across a gap).
 
 import { MarketBooks } from '../../book/book-state.js';
+import type { GapLookahead } from '../../book/gap-lookahead.js';
 import { IntervalGrid } from '../../book/interval-grid.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Ladder, Level, Recorded } from '../../schema/observation.js';
@@ -79,8 +80,10 @@ export abstract class ReplayBook {
   apply(rec: Recorded): string[] {
     const was = this.valid();
     const changed = this.applyRecord(rec);
-    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
-    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
+    // A sample names the newest record that set or restated the books, a recorder checkpoint
+    // included: which one that is must not depend on where a reader began (a page or a compaction
+    // starts at a checkpoint, a replay at the book before it).
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book' || rec.type === 'book_checkpoint')) this.lastBook = rec;
     const now = this.valid();
     if (!was && now) this.validSince = rec.recv_ts;
     else if (was && !now) this.validSince = null;
@@ -232,15 +235,15 @@ export class IntervalSampler {
   private book: ReplayBook | null = null;
   private out: Sample[] = [];
 
-  /** `start`: first bucket start (aligned); `stop`: no bucket ends after it. */
-  constructor(intervalMs: number, depth: number, start: number, stop: number) {
+  /** `start`: first bucket start (aligned); `stop`: no bucket ends after it; `ahead`: gaps read ahead (book/gap-lookahead.ts). */
+  constructor(intervalMs: number, depth: number, start: number, stop: number, ahead?: GapLookahead) {
     this.grid = new IntervalGrid(intervalMs, start, stop, {
       served: (bs) => {
         const book = this.book!;
         const snap = book.sample(depth);
         if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: replayIso.format(bs) } });
       },
-    });
+    }, ahead);
   }
 
   /** Decides every bucket that ends at or before `t` (call before applying a record received at t; see IntervalGrid.advance). */
