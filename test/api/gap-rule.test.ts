@@ -3,8 +3,9 @@
 // seconds and name the same record in each. A `sequence_gap` is written about a second after it
 // began, with its start back-dated, after records of that second were applied: the second in which
 // it starts has no row anywhere (it had one in all three before, naming a record from before the
-// gap). A market's first second is served from its completing checkpoint, which the three used to
-// name differently (the dataset and the page the checkpoint, the replay the book before it).
+// gap). A market's first second is served from its completing checkpoint; the three used to name
+// different records (the dataset and the page the checkpoint, the replay the book before it): all
+// now name the book observation, as `as_of` does.
 
 import t from 'tap';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -78,6 +79,6 @@ t.test('book_snapshots, interval=1s and book_snapshot_25_1s leave out the same s
   t.same(seconds(replay), want, 'book_snapshot_25_1s: the same seconds');
   t.same([...page.entries()], [...dataset.entries()], 'the page names the same record as the dataset in every second');
   t.same([...replay.entries()], [...dataset.entries()], 'the replay names the same record as the dataset in every second');
-  t.equal(dataset.get(1000), 3, 'the first second names the completing checkpoint (seq 3): nothing changed the books after it');
-  t.equal(replay.get(1000), 3, 'so does the replay (it used to name the book before it, seq 2)');
+  t.equal(replay.get(1000), 2, 'the replay names the book the completing checkpoint restates (seq 2), as as_of does');
+  t.equal(dataset.get(1000), 2, 'so does the dataset, which starts reading at that checkpoint (it named the checkpoint, seq 3)');
 });

@@ -52,6 +52,7 @@ async function sweep(
   let spoiling: GapReason = 'not_recording';
   let everValid = false;
   const cp = await view.checkpointAtOrBefore(b0 - 1);
+  if (cp) await state.seedFrom(view, cp.pos);
 
   const items: Record<string, unknown>[] = [];
   const gaps: GapOut[] = [];

@@ -80,10 +80,8 @@ export abstract class ReplayBook {
   apply(rec: Recorded): string[] {
     const was = this.valid();
     const changed = this.applyRecord(rec);
-    // A sample names the newest record that set or restated the books, a recorder checkpoint
-    // included: which one that is must not depend on where a reader began (a page or a compaction
-    // starts at a checkpoint, a replay at the book before it).
-    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book' || rec.type === 'book_checkpoint')) this.lastBook = rec;
+    if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
     const now = this.valid();
     if (!was && now) this.validSince = rec.recv_ts;
     else if (was && !now) this.validSince = null;

@@ -62,6 +62,7 @@ export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink
   const ahead = new GapLookahead();
   const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) }, ahead);
   const cp = await view.checkpointAtOrBefore(lo - 1);
+  if (cp) await state.seedFrom(view, cp.pos);
   // Past midnight up to the lookahead and one record: a gap written the next day (a restart, or one
   // noticed late) may spoil the day's end.
   const records = view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {});

@@ -12,7 +12,7 @@ import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type S
 import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
-import { settleLeftovers, stagingRoot } from './publish.js';
+import { currentPartNames, settleLeftovers, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
@@ -58,8 +58,11 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
       if (!bytes || bytes.length !== f.bytes || sha256(bytes) !== f.sha256) same = false;
     }
   }
-  if (same) return { state: 'done', m };
   const gone = Object.keys(m.sources).some((k) => sources[k] === undefined);
+  // Written by older code (a first part named without its number, or no file at all on a day
+  // without rows): rebuilt while every log is here, else kept as it is (still readable).
+  if (same && (m.files.length === 0 || !currentPartNames(m.dataset, m.date, m.files))) return { state: gone ? 'done' : 'rebuild', m };
+  if (same) return { state: 'done', m };
   return { state: gone ? 'blocked' : 'rebuild', m };
 }
 
