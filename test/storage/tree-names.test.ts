@@ -7,7 +7,9 @@ import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { partitionDir } from '../../src/storage/parquet/manifest.js';
+import { partitionDir, readManifest, writeManifest } from '../../src/storage/parquet/manifest.js';
+import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import { rm } from 'node:fs/promises';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, T0, tmpDataDir, writeLog, yesnoMarket } from '../api/helpers.js';
 
@@ -56,4 +58,14 @@ t.test('part files sort in market order; an empty dataset has one empty file', a
   t.equal(Number(n[0].n), 0, 'the documented glob reads it: 0 rows, no error');
   const cols = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${trades}/trades-${DAY}-0000.parquet')`)).getRowObjectsJS() as { column_name: string }[];
   t.ok(cols.some((c) => c.column_name === 'price') && cols.some((c) => c.column_name === 'market_id'), 'with the dataset\'s schema');
+
+  // A tree written by older code: the empty partition has only its manifest, and the logs are gone.
+  const m = (await readManifest(trades))!;
+  await rm(`${trades}/trades-${DAY}-0000.parquet`);
+  await writeManifest(trades, { ...m, files: [] });
+  await deleteExpiredLogs(dir, Date.now(), 0);
+  await compactDay(dir, DAY);
+  t.same(readdirSync(trades).sort(), ['_manifest.json', `trades-${DAY}-0000.parquet`], 'the next compact gives it its empty file, logs or not');
+  const again = (await conn.runAndReadAll(`SELECT count(*) AS n FROM read_parquet('${dir}/parquet/family=yesno-exchange/dataset=trades/**/*.parquet')`)).getRowObjectsJS() as { n: bigint }[];
+  t.equal(Number(again[0].n), 0);
 });

@@ -198,7 +198,8 @@ export class PartitionBuilder {
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
-      file: this.partName(this.files.length), rows: n, bytes: bytes.length,
+      // The empty file is the partition's only part: its final name even in a split build's share.
+      file: n === 0 ? partFileName(this.dataset, this.day, 0) : this.partName(this.files.length), rows: n, bytes: bytes.length,
       sha256: sha256(bytes), min_time: n > 0 ? lo : null, max_time: n > 0 ? hi : null, schema_version: SCHEMA_VERSION,
       markets: [...new Set(segments.map((g) => g.market))],
     };
@@ -249,6 +250,16 @@ export class PartitionBuilder {
   async abandon(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A partition older code published with no file at all (a day without rows), whose logs are gone so
+ * it cannot be rebuilt: published again with one empty file, the same sources and record index.
+ */
+export async function publishEmpty(dataDir: string, m: Manifest, onStep?: (s: string) => void): Promise<void> {
+  const b = new PartitionBuilder(dataDir, m.family, m.dataset as Dataset, m.date, onStep);
+  await b.start();
+  await b.publish(m.sources, m.records as Record<string, RecordChunk[]> | undefined);
 }
 
 /**
