@@ -5,6 +5,7 @@
 // before the first capture, nothing forward-filled across a gap, nothing after the log's last record
 // unless the log goes on past the day.
 
+import { GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { alignUp, IntervalGrid } from '../../book/interval-grid.js';
 import { SampledBooks } from '../../book/sampled-books.js';
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
@@ -60,10 +61,14 @@ export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink
   const state = new SampledBooks(mode, tokens);
   const rows = new RowWriter(input, sink, mode, tokens);
   let written = 0;
-  const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) });
+  const ahead = new GapLookahead();
+  const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) }, ahead);
   const cp = await view.checkpointAtOrBefore(lo - 1);
-  // Past midnight up to one record: a gap written the next day (a restart) may spoil the day's end.
-  for await (const { rec } of view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {})) {
+  if (cp) await state.seedFrom(view, cp.pos);
+  // Past midnight up to the lookahead and one record: a gap written the next day (a restart, or one
+  // noticed late) may spoil the day's end.
+  const records = view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {});
+  for await (const { rec } of readingAhead(records, (x) => x.rec, ahead)) {
     grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
     if (grid.done) break;
     const was = state.valid();

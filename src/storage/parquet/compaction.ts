@@ -12,7 +12,7 @@ import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type S
 import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
-import { settleLeftovers, stagingRoot } from './publish.js';
+import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
 import { DISK_ERROR_CODES, LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
@@ -58,8 +58,11 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
       if (!bytes || bytes.length !== f.bytes || sha256(bytes) !== f.sha256) same = false;
     }
   }
-  if (same) return { state: 'done', m };
   const gone = Object.keys(m.sources).some((k) => sources[k] === undefined);
+  // Written by older code (a first part named without its number, or no file at all on a day
+  // without rows): rebuilt while every log is here, else kept as it is (still readable).
+  if (same && (m.files.length === 0 || !currentPartNames(m.dataset, m.date, m.files))) return { state: gone ? 'done' : 'rebuild', m };
+  if (same) return { state: 'done', m };
   return { state: gone ? 'blocked' : 'rebuild', m };
 }
 
@@ -92,6 +95,20 @@ export async function compactStream(
 }
 
 /**
+ * A partition older code published without any file (a day without rows) that cannot be rebuilt
+ * (some of its logs are gone): engines' globs failed on it, so it gets one empty file.
+ */
+async function fillEmpty(dataDir: string, family: Family, stream: Stream, day: string, sources: Record<string, number>): Promise<void> {
+  for (const dataset of datasetsOfStream(stream)) {
+    await settleLeftovers(dataDir, family, dataset, day);
+    const m = await readManifest(partitionDir(dataDir, family, dataset, day));
+    if (!m || manifestVersion(m) < SCHEMA_VERSION || m.files.length > 0) continue;
+    const keys = Object.keys(m.sources);
+    if (keys.length === 0 || keys.some((k) => sources[k] === undefined)) await publishEmpty(dataDir, m);
+  }
+}
+
+/**
  * The datasets that hold the stream's records (datasetsOfStream): `settled` when nothing is to be
  * built (current, blocked or no logs), otherwise what `buildStream` builds them from.
  */
@@ -100,6 +117,7 @@ async function planRecords(
 ): Promise<{ settled: PartitionResult[] } | { sources: Record<string, number>; legacy: LegacyPartition | null }> {
   const sources = await sourcesOf(dataDir, family, stream, day);
   const legacy = await legacyPartition(dataDir, family, stream, day);
+  if (!opts.dryRun) await fillEmpty(dataDir, family, stream, day, sources);
   if (Object.keys(sources).length === 0 && !legacy) return { settled: [] };
   const datasets = datasetsOfStream(stream);
   const states: { dataset: Dataset; state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }[] = [];

@@ -14,7 +14,7 @@ import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from './book-snapshots.js';
 import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
-import { PartitionBuilder, settleLeftovers } from './publish.js';
+import { PartitionBuilder, currentPartNames, settleLeftovers } from './publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
 import { contextOf } from './stream-compaction.js';
 
@@ -22,6 +22,8 @@ async function current(dir: string, primary: Manifest): Promise<Manifest | null>
   const m = await readManifest(dir);
   if (!m || manifestVersion(m) < SCHEMA_VERSION) return null;
   if (JSON.stringify(sortedKeys(m.sources)) !== JSON.stringify(sortedKeys(primary.sources))) return null;
+  // Older names (first part unnumbered) or no file on a day without rows: rebuilt (from logs or Parquet).
+  if (m.files.length === 0 || !currentPartNames(m.dataset, m.date, m.files)) return null;
   for (const f of m.files) {
     const bytes = await readFile(join(dir, f.file)).catch(() => null);
     if (!bytes || bytes.length !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) return null;

@@ -33,8 +33,17 @@ export { stagingRoot };
 const stagingDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
 const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
 
+/**
+ * Every part is numbered, the first too (`-0000`): in name order the parts hold the markets in
+ * order. (Before 2026-11-27 the first part was `<dataset>-<date>.parquet`, which sorts after
+ * `-0001` because `-` comes before `.`; compaction.ts rebuilds such partitions while their logs exist.)
+ */
 export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
-  part === 0 ? `${dataset}-${day}.parquet` : `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
+  `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
+
+/** True when a partition's files are named as partFileName names them now (in part order). */
+export const currentPartNames = (dataset: AnyDataset, day: string, files: readonly { readonly file: string }[]): boolean =>
+  files.every((f, i) => f.file === partFileName(dataset, day, i));
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
@@ -175,9 +184,10 @@ export class PartitionBuilder {
     if (this.sink.length >= this.fileRows) await this.flush();
   }
 
-  private async flush(): Promise<void> {
+  /** `empty`: write a part even without rows (a partition's only file: engines then read the schema). */
+  private async flush(empty = false): Promise<void> {
     const n = this.sink.length;
-    if (n === 0) return;
+    if (n === 0 && !empty) return;
     const base = { family: this.family, dataset: this.dataset, date: this.day };
     const specs = columnsOf(this.family, this.dataset);
     const times = this.sink.column('receive_time') as ArrayLike<number>;
@@ -191,8 +201,9 @@ export class PartitionBuilder {
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
-      file: this.partName(this.files.length), rows: n, bytes: bytes.length,
-      sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
+      // The empty file is the partition's only part: its final name even in a split build's share.
+      file: n === 0 ? partFileName(this.dataset, this.day, 0) : this.partName(this.files.length), rows: n, bytes: bytes.length,
+      sha256: sha256(bytes), min_time: n > 0 ? lo : null, max_time: n > 0 ? hi : null, schema_version: SCHEMA_VERSION,
       markets: [...new Set(segments.map((g) => g.market))],
     };
     const path = join(this.dir, entry.file);
@@ -264,7 +275,9 @@ export class PartitionBuilder {
 
   /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
   async publish(sources: Manifest['sources'], records?: Record<string, RecordChunk[]>): Promise<void> {
-    await this.flush();
+    // A day without rows still gets one (empty) file: a partition of only `_manifest.json` made
+    // DuckDB's documented glob fail ("No files found") and polars raise.
+    await this.flush(this.files.length === 0);
     const quarantine = await this.closeAside();
     await writeManifest(this.dir, {
       family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
@@ -294,6 +307,16 @@ export class PartitionBuilder {
     this.aside.fh = null;
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A partition older code published with no file at all (a day without rows), whose logs are gone so
+ * it cannot be rebuilt: published again with one empty file, the same sources and record index.
+ */
+export async function publishEmpty(dataDir: string, m: Manifest, onStep?: (s: string) => void): Promise<void> {
+  const b = new PartitionBuilder(dataDir, m.family, m.dataset as Dataset, m.date, onStep);
+  await b.start();
+  await b.publish(m.sources, m.records as Record<string, RecordChunk[]> | undefined);
 }
 
 /**
