@@ -20,6 +20,7 @@ import { LatestBodies } from './query/latest-body.js';
 import { LogChanges } from '../storage/index.js';
 import errorHandler, { envelope } from './plugins/error-handler.js';
 import routeHooks from './plugins/route-hooks.js';
+import expensiveRequests from './plugins/expensive.js';
 import rateLimits from './plugins/rate-limit.js';
 import healthRoutes from './routes/health.js';
 import familyRoutes from './routes/family.js';
@@ -93,6 +94,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(errorHandler);
   // Before any route (docs too): the request id header, key check and request tally of each route.
   await fastify.register(routeHooks, { keys, requestLog: services.requestLog });
+  await fastify.register(expensiveRequests, { maxPerKey: config.server.maxExpensivePerKey });
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.0.3',
