@@ -30,6 +30,8 @@ export interface Config {
   readonly rateLimits: { readonly free: RateLimit; readonly paid: RateLimit } | null;
   /** Live-stream limits and timers (`PMTAPE_STREAM_*`); the stream plugin's own options win. */
   readonly stream: StreamTuning;
+  /** Connection caps and the expensive-request limit of the API server (config `server`, `PMTAPE_*`). */
+  readonly server: ServerLimits;
   readonly upstreams: {
     readonly clob: UpstreamConfig;
     readonly catalog: UpstreamConfig;
@@ -211,6 +213,55 @@ export function streamTuning(env: NodeJS.ProcessEnv): StreamTuning {
   return Object.freeze(out) as unknown as StreamTuning;
 }
 
+/**
+ * What one `serve` holds open and runs at once (docs/self-hosting.md, "Connections"): connections
+ * in all and per client address (past either, the oldest idle connection is closed to make room,
+ * or the new one when none is idle), how long a request's headers may take, and how many
+ * expensive requests (coverage lists, replays, dataset rows) one key may have running.
+ */
+export interface ServerLimits {
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  readonly headersTimeoutMs: number;
+  readonly maxExpensivePerKey: number;
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  maxConnections: 4096,
+  maxConnectionsPerAddress: 256,
+  headersTimeoutMs: 10_000,
+  maxExpensivePerKey: 2,
+};
+
+/** Config file field and environment variable of each server limit. */
+const SERVER_LIMIT_NAMES: Record<keyof ServerLimits, readonly [string, string]> = {
+  maxConnections: ['max_connections', 'PMTAPE_MAX_CONNECTIONS'],
+  maxConnectionsPerAddress: ['max_connections_per_address', 'PMTAPE_MAX_CONNECTIONS_PER_ADDRESS'],
+  headersTimeoutMs: ['headers_timeout_ms', 'PMTAPE_HEADERS_TIMEOUT_MS'],
+  maxExpensivePerKey: ['max_expensive_per_key', 'PMTAPE_MAX_EXPENSIVE_PER_KEY'],
+};
+
+/** Server limits: env over the config file's `server` object over the defaults; positive integers. */
+export function serverLimits(file: unknown, env: NodeJS.ProcessEnv): ServerLimits {
+  if (file !== undefined && (typeof file !== 'object' || file === null || Array.isArray(file))) throw new ConfigError('server', 'must be an object');
+  const f = (file ?? {}) as Record<string, unknown>;
+  const fields = Object.values(SERVER_LIMIT_NAMES).map(([k]) => k);
+  for (const k of Object.keys(f)) if (!fields.includes(k)) throw new ConfigError(`server.${k}`, `is not a known field (known: ${fields.join(', ')})`);
+  const out: Record<string, number> = { ...DEFAULT_SERVER_LIMITS };
+  for (const [name, [field, variable]] of Object.entries(SERVER_LIMIT_NAMES)) {
+    const text = env[variable];
+    if (text !== undefined && text.trim() !== '') {
+      if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new ConfigError(variable, `must be a whole number ≥ 1, got "${text.slice(0, 40)}"`);
+      out[name] = Number(text);
+    } else if (f[field] !== undefined) {
+      if (!Number.isInteger(f[field]) || (f[field] as number) < 1) throw new ConfigError(`server.${field}`, 'must be a whole number ≥ 1');
+      out[name] = f[field] as number;
+    }
+  }
+  if (out.maxConnectionsPerAddress > out.maxConnections) out.maxConnectionsPerAddress = out.maxConnections;
+  return Object.freeze(out) as unknown as ServerLimits;
+}
+
 function stringList(v: unknown, field: string): string[] {
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string' && x.length > 0)) {
     throw new ConfigError(field, 'must be an array of non-empty strings');
@@ -273,7 +324,7 @@ function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConf
   return { ...dflt, ...(o as UpstreamConfig) };
 }
 
-const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders'];
+const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders', 'server'];
 
 /** Reads and validates the JSON config file (all fields optional). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -325,6 +376,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     logLevel: logLevel(flags.logLevel, env.PMTAPE_LOG_LEVEL),
     rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
     stream: streamTuning(env),
+    server: serverLimits(file.server, env),
     upstreams: {
       clob: upstream(ups.clob, 'upstreams.clob', DEFAULT_UPSTREAMS.clob),
       catalog: upstream(ups.catalog, 'upstreams.catalog', DEFAULT_UPSTREAMS.catalog),

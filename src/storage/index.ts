@@ -16,7 +16,7 @@ export { acquireLock } from './log/lock.js';
 export { openLogReader } from './read/reader.js';
 export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
 export { LogChanges, type LogChangeSubscription } from './read/log-changes.js';
-export { logStamp, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
+export { logStamp, logStampSync, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,

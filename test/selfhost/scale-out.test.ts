@@ -57,7 +57,9 @@ t.test('two shard recorders and two servers over one data dir serve every market
     writeFileSync(file, JSON.stringify({ ...base, shard }));
     return file;
   });
-  const env = { PMTAPE_PORT: '0', PMTAPE_RATE_LIMITS: 'off' };
+  // The comparison below has several coverage requests of one key in flight at once: the per-key
+  // limit of expensive requests (2 by default) would answer some 429 on one server and not the other.
+  const env = { PMTAPE_PORT: '0', PMTAPE_RATE_LIMITS: 'off', PMTAPE_MAX_EXPENSIVE_PER_KEY: '64' };
   const rec = shards.map((cfg) => runCli(t, ['record', '--config', cfg, '--data-dir', dataDir], { env }));
   await Promise.all(rec.map((r) => r.ready.catch(() => undefined)));
 

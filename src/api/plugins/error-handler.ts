@@ -99,6 +99,7 @@ async function errorPlugin(app: FastifyInstance): Promise<void> {
   const unknown = routeTally('unknown');
   app.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
     unknown.record(404, 0); // no route hook ran to start a clock; the latency of a 404 says nothing
+    app.pmtape.requestLog?.(req, reply.code(404), 0);
     void reply.code(404).header('x-request-id', req.id).send(envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)));
   });
 }

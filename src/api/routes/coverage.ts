@@ -15,9 +15,11 @@ import { listParams } from '../query/params.js';
 import { coverageSchema, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import type { IndexedMarket } from '../query/markets-index.js';
 import { overlaps } from './helpers.js';
+import { LogChanges } from '../../storage/index.js';
 
 export default async function coverageRoutes(app: FastifyInstance): Promise<void> {
-  const cache = new CoverageCache();
+  const cache = new CoverageCache(app.pmtape.config.dataDir, new LogChanges(app.pmtape.config.dataDir));
+  app.addHook('onClose', async () => cache.close());
   const { markets } = app.pmtape;
 
   // A family's coverage (its market ids and ranges) is part of the family: a key whose plan does not
@@ -36,7 +38,7 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
   }
 
   app.withTypeProvider<TypeBoxTypeProvider>().get('/coverage', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: 'Recorded intervals and gaps (with reasons) and first/last recorded time per dataset.',
       querystring: typedQuery({
@@ -90,7 +92,7 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
         if (data.length === lp.limit) {
           return { data, next_cursor: app.pmtape.cursors.encode('coverage.list', qs, { f: last!.f, ts: last!.e.first_ts, id: last!.e.market.market_id }) };
         }
-        const cov = await cache.get(f, e.market.market_id, (s) => markets.reader(f, s, e.market.market_id), false);
+        const cov = cache.getNow(f, e.market.market_id) ?? await cache.get(f, e.market.market_id, (s) => markets.reader(f, s, e.market.market_id), false);
         const spans = Object.values(cov.datasets).filter((d) => d !== null);
         if ((lp.start !== undefined || lp.end !== undefined) && !spans.some((d) => overlaps(Date.parse(d.first_time), Date.parse(d.last_time), lp.start, lp.end))) continue;
         data.push({ family: f, market_id: e.market.market_id, datasets: cov.datasets });

@@ -244,7 +244,7 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
   });
 
   api.get('/datasets/rows', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: 'One market\'s rows of one dataset with receive_time in [start_time, end_time), as one Arrow IPC stream ' +
         '(application/vnd.apache.arrow.stream) with the dataset\'s Parquet schema: the rows DuckDB selects from the partitions, ' +

@@ -149,7 +149,7 @@ export function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promi
 
 export default async function replayRoutes(app: FastifyInstance): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/replay', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: DESCRIPTION,
       querystring: querySchema,
