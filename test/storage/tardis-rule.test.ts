@@ -2,11 +2,12 @@
 // compacted `book_changes` tree with the rule "one batch is one (seq, token_id) record", and gets
 // the books the records make; the Tardis rule (reset when is_snapshot flips to true) does not on
 // the same rows, because full books come back to back. Run by pyarrow from the interpreter
-// `pythonWithPyarrow()` names; without pyarrow the test is skipped, except under CI=… where it fails.
+// the `pandas` venv of the python toolchain (tools/toolchains/python.ts, which pins pyarrow); without
+// it the test is skipped, except under CI where it fails (test/helpers/toolchains.ts).
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
@@ -14,12 +15,8 @@ import { MarketBooks } from '../../src/book/book-state.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, T0, tmpDataDir, writeLog } from '../api/helpers.js';
 import { REPO } from '../selfhost/helpers.js';
-
-/** The Python that has pyarrow: the one place to re-point (a shared toolchain's venv, say). */
-export function pythonWithPyarrow(): string {
-  const venv = join(REPO, '.toolchains', 'venv-pyarrow', 'bin', 'python');
-  return process.env.PMTAPE_TEST_PYTHON ?? (existsSync(venv) ? venv : 'python3');
-}
+import { requireTool } from '../helpers/toolchains.js';
+import { pythonIn } from '../../tools/toolchains/python.js';
 
 function docBlock(): string {
   const page = readFileSync(join(REPO, 'docs', 'datasets.md'), 'utf8');
@@ -47,13 +44,9 @@ function records(): Observation[] {
 }
 
 t.test('the documented pyarrow rebuild gives the books the records make; the Tardis reset rule does not', async (t) => {
-  const python = pythonWithPyarrow();
-  const probe = await promisify(execFile)(python, ['-c', 'import pyarrow']).then(() => null, (e: Error) => e.message);
-  if (probe !== null) {
-    if (process.env.CI) t.fail(`pyarrow is needed (CI is set): ${python} cannot import it. Make a venv: python3 -m venv .toolchains/venv-pyarrow && .toolchains/venv-pyarrow/bin/pip install pyarrow`);
-    else t.plan(0, `skipped: no pyarrow for ${python}: ${probe.split('\n')[0]}`);
-    return;
-  }
+  const venvs = requireTool(t, 'python');
+  if (venvs === null) return;
+  const python = pythonIn(venvs, 'pandas');
   const dir = tmpDataDir(t);
   const recs = records();
   await writeLog(dir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 60_000)]);
