@@ -7,6 +7,9 @@ import { resolve } from 'node:path';
 import { ConfigError, logLevel, parseRateLimits, tooDeep, MAX_CONFIG_DEPTH, type RateLimit } from './config-checks.js';
 
 export { ConfigError, LOG_LEVELS, MAX_CONFIG_DEPTH, parseRateLimits, type RateLimit } from './config-checks.js';
+import { archiveOf, type ArchiveConfig } from './config-archive.js';
+
+export { parseArchiveUrl, type ArchiveConfig } from './config-archive.js';
 
 export interface UpstreamConfig {
   /** Base REST URL (no trailing slash). */
@@ -76,6 +79,10 @@ export interface Config {
      * keep room; they resume on their own once there is room again.
      */
     readonly minFreeBytes: number;
+    /** The object-storage archive (config `storage.archive`, env PMTAPE_ARCHIVE_URL/_ENDPOINT), or null: none. */
+    readonly archive: ArchiveConfig | null;
+    /** Local disk for ranges read from the archive (config `storage.archive_cache_bytes`, default 1 GiB). */
+    readonly archiveCacheBytes: number;
   };
   /** Seconds without any message after which a connection counts as stale. */
   readonly staleAfterMs: number;
@@ -398,6 +405,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       compactionThreads: st.compaction_threads === undefined ? null : threads(st.compaction_threads, 'storage.compaction_threads'),
       indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
       minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
+      archive: archiveOf(st.archive, env.PMTAPE_ARCHIVE_URL, env.PMTAPE_ARCHIVE_ENDPOINT, (f, why) => new ConfigError(f, why)),
+      archiveCacheBytes: st.archive_cache_bytes === undefined ? 1024 * 1024 * 1024 : num(st.archive_cache_bytes, 'storage.archive_cache_bytes', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
     latestRecheckMs: env.PMTAPE_LATEST_RECHECK_MS === undefined ? 1000 : num(Number(env.PMTAPE_LATEST_RECHECK_MS), 'PMTAPE_LATEST_RECHECK_MS', 0),

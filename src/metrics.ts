@@ -135,3 +135,23 @@ export const compactionFailures = new client.Counter({
   labelNames: ['family', 'dataset'] as const,
   registers: [registry],
 });
+
+// The archive (API.md §9), set at each scrape from the data dir's local published state, so every
+// process serving the data dir reports the same lag whichever process publishes.
+export const archiveLagDays = new client.Gauge({
+  name: 'pmtape_archive_lag_days',
+  help: 'Compacted days not yet published to and verified in the archive (storage.archive)',
+  registers: [registry],
+});
+
+export const archiveLagBytes = new client.Gauge({
+  name: 'pmtape_archive_lag_bytes',
+  help: 'Bytes of the compacted days not yet published to the archive',
+  registers: [registry],
+});
+
+export const archiveUploadErrors = new client.Counter({
+  name: 'pmtape_archive_upload_errors_total',
+  help: 'Failed archive upload attempts (retried or not) by every process publishing from this data dir',
+  registers: [registry],
+});

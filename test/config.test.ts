@@ -91,3 +91,40 @@ t.test('a deeply nested config file is refused naming the file and the field, ne
   await writeFile(file, JSON.stringify({ upstreams: { clob: { rest: 'http://x' } }, storage: { retention_days: 1 } }));
   t.equal(loadConfig({ dataDir: dir, config: file }, {}).upstreams.clob.rest, 'http://x', 'a real config still loads');
 });
+
+t.test('storage.archive: parsed from the file, PMTAPE_ARCHIVE_URL/_ENDPOINT win, mistakes refused by name', async (t) => {
+  const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-config-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'config.json');
+  const load = async (storage: unknown, env: NodeJS.ProcessEnv = {}) => {
+    await writeFile(file, JSON.stringify({ storage }));
+    return loadConfig({ dataDir: dir, config: file }, env);
+  };
+  t.equal((await load({})).storage.archive, null, 'no archive unless configured');
+  const aws = (await load({ archive: { url: 's3://my-archive/pm/tape/' } })).storage.archive!;
+  t.same(aws, { url: 's3://my-archive/pm/tape', bucket: 'my-archive', prefix: 'pm/tape', endpoint: null, region: 'us-east-1', pathStyle: false, maxLagDays: 2 },
+    'AWS defaults: us-east-1, virtual-hosted style, lag 2 days');
+  const r2 = (await load({ archive: { url: 's3://b-1', endpoint: 'https://acct.r2.cloudflarestorage.com/', region: 'auto', max_lag_days: 5 }, archive_cache_bytes: 1000 }));
+  t.match(r2.storage.archive, { bucket: 'b-1', prefix: '', endpoint: 'https://acct.r2.cloudflarestorage.com', region: 'auto', pathStyle: true, maxLagDays: 5 });
+  t.equal(r2.storage.archiveCacheBytes, 1000);
+  const env = (await load({ archive: { url: 's3://file-bucket/x', path_style: false } }, { PMTAPE_ARCHIVE_URL: 's3://env-bucket/y', PMTAPE_ARCHIVE_ENDPOINT: 'http://127.0.0.1:9000' })).storage.archive!;
+  t.match(env, { bucket: 'env-bucket', prefix: 'y', endpoint: 'http://127.0.0.1:9000', pathStyle: false }, 'the environment overrides the file');
+  t.match(loadConfig({ dataDir: dir }, { PMTAPE_ARCHIVE_URL: 's3://only-env' }).storage.archive, { bucket: 'only-env', endpoint: null });
+  const refused: [unknown, NodeJS.ProcessEnv, RegExp][] = [
+    [{ archive: { url: 'http://bucket/x' } }, {}, /storage\.archive\.url must look like s3:\/\/<bucket>\/<prefix>/],
+    [{ archive: { url: 's3://Bad_Bucket/x' } }, {}, /storage\.archive\.url has bucket "Bad_Bucket"/],
+    [{ archive: { url: 's3://bucket/a/../b' } }, {}, /storage\.archive\.url must look like/],
+    [{ archive: { endpoint: 'http://x' } }, {}, /storage\.archive\.url is missing/],
+    [{ archive: { url: 's3://bucket', secret_key: 'x' } }, {}, /storage\.archive\.secret_key is not a known field/],
+    [{ archive: { url: 's3://bucket', endpoint: 'ftp://x' } }, {}, /storage\.archive\.endpoint must be an http\(s\):\/\/ URL/],
+    [{ archive: { url: 's3://bucket', path_style: 'yes' } }, {}, /storage\.archive\.path_style must be true or false/],
+    [{ archive: { url: 's3://bucket', max_lag_days: -1 } }, {}, /storage\.archive\.max_lag_days must be a number ≥ 0/],
+    [{}, { PMTAPE_ARCHIVE_ENDPOINT: 'http://x:1' }, /PMTAPE_ARCHIVE_ENDPOINT is set but no archive is/],
+    [{}, { PMTAPE_ARCHIVE_URL: 's3:/bucket' }, /PMTAPE_ARCHIVE_URL must look like s3:\/\//],
+    [{ archive: { url: 's3://bucket' } }, { PMTAPE_ARCHIVE_ENDPOINT: 'not a url' }, /PMTAPE_ARCHIVE_ENDPOINT must be an http\(s\):\/\/ URL/],
+  ];
+  for (const [storage, e, re] of refused) await t.rejects(load(storage, e), { name: 'ConfigError', message: re }, JSON.stringify([storage, e]));
+});

@@ -1,11 +1,12 @@
 // `pmtape compact [--date YYYY-MM-DD] [--all] [--dry-run]`: turns closed daily logs into Parquet
-// partitions (progress bar on a TTY), then deletes logs past the retention period whose partition
-// verifies. Also registers the partition-vs-manifest check of `pmtape verify`.
+// partitions (progress bar on a TTY), publishes them to the archive when one is configured, then
+// deletes logs past the retention period whose partition verifies (and, with an archive, whose day
+// is published there). Also registers the partition-vs-manifest check of `pmtape verify`.
 
 import type { Command } from 'commander';
 import { DISK_ERROR_CODES } from '../errors.js';
 import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
-import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, type PartitionResult } from '../storage/index.js';
+import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, syncArchive, type PartitionResult } from '../storage/index.js';
 import { addVerifyCheck } from './verify.js';
 import { commonOptions, configFrom, progress } from './common.js';
 
@@ -69,8 +70,21 @@ export function register(program: Command): void {
     if (results.some((r) => r.status === 'blocked')) {
       process.stderr.write('pmtape compact: "blocked" partitions were kept as they are: their logs changed after some were already deleted by retention\n');
     }
+    const archive = cfg.storage.archive;
+    if (!opts.dryRun && archive) {
+      // Publish every compacted day not yet in the archive (today's and any an earlier run left).
+      try {
+        const r = await syncArchive(cfg.dataDir, archive, { days: 'pending' });
+        for (const e of r.errors) process.stderr.write(`archive: failed ${e}\n`);
+        process.stdout.write(`archive ${JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed })}\n`);
+        if (r.failed) process.exitCode = 1;
+      } catch (e) {
+        process.stderr.write(`pmtape compact: ${(e as Error).message} (the local copies are kept; run pmtape archive sync once fixed)\n`);
+        process.exitCode = 1;
+      }
+    }
     if (!opts.dryRun) {
-      const ret = await deleteExpiredLogs(cfg.dataDir, now, cfg.storage.retentionDays);
+      const ret = await deleteExpiredLogs(cfg.dataDir, now, cfg.storage.retentionDays, archive?.url ?? null);
       for (const f of ret.deleted) process.stdout.write(`deleted ${f}\n`);
       for (const k of ret.kept) process.stderr.write(`kept ${k.file}: ${k.why}\n`);
     }

@@ -12,6 +12,7 @@ import { register as start } from './start.js';
 import { register as compact } from './compact.js';
 import { register as backfill } from './backfill.js';
 import { register as pull } from './pull.js';
+import { register as archive } from './archive.js';
 
 const commands: Array<(program: Command) => void> = [
   verify,
@@ -25,6 +26,7 @@ const commands: Array<(program: Command) => void> = [
   compact,
   backfill,
   pull,
+  archive,
 ];
 
 export function registerCommands(program: Command): void {

@@ -8,6 +8,9 @@ import { parquetStore, type ParquetStore } from './parquet/reader.js';
 import type { RowsRequest } from './parquet/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
 import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+import type { ArchiveConfig } from '../config.js';
+import type { SyncOptions, SyncResult } from './archive/sync.js';
+import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
 
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
@@ -34,6 +37,11 @@ export { warmDatasetRows, warmParquet, type ParquetWarmUp } from './parquet/warm
 export { ParquetStore } from './parquet/reader.js';
 export { startAutoCompaction } from './parquet/auto-compaction.js';
 export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+// Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
+export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
+export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
+export type { SyncOptions, SyncResult } from './archive/sync.js';
+export type { VerifyCounts } from './archive/verify.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
 
 /** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
@@ -59,4 +67,21 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
 /** The reader of a logical log for the read side and the stream. */
 export function openReader(dataDir: string, key: LogKey, store?: ParquetStore): LogReader {
   return compositeReader(dataDir, key, openLogReader(dataDir, key), store); // compacted days come from Parquet
+}
+
+/** Publishes compacted days to the archive (see archive/sync.ts). */
+export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts: SyncOptions = {}): Promise<SyncResult> {
+  return (await import('./archive/sync.js')).syncArchive(dataDir, archive, opts);
+}
+
+/** Checks archived days against their manifests from the bucket alone (see archive/verify.ts). */
+export async function verifyArchive(archive: ArchiveConfig, days: readonly string[] | null, hooks: VerifyHooks = {}): Promise<VerifyCounts> {
+  const { archiveClient } = await import('./archive/client.js');
+  const { verifyArchive: verify } = await import('./archive/verify.js');
+  const s3 = archiveClient(archive);
+  try {
+    return await verify(s3, archive, days, hooks);
+  } finally {
+    s3.destroy();
+  }
 }

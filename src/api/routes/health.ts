@@ -2,8 +2,10 @@
 // the status files) and `/metrics` (Prometheus text of this process's registry). No key needed.
 
 import type { FastifyInstance } from 'fastify';
-import { registry, storageDroppedRecords, storageFreeBytes, storagePausedWriters } from '../../metrics.js';
-import { freeBytes } from '../../storage/index.js';
+import {
+  archiveLagBytes, archiveLagDays, archiveUploadErrors, registry, storageDroppedRecords, storageFreeBytes, storagePausedWriters,
+} from '../../metrics.js';
+import { archiveLag, archiveUploadErrors as uploadErrorsOf, freeBytes, type ArchiveLag } from '../../storage/index.js';
 import { requestMetricsText } from '../plugins/request-metrics.js';
 import { toIsoOrNull } from '../../schema/time.js';
 
@@ -17,7 +19,22 @@ const kindSchema = {
   },
 };
 
+/** How long one look at the archive lag is reused: it reads every partition's manifest. */
+const LAG_TTL_MS = 5_000;
+
 export default async function healthRoutes(app: FastifyInstance): Promise<void> {
+  let lagCache: { at: number; lag: Promise<ArchiveLag> } | null = null;
+  const lag = (): Promise<ArchiveLag> | null => {
+    const a = app.pmtape.config.storage.archive;
+    if (!a) return null;
+    const now = Date.now();
+    if (!lagCache || now - lagCache.at > LAG_TTL_MS) {
+      const p = archiveLag(app.pmtape.config.dataDir, a);
+      p.catch(() => (lagCache = null));
+      lagCache = { at: now, lag: p };
+    }
+    return lagCache.lag;
+  };
   app.get('/healthz', {
     schema: {
       hide: false,
@@ -52,6 +69,10 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
                 },
               },
             },
+            archive: {
+              type: 'object',
+              properties: { lag_days: { type: 'integer' }, lag_bytes: { type: 'integer' }, last_published: { type: ['string', 'null'] } },
+            },
           },
         },
       },
@@ -78,8 +99,11 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     // The API itself is up; recorders are reported, not required (a serve-only process is healthy).
     // Degraded: every record process is gone, or a live one has writers paused by the disk.
     const paused = list.some((r) => r.alive && (r.storage.paused_writers) > 0);
-    const status = list.length === 0 ? 'ok' : list.some((r) => r.alive) && !paused ? 'ok' : 'degraded';
-    return { status, time: new Date(now).toISOString(), recorders };
+    let status = list.length === 0 ? 'ok' : list.some((r) => r.alive) && !paused ? 'ok' : 'degraded';
+    // With an archive: degraded once more closed days wait than storage.archive.max_lag_days.
+    const archive = await lag();
+    if (archive && archive.lag_days > app.pmtape.config.storage.archive!.maxLagDays) status = 'degraded';
+    return { status, time: new Date(now).toISOString(), recorders, ...(archive ? { archive } : {}) };
   });
 
   app.get('/metrics', {
@@ -100,6 +124,13 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     storageDroppedRecords.set(dropped);
     const free = await freeBytes(app.pmtape.config.dataDir);
     if (free !== null) storageFreeBytes.set(free);
+    const archive = await lag();
+    if (archive) {
+      archiveLagDays.set(archive.lag_days);
+      archiveLagBytes.set(archive.lag_bytes);
+      archiveUploadErrors.reset();
+      archiveUploadErrors.inc(await uploadErrorsOf(app.pmtape.config.dataDir));
+    }
     void reply.type(registry.contentType);
     const text = await registry.metrics();
     return (text.endsWith('\n') ? text : `${text}\n`) + requestMetricsText();

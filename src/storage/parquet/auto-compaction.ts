@@ -35,6 +35,7 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
         dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
         // One thread unless the config says 2: the day has a day to be compacted, and the recorders beside it need a core.
         threads: config.storage.compactionThreads ?? 1,
+        archive: config.storage.archive,
       };
       // The young generation as the snapshot helper's (derived-split.ts): compaction's garbage is short-lived.
       const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
@@ -46,6 +47,10 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
           for (const p of m.failed) logger.error({ day: m.day, family: p.family, dataset: p.dataset, err: p.error }, 'partition failed; the rest of the day was compacted, retrying later');
           for (const p of m.quarantined) logger.error({ day: m.day, family: p.family, dataset: p.dataset, records: p.quarantined }, 'records set aside in the partition\'s _quarantine.jsonl');
         } else if (m.type === 'day-failed') logger.error({ day: m.day, err: m.error }, 'compaction of the day failed; the days after it went on, retrying later');
+        else if (m.type === 'archived') {
+          if (m.failed) logger.error({ days: m.days, uploaded: m.uploaded, failed: m.failed, errors: m.errors }, 'archive publish incomplete; retrying later');
+          else logger.info({ days: m.days, uploaded: m.uploaded, bytes: m.bytes }, 'published to the archive');
+        } else if (m.type === 'archive-error') logger.error({ err: m.error }, 'archive publish failed; retrying later');
         else if (m.type === 'retention') {
           if (m.deleted) logger.info({ files: m.deleted }, 'deleted logs past retention');
           for (const k of m.kept) logger.error({ file: k.file, why: k.why }, 'log kept past retention');

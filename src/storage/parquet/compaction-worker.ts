@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import { closedLogDays, compactDay } from './compaction.js';
 import { deleteExpiredLogs } from './retention.js';
+import type { ArchiveConfig } from '../../config.js';
 
 export interface WorkerInput {
   readonly dataDir: string;
@@ -15,6 +16,8 @@ export interface WorkerInput {
   readonly settled: readonly string[];
   /** `storage.compaction_threads`: 2 builds `book_snapshots` in a helper thread of its own. */
   readonly threads: number;
+  /** `storage.archive`: compacted days are published there before retention may delete logs. */
+  readonly archive: ArchiveConfig | null;
 }
 
 /** A partition of a day that failed, or set records aside (counted by `start`'s /metrics). */
@@ -29,6 +32,8 @@ export type WorkerMessage =
   | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number; readonly threads: number }
   | { readonly type: 'partitions'; readonly day: string; readonly quarantined: readonly PartitionNote[]; readonly failed: readonly PartitionNote[] }
   | { readonly type: 'day-failed'; readonly day: string; readonly error: string }
+  | { readonly type: 'archived'; readonly days: number; readonly uploaded: number; readonly bytes: number; readonly failed: number; readonly errors: string[] }
+  | { readonly type: 'archive-error'; readonly error: string }
   | { readonly type: 'retention'; readonly deleted: number; readonly kept: { file: string; why: string }[] }
   | { readonly type: 'done'; readonly settled: string[] };
 
@@ -57,7 +62,18 @@ async function main(input: WorkerInput): Promise<void> {
     const written = rs.filter((r) => r.status === 'written');
     if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0), threads: input.threads });
   }
-  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays);
+  if (input.archive) {
+    // Loaded here only: the S3 SDK stays out of processes without an archive. A failure is
+    // reported and retried at the next tick; retention below then keeps the day's logs.
+    try {
+      const { syncArchive } = await import('../archive/sync.js');
+      const r = await syncArchive(input.dataDir, input.archive, { days: 'pending' });
+      if (r.days) post({ type: 'archived', days: r.days, uploaded: r.uploaded, bytes: r.bytes, failed: r.failed, errors: r.errors.slice(0, 5) });
+    } catch (e) {
+      post({ type: 'archive-error', error: (e as Error).message });
+    }
+  }
+  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays, input.archive?.url ?? null);
   if (ret.deleted.length || ret.kept.length) post({ type: 'retention', deleted: ret.deleted.length, kept: ret.kept });
   post({ type: 'done', settled: [...settled] });
 }

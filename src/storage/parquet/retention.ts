@@ -1,12 +1,14 @@
 // Deletes daily log files once they are safely in Parquet: only when their partition's file still
 // matches its manifest (sha256 re-checked), the log is byte-for-byte what was compacted, and the
-// day is older than the retention period. Anything doubtful keeps the log.
+// day is older than the retention period, and (with an archive configured) the day is published
+// and verified in the bucket. Anything doubtful keeps the log.
 
 import { createHash } from 'node:crypto';
 import { readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { listPartitions, partitionDir, readManifest } from './manifest.js';
+import { listPartitions, partitionDir, partitionRel, readManifest } from './manifest.js';
+import { isPublished } from '../archive/layout.js';
 import { indexFilePath, logFilePath } from '../paths.js';
 import { datasetsOfStream, streamOfDataset } from './schema.js';
 
@@ -32,7 +34,12 @@ export async function partitionMatches(dir: string): Promise<boolean> {
   return true;
 }
 
-export async function deleteExpiredLogs(dataDir: string, now: number, retentionDays: number): Promise<RetentionResult> {
+/**
+ * `archiveUrl`: the configured archive, or null. With one, a log goes only once its day is
+ * recorded as published there with the partitions' current manifests (archive/layout.ts), so the
+ * local copy outlives any failed or pending upload.
+ */
+export async function deleteExpiredLogs(dataDir: string, now: number, retentionDays: number, archiveUrl: string | null = null): Promise<RetentionResult> {
   const out: RetentionResult = { deleted: [], kept: [] };
   for (const p of await listPartitions(dataDir)) {
     // A stream's primary partition decides (v1: `books`); every v2 dataset of the stream must match.
@@ -58,6 +65,13 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
     if (bad.length) {
       for (const x of present) out.kept.push({ file: x.log, why: `partition ${bad[0]} does not match its manifest` });
       continue;
+    }
+    if (archiveUrl !== null) {
+      const rels = new Map((p.dataset === 'books' ? [p.dataset] : family).map((d) => [partitionRel(p.family, d, p.date), partitionDir(dataDir, p.family, d, p.date)]));
+      if (!(await isPublished(dataDir, archiveUrl, p.date, rels))) {
+        for (const x of present) out.kept.push({ file: x.log, why: `${p.date} is not yet published and verified in the archive ${archiveUrl} (run pmtape archive sync)` });
+        continue;
+      }
     }
     // A market with records set aside keeps its log: the API serves a day from its log while that
     // exists, so it goes on answering with every record (the partition lacks the set-aside ones).

@@ -1,0 +1,94 @@
+// `pmtape archive sync [--date D | --all]` publishes compacted days to the object-storage archive;
+// `pmtape archive verify [--date D]` reads the archive back against its manifests. Both show a
+// progress bar on a TTY (plain lines otherwise) and end stdout with one JSON summary line.
+
+import type { Command } from 'commander';
+import type { ArchiveConfig } from '../config.js';
+import { dayStartMs } from '../schema/time.js';
+import { syncArchive, verifyArchive } from '../storage/index.js';
+import { commonOptions, configFrom, progress, type Progress } from './common.js';
+
+interface Opts {
+  date?: string;
+  all?: boolean;
+  dataDir?: string;
+  config?: string;
+}
+
+function archiveOf(cmd: string, opts: Opts): { dataDir: string; archive: ArchiveConfig } | null {
+  const cfg = configFrom(opts);
+  if (!cfg.storage.archive) {
+    process.stderr.write(`pmtape archive ${cmd}: no archive configured: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL (s3://bucket/prefix); see docs/archive.md\n`);
+    process.exitCode = 2;
+    return null;
+  }
+  if (opts.date !== undefined && dayStartMs(opts.date) === null) {
+    process.stderr.write(`pmtape archive ${cmd}: --date must be a UTC day like 2026-07-26, got "${opts.date}"\n`);
+    process.exitCode = 2;
+    return null;
+  }
+  return { dataDir: cfg.dataDir, archive: cfg.storage.archive };
+}
+
+const fail = (cmd: string, e: unknown): void => {
+  process.stderr.write(`pmtape archive ${cmd}: ${(e as Error).message}\n`);
+  process.exitCode = 1;
+};
+
+export function register(program: Command): void {
+  const archive = program.command('archive').description('the archive of compacted days in object storage (S3, R2, MinIO, SeaweedFS)');
+  commonOptions(
+    archive
+      .command('sync')
+      .description('publish compacted days not yet in the archive (data files first, each verified, manifests last)')
+      .option('--date <day>', 'publish this UTC day (YYYY-MM-DD)')
+      .option('--all', 'check every compacted day against the archive, not only those not yet published from here'),
+  ).action(async (opts: Opts) => {
+    const ctx = archiveOf('sync', opts);
+    if (!ctx) return;
+    let bar: Progress | null = null;
+    try {
+      const r = await syncArchive(ctx.dataDir, ctx.archive, {
+        days: opts.date !== undefined ? [opts.date] : opts.all ? 'all' : 'pending',
+        requireData: opts.date !== undefined,
+        onPlanned: (objects) => {
+          bar = progress('archive sync', objects);
+        },
+        onObject: (key, outcome) => bar?.tick(1, `${outcome} ${key.split('/').slice(-2).join('/')}`),
+      });
+      (bar as Progress | null)?.done(`${r.days} day(s), ${r.uploaded} uploaded, ${r.skipped} already there, ${r.failed} failed`);
+      for (const e of r.errors) process.stderr.write(`failed ${e}\n`);
+      process.stdout.write(JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed }) + '\n');
+      if (r.failed) process.exitCode = 1;
+    } catch (e) {
+      (bar as Progress | null)?.done();
+      fail('sync', e);
+    }
+  });
+  commonOptions(
+    archive
+      .command('verify')
+      .description('read every archived object back and check its sha256 against its manifest (exit 1 on any mismatch)')
+      .option('--date <day>', 'verify only this UTC day (YYYY-MM-DD)'),
+  ).action(async (opts: Opts) => {
+    const ctx = archiveOf('verify', opts);
+    if (!ctx) return;
+    let bar: Progress | null = null;
+    try {
+      const r = await verifyArchive(ctx.archive, opts.date !== undefined ? [opts.date] : null, {
+        onPlanned: (objects) => {
+          bar = progress('archive verify', objects);
+        },
+        onObject: (key, ok) => bar?.tick(1, `${ok ? 'ok' : 'MISMATCH'} ${key.split('/').slice(-2).join('/')}`),
+      });
+      (bar as Progress | null)?.done(`${r.days} day(s), ${r.ok} object(s) ok, ${r.failed} failed`);
+      for (const p of r.problems) process.stderr.write(`mismatch ${p}\n`);
+      process.stdout.write(JSON.stringify({ days: r.days, files: r.files, ok: r.ok, bytes: r.bytes, failed: r.failed }) + '\n');
+      if (r.failed || r.days === 0) process.exitCode = 1;
+      if (r.days === 0) process.stderr.write('pmtape archive verify: the archive holds no published day\n');
+    } catch (e) {
+      (bar as Progress | null)?.done();
+      fail('verify', e);
+    }
+  });
+}

@@ -1,0 +1,94 @@
+// The S3 client of the archive tier and the retry policy around it. The SDK retries each request
+// itself (throttling, 5xx, resets); `withRetries` wraps whole operations (an upload plus its
+// verification, a read-back) so a truncated body or a lost response is retried too.
+
+import { S3Client } from '@aws-sdk/client-s3';
+import type { ArchiveConfig } from '../../config.js';
+
+export type { S3Client } from '@aws-sdk/client-s3';
+
+export interface ClientOptions {
+  /** Attempts per request inside the SDK (default 6). */
+  readonly maxAttempts?: number;
+  /** Socket idle time before a request counts as failed (default 60 s): a stalled server is retried. */
+  readonly requestTimeoutMs?: number;
+  /** Called for every failed attempt of a request, the ones the SDK retries itself included. */
+  readonly onAttemptError?: (err: Error) => void;
+}
+
+export function archiveClient(a: ArchiveConfig, o: ClientOptions = {}): S3Client {
+  const s3 = new S3Client({
+    region: a.region,
+    endpoint: a.endpoint ?? undefined,
+    forcePathStyle: a.pathStyle,
+    maxAttempts: o.maxAttempts ?? 6,
+    retryMode: 'standard',
+    // Checksums of our own (sha256 in metadata, ETag = MD5, read-backs): the SDK's default CRC
+    // trailers are refused by several S3-compatible stores.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: 10_000, requestTimeout: o.requestTimeoutMs ?? 60_000 },
+  });
+  const onError = o.onAttemptError;
+  if (onError) {
+    // The deserialize step runs once per attempt, inside the SDK's retry loop.
+    s3.middlewareStack.add((next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (e) {
+        const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status !== 404) onError(e as Error); // a HEAD of an object not yet uploaded is no error
+        throw e;
+      }
+    }, { step: 'deserialize', name: 'pmtapeAttemptErrors' });
+  }
+  return s3;
+}
+
+export interface RetryOptions {
+  readonly attempts: number;
+  readonly baseMs: number;
+  readonly maxMs: number;
+  /** Called before each retry (for the upload-error counter and the log). */
+  readonly onRetry?: (what: string, err: Error, attempt: number) => void;
+}
+
+export const DEFAULT_RETRY: RetryOptions = { attempts: 8, baseMs: 250, maxMs: 15_000 };
+
+/** Errors no retry can fix: wrong credentials, no bucket, no permission. */
+const FATAL = new Set([
+  'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'NoSuchBucket', 'CredentialsProviderError',
+  'InvalidBucketName', 'AuthorizationHeaderMalformed', 'PermanentRedirect',
+]);
+
+export function isFatal(e: unknown): boolean {
+  const name = (e as { name?: string; Code?: string }).name ?? '';
+  return FATAL.has(name) || /Could not load credentials/i.test((e as Error).message ?? '');
+}
+
+/** The error an operator reads: names the archive and what to fix for the usual fatal ones. */
+export function explain(e: unknown, a: ArchiveConfig): Error {
+  const err = e as Error & { name?: string };
+  const msg = err.message || err.name || String(e);
+  if (/Could not load credentials/i.test(msg)) {
+    return new Error(`archive ${a.url}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (the AWS SDK's usual chain)`);
+  }
+  if (err.name === 'NoSuchBucket') return new Error(`archive ${a.url}: bucket "${a.bucket}" does not exist (create it, or fix storage.archive.url)`);
+  if (err.name === 'InvalidAccessKeyId' || err.name === 'SignatureDoesNotMatch') return new Error(`archive ${a.url}: the credentials were refused (${err.name})`);
+  return new Error(`archive ${a.url}: ${msg}`);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn`, retrying with capped, jittered exponential backoff unless the error is fatal. */
+export async function withRetries<T>(what: string, fn: () => Promise<T>, o: RetryOptions = DEFAULT_RETRY): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (attempt >= o.attempts || isFatal(e)) throw e;
+      o.onRetry?.(what, e as Error, attempt);
+      await sleep(Math.min(o.maxMs, o.baseMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
+    }
+  }
+}

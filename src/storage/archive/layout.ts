@@ -1,0 +1,90 @@
+// Where things are in the bucket and what this data dir remembers of it. The bucket mirrors the
+// local Hive tree under `<prefix>/parquet/`; `<prefix>/_archive/days/<date>.json` (the day record)
+// is written last and lists the day's partitions and their manifests' sha256: a day is published
+// when, and only when, its record exists. Locally, `archive-state/<date>.json` remembers what was
+// published and verified, so retention and the lag need no request to the bucket.
+
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ArchiveConfig } from '../../config.js';
+import { writeFileDurable } from '../durable.js';
+import { MANIFEST, readdirOrEmpty } from '../parquet/manifest.js';
+
+export const objectKey = (a: ArchiveConfig, rel: string): string => (a.prefix ? `${a.prefix}/${rel}` : rel);
+export const dayRecordRel = (day: string): string => `_archive/days/${day}.json`;
+export const dayRecordsPrefix = (a: ArchiveConfig): string => objectKey(a, '_archive/days/');
+
+/** The day record: deterministic bytes (no timestamp), so a rerun finds it unchanged and skips it. */
+export interface DayRecord {
+  readonly date: string;
+  readonly partitions: readonly { readonly path: string; readonly manifest_sha256: string; readonly files: number; readonly bytes: number }[];
+}
+
+/** What this data dir published of a day, to which archive, and each partition's manifest sha256. */
+export interface PublishedState {
+  readonly url: string;
+  readonly date: string;
+  readonly manifests: Readonly<Record<string, string>>;
+}
+
+export const stateDir = (dataDir: string): string => join(dataDir, 'archive-state');
+
+export async function readPublished(dataDir: string, day: string): Promise<PublishedState | null> {
+  try {
+    return JSON.parse(await readFile(join(stateDir(dataDir), `${day}.json`), 'utf8')) as PublishedState;
+  } catch {
+    return null; // absent or torn: counts as not published, the next sync checks the bucket again
+  }
+}
+
+export async function writePublished(dataDir: string, s: PublishedState): Promise<void> {
+  await mkdir(stateDir(dataDir), { recursive: true });
+  await writeFileDurable(join(stateDir(dataDir), `${s.date}.json`), JSON.stringify(s) + '\n');
+}
+
+export async function publishedDays(dataDir: string): Promise<string[]> {
+  return (await readdirOrEmpty(stateDir(dataDir))).filter((n) => /^\d{4}-\d{2}-\d{2}\.json$/.test(n)).map((n) => n.slice(0, 10)).sort();
+}
+
+export const sha256Hex = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+/** The sha256 of a partition folder's manifest bytes, or null without one. */
+export async function manifestSha(dir: string): Promise<string | null> {
+  const b = await readFile(join(dir, MANIFEST)).catch(() => null);
+  return b ? sha256Hex(b) : null;
+}
+
+/**
+ * True when every one of `partitions` (rel path → folder) is recorded as published to `url` with
+ * the manifest it has now: a partition rebuilt since (new manifest) counts as not published.
+ */
+export async function isPublished(dataDir: string, url: string, day: string, partitions: ReadonlyMap<string, string>): Promise<boolean> {
+  const s = await readPublished(dataDir, day);
+  if (!s || s.url !== url) return false;
+  for (const [rel, dir] of partitions) {
+    const sha = await manifestSha(dir);
+    if (sha === null) continue; // no partition there: nothing to publish (an empty dataset of the day)
+    if (s.manifests[rel] !== sha) return false;
+  }
+  return true;
+}
+
+const errorsFile = (dataDir: string): string => join(stateDir(dataDir), 'upload-errors.json');
+
+/** Failed upload attempts (retried or not) by every process publishing from this data dir. */
+export async function uploadErrors(dataDir: string): Promise<number> {
+  try {
+    const n = (JSON.parse(await readFile(errorsFile(dataDir), 'utf8')) as { total?: unknown }).total;
+    return typeof n === 'number' && Number.isFinite(n) ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Adds to the counter (read, add, atomic rewrite: two publishers at once may lose a few counts). */
+export async function addUploadErrors(dataDir: string, n: number): Promise<void> {
+  if (n <= 0) return;
+  await mkdir(stateDir(dataDir), { recursive: true });
+  await writeFileDurable(errorsFile(dataDir), JSON.stringify({ total: (await uploadErrors(dataDir)) + n }) + '\n');
+}

@@ -1,0 +1,151 @@
+// One object of the archive: written with its sha256 in the metadata, then proven to hold exactly
+// the local bytes, by its ETag (the MD5 of a single PUT, or of the parts' MD5s for a multipart
+// upload of known part size) or, where a store computes ETags otherwise, by reading it back.
+
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+
+/** Part size of multipart uploads; fixed so the expected multipart ETag can be computed locally. */
+export const PART_SIZE = 8 * 1024 * 1024;
+
+export interface LocalObject {
+  readonly key: string;
+  /** A file to stream, or bytes in memory (manifests). */
+  readonly path?: string;
+  readonly body?: Uint8Array;
+  readonly size: number;
+  readonly sha256: string;
+  /** ETags this content may have: the single-PUT MD5 and the multipart one at PART_SIZE. */
+  readonly etags: readonly string[];
+  readonly contentType: string;
+}
+
+/** sha256, size and the possible ETags of bytes arriving in chunks. */
+export class Digest {
+  private readonly sha = createHash('sha256');
+  private readonly whole = createHash('md5');
+  private readonly parts: Buffer[] = [];
+  private part = createHash('md5');
+  private inPart = 0;
+  size = 0;
+
+  update(chunk: Uint8Array): void {
+    this.sha.update(chunk);
+    this.whole.update(chunk);
+    this.size += chunk.length;
+    let off = 0;
+    while (off < chunk.length) {
+      const n = Math.min(chunk.length - off, PART_SIZE - this.inPart);
+      this.part.update(chunk.subarray(off, off + n));
+      this.inPart += n;
+      off += n;
+      if (this.inPart === PART_SIZE) {
+        this.parts.push(this.part.digest());
+        this.part = createHash('md5');
+        this.inPart = 0;
+      }
+    }
+  }
+
+  finish(): { sha256: string; size: number; etags: string[] } {
+    if (this.inPart > 0 || this.parts.length === 0) this.parts.push(this.part.digest());
+    const multi = `${createHash('md5').update(Buffer.concat(this.parts)).digest('hex')}-${this.parts.length}`;
+    return { sha256: this.sha.digest('hex'), size: this.size, etags: [this.whole.digest('hex'), multi] };
+  }
+}
+
+export async function digestFile(path: string): Promise<{ sha256: string; size: number; etags: string[] }> {
+  const d = new Digest();
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) d.update(chunk as Buffer);
+  return d.finish();
+}
+
+export function digestBytes(b: Uint8Array): { sha256: string; size: number; etags: string[] } {
+  const d = new Digest();
+  d.update(b);
+  return d.finish();
+}
+
+const notFound = (e: unknown): boolean => {
+  const x = e as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return x.name === 'NotFound' || x.name === 'NoSuchKey' || x.$metadata?.httpStatusCode === 404;
+};
+
+/** The sha256 and length of an object's bytes as the store serves them (a full read). */
+export async function remoteDigest(s3: S3Client, bucket: string, key: string): Promise<{ sha256: string; size: number } | null> {
+  let r;
+  try {
+    r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  } catch (e) {
+    if (notFound(e)) return null;
+    throw e;
+  }
+  const h = createHash('sha256');
+  let n = 0;
+  for await (const chunk of r.Body as Readable) {
+    h.update(chunk as Buffer);
+    n += (chunk as Buffer).length;
+  }
+  // A body cut short without a socket error would otherwise look like a mismatch of the object.
+  if (r.ContentLength !== undefined && n !== r.ContentLength) throw new Error(`read of ${key} truncated: ${n} of ${r.ContentLength} bytes`);
+  return { sha256: h.digest('hex'), size: n };
+}
+
+/** Reads a small object whole (manifests, day records), or null when absent. */
+export async function getBytes(s3: S3Client, bucket: string, key: string): Promise<Buffer | null> {
+  let r;
+  try {
+    r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  } catch (e) {
+    if (notFound(e)) return null;
+    throw e;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of r.Body as Readable) chunks.push(chunk as Buffer);
+  const out = Buffer.concat(chunks);
+  if (r.ContentLength !== undefined && out.length !== r.ContentLength) throw new Error(`read of ${key} truncated: ${out.length} of ${r.ContentLength} bytes`);
+  return out;
+}
+
+/** 'same' when the stored object provably holds `o`'s bytes, 'absent', or 'different'. */
+export async function compare(s3: S3Client, bucket: string, o: LocalObject): Promise<'same' | 'absent' | 'different'> {
+  let head;
+  try {
+    head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: o.key }));
+  } catch (e) {
+    if (notFound(e)) return 'absent';
+    throw e;
+  }
+  if (head.ContentLength !== o.size || head.Metadata?.sha256 !== o.sha256) return 'different';
+  const etag = (head.ETag ?? '').replace(/"/g, '');
+  if (o.etags.includes(etag)) return 'same';
+  // Metadata can be copied onto other bytes, and some stores' ETags are not MD5s: read it back.
+  const r = await remoteDigest(s3, bucket, o.key);
+  return r && r.size === o.size && r.sha256 === o.sha256 ? 'same' : 'different';
+}
+
+/** Uploads `o` (multipart past PART_SIZE), then proves the stored copy; throws when it does not match. */
+export async function upload(s3: S3Client, bucket: string, o: LocalObject): Promise<void> {
+  const body = o.path !== undefined ? createReadStream(o.path, { highWaterMark: 1024 * 1024 }) : o.body!;
+  const up = new Upload({
+    client: s3,
+    params: { Bucket: bucket, Key: o.key, Body: body, ContentType: o.contentType, Metadata: { sha256: o.sha256 } },
+    partSize: PART_SIZE,
+    queueSize: 4,
+    leavePartsOnError: false,
+  });
+  let etag: string | undefined;
+  try {
+    etag = (await up.done()).ETag;
+  } finally {
+    if (typeof (body as Readable).destroy === 'function') (body as Readable).destroy();
+  }
+  // The ETag of the PUT (or of the completed multipart upload) is the server's MD5 of what it
+  // stored: when it is the expected one, that is the proof, without another request.
+  if (etag !== undefined && o.etags.includes(etag.replace(/"/g, ''))) return;
+  const state = await compare(s3, bucket, o);
+  if (state !== 'same') throw new Error(`${o.key}: the stored copy does not match the local file after upload (${state})`);
+}

@@ -1,0 +1,172 @@
+// Publishing one compacted day: every data file of every partition of the day first (each one
+// verified after upload), then the partitions' manifests, then the day record. A reader that trusts
+// only manifests (or only day records) never sees a half day, whatever kills the run: a rerun skips
+// every object the bucket already holds exactly and uploads the rest.
+
+import { readFile } from 'node:fs/promises';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { join } from 'node:path';
+import type { ArchiveConfig } from '../../config.js';
+import { MANIFEST } from '../parquet/manifest.js';
+import { dayPartitions } from './lag.js';
+import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
+import { compare, digestBytes, digestFile, upload, type LocalObject } from './objects.js';
+import { dayRecordRel, objectKey, writePublished, type DayRecord } from './layout.js';
+
+export interface SyncCounts {
+  days: number;
+  files: number;
+  uploaded: number;
+  skipped: number;
+  bytes: number;
+  failed: number;
+}
+
+export const zeroCounts = (): SyncCounts => ({ days: 0, files: 0, uploaded: 0, skipped: 0, bytes: 0, failed: 0 });
+
+export interface PublishHooks {
+  /** After each object: uploaded, skipped (already there exactly) or failed (retries exhausted). */
+  readonly onObject?: (key: string, outcome: 'uploaded' | 'skipped' | 'failed', bytes: number) => void;
+  /** Retry policy per object; its onRetry sees every failed attempt (the upload-error counter). */
+  readonly retry?: RetryOptions;
+  /** Objects in flight at once (default 4). */
+  readonly concurrency?: number;
+}
+
+interface PartitionPlan {
+  readonly rel: string;
+  readonly dir: string;
+  readonly files: LocalObject[];
+  readonly manifest: LocalObject;
+}
+
+export interface DayPlan {
+  readonly day: string;
+  readonly partitions: readonly PartitionPlan[];
+  readonly record: LocalObject;
+}
+
+/** Objects a plan will upload or skip (data files, manifests, the day record). */
+export const planSize = (p: DayPlan): number => p.partitions.reduce((n, x) => n + x.files.length + 1, 1);
+
+const json = (v: unknown): Uint8Array => Buffer.from(JSON.stringify(v, null, 1) + '\n');
+
+/**
+ * Reads and checksums the day's local partitions. Refuses (throws) when a local file does not match
+ * its manifest: a damaged copy must never become the archived one.
+ */
+export async function planDay(dataDir: string, a: ArchiveConfig, day: string): Promise<DayPlan> {
+  const partitions: PartitionPlan[] = [];
+  for (const [rel, dir] of await dayPartitions(dataDir, day)) {
+    const mBytes = await readFile(join(dir, MANIFEST));
+    const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+    const files: LocalObject[] = [];
+    for (const f of m.files) {
+      const path = join(dir, f.file);
+      const d = await digestFile(path).catch(() => null);
+      if (!d || d.size !== f.bytes || d.sha256 !== f.sha256) {
+        throw new Error(`${path} does not match its manifest (${d ? 'checksum differs' : 'missing'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`);
+      }
+      files.push({ key: objectKey(a, `parquet/${rel}/${f.file}`), path, ...d, contentType: 'application/vnd.apache.parquet' });
+    }
+    const manifest: LocalObject = { key: objectKey(a, `parquet/${rel}/${MANIFEST}`), body: mBytes, ...digestBytes(mBytes), contentType: 'application/json' };
+    partitions.push({ rel, dir, files, manifest });
+  }
+  const rec: DayRecord = {
+    date: day,
+    partitions: partitions.map((p) => ({ path: `parquet/${p.rel}`, manifest_sha256: p.manifest.sha256, files: p.files.length, bytes: p.files.reduce((n, f) => n + f.size, 0) })),
+  };
+  const body = json(rec);
+  return { day, partitions, record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' } };
+}
+
+/** Runs `fn` over `items` with at most `n` in flight; resolves once all settled. */
+async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+}
+
+/** Size and ETag of every object under the day's partitions and of its day record, by key. */
+async function listPartitions(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<Map<string, { size: number; etag: string }>> {
+  const out = new Map<string, { size: number; etag: string }>();
+  const prefixes = [...plan.partitions.map((p) => p.manifest.key.slice(0, p.manifest.key.lastIndexOf('/') + 1)), plan.record.key];
+  await pool(prefixes, 8, async (prefix) => {
+    let token: string | undefined;
+    do {
+      const r = await withRetries(`list ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })), retry);
+      for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+  });
+  return out;
+}
+
+/** The counts of one day, and what went wrong when `failed` > 0 (the day then stays unpublished). */
+export interface DayResult extends SyncCounts {
+  readonly errors: string[];
+}
+
+/**
+ * Publishes one planned day. Each phase starts only when the previous one verified completely:
+ * data files, then manifests, then the day record, then the local published state (which retention
+ * waits for). Never throws for an object that would not upload: `failed` counts them and a rerun
+ * resumes; it throws only for what no retry fixes (credentials, no bucket).
+ */
+export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string, plan: DayPlan, hooks: PublishHooks = {}): Promise<DayResult> {
+  const c: DayResult = { ...zeroCounts(), days: 1, errors: [] };
+  const retry = hooks.retry ?? DEFAULT_RETRY;
+  let fatal: unknown = null;
+  // One listing per partition says what is there already (size and ETag, the server's MD5), in
+  // place of a HEAD per object; a later attempt at an object asks the object itself.
+  let listed: Map<string, { size: number; etag: string }>;
+  try {
+    listed = await listPartitions(s3, a, plan, retry);
+  } catch (e) {
+    if (isFatal(e)) throw explain(e, a);
+    throw e;
+  }
+  const put = async (o: LocalObject): Promise<void> => {
+    c.files++;
+    let first = true;
+    try {
+      const outcome = await withRetries(o.key, async () => {
+        const l = first ? listed.get(o.key) : undefined;
+        const known = first && (!l || (l.size === o.size && o.etags.includes(l.etag)));
+        first = false;
+        if (known && l) return 'skipped' as const;
+        if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
+        await upload(s3, a.bucket, o);
+        return 'uploaded' as const;
+      }, retry);
+      if (outcome === 'uploaded') {
+        c.uploaded++;
+        c.bytes += o.size;
+      } else c.skipped++;
+      hooks.onObject?.(o.key, outcome, outcome === 'uploaded' ? o.size : 0);
+    } catch (e) {
+      c.failed++;
+      c.errors.push(`${o.key}: ${(e as Error).message || (e as Error).name}`);
+      if (isFatal(e)) fatal ??= e;
+      hooks.onObject?.(o.key, 'failed', 0);
+    }
+  };
+  // Manifests and the day record are small: more of them in flight at once.
+  const phases: [readonly LocalObject[], number][] = [
+    [plan.partitions.flatMap((p) => p.files), hooks.concurrency ?? 4],
+    [plan.partitions.map((p) => p.manifest), 4 * (hooks.concurrency ?? 4)],
+    [[plan.record], 1],
+  ];
+  for (const [objects, n] of phases) {
+    await pool(objects, n, put);
+    if (fatal) throw explain(fatal, a);
+    if (c.failed) return c;
+  }
+  const manifests: Record<string, string> = {};
+  for (const p of plan.partitions) manifests[p.rel] = p.manifest.sha256;
+  // Only what was verified above is recorded: a manifest changed since planning is caught next time.
+  await writePublished(dataDir, { url: a.url, date: plan.day, manifests });
+  return c;
+}

@@ -1,0 +1,59 @@
+// What `pmtape archive sync`, `pmtape compact` and `start`'s background compaction share: which
+// days to publish and publishing them one after the other with one client.
+
+import type { ArchiveConfig } from '../../config.js';
+import { DEFAULT_RETRY, archiveClient, type ClientOptions, type RetryOptions } from './client.js';
+import { addUploadErrors } from './layout.js';
+import { compactedDays, unpublishedDays } from './lag.js';
+import { planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
+
+export interface SyncOptions extends PublishHooks {
+  /** 'pending': days not yet published from here (default); 'all': re-check every compacted day. */
+  readonly days?: 'pending' | 'all' | readonly string[];
+  /** Told how many objects the run will look at, once the days are planned (for a progress bar). */
+  readonly onPlanned?: (objects: number, days: number) => void;
+  readonly client?: ClientOptions;
+  /** Named days must have compacted partitions here (else an error saying to compact first). */
+  readonly requireData?: boolean;
+}
+
+export interface SyncResult extends SyncCounts {
+  /** One line per object that could not be published (the day stays unpublished, rerun resumes). */
+  readonly errors: string[];
+}
+
+export async function syncArchive(dataDir: string, a: ArchiveConfig, o: SyncOptions = {}): Promise<SyncResult> {
+  const days = o.days === undefined || o.days === 'pending' ? await unpublishedDays(dataDir, a) : o.days === 'all' ? await compactedDays(dataDir) : o.days;
+  const plans = [];
+  for (const day of days) {
+    const plan = await planDay(dataDir, a, day);
+    if (plan.partitions.length === 0) {
+      if (o.requireData) throw new Error(`${day} has no compacted partition in this data dir: run \`pmtape compact --date ${day}\` first`);
+      continue;
+    }
+    plans.push(plan);
+  }
+  o.onPlanned?.(plans.reduce((n, p) => n + planSize(p), 0), plans.length);
+  const total: SyncResult = { ...zeroCounts(), errors: [] };
+  if (plans.length === 0) return total;
+  // Every failed request attempt counts (pmtape_archive_upload_errors_total), retried or not,
+  // and so does a verification that failed after an upload the server accepted.
+  let errors = 0;
+  const s3 = archiveClient(a, { ...o.client, onAttemptError: () => void errors++ });
+  const base = o.retry ?? DEFAULT_RETRY;
+  const retry: RetryOptions = { ...base, onRetry: (what, err, n) => {
+    if (!(err as { $metadata?: unknown }).$metadata) errors++; // not already counted as a request's
+    base.onRetry?.(what, err, n);
+  } };
+  try {
+    for (const plan of plans) {
+      const r = await publishDay(s3, a, dataDir, plan, { ...o, retry });
+      for (const k of ['days', 'files', 'uploaded', 'skipped', 'bytes', 'failed'] as const) total[k] += r[k];
+      total.errors.push(...r.errors);
+    }
+  } finally {
+    s3.destroy();
+    await addUploadErrors(dataDir, errors).catch(() => undefined);
+  }
+  return total;
+}
