@@ -1,9 +1,16 @@
 // `pmtape serve`: the API server only (read side). It reads whatever any record process writes to
 // the same data dir, picks up keys created or revoked by `pmtape keys` while running, prints
 // `ready <url>` once it accepts requests, and exits 0 after a clean close on SIGTERM/SIGINT.
+// With an archive configured and no logs in the data dir (or with --live-from), it is a stateless
+// reader: closed days come from the bucket (docs/archive.md, "Stateless readers").
 
+import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { commonOptions, configFrom, onShutdown, printReady } from './common.js';
+import { logsRoot } from '../storage/index.js';
+
+/** How often a stateless reader looks for days published since it started. */
+const REFRESH_MS = 60_000;
 
 export function register(program: Command): void {
   commonOptions(
@@ -11,12 +18,33 @@ export function register(program: Command): void {
       .command('serve')
       .description('API server only: serves what record processes write to the data dir')
       .option('--port <n>', 'API port (env PMTAPE_PORT, default 8080; 0 = ephemeral)')
-      .option('--host <h>', 'bind address (env PMTAPE_HOST, default 127.0.0.1)'),
-  ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string }) => {
+      .option('--host <h>', 'bind address (env PMTAPE_HOST, default 127.0.0.1)')
+      .option('--live-from <url>', 'a reader without logs: closed days from the archive, newer times (and the stream) from this server'),
+  ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string; liveFrom?: string }) => {
     const config = configFrom(opts);
+    const reader = config.storage.archive !== null && (opts.liveFrom !== undefined || !existsSync(logsRoot(config.dataDir)));
+    if (opts.liveFrom !== undefined && config.storage.archive === null) {
+      throw new Error('serve --live-from needs an archive: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL');
+    }
+    let stopRefresh = (): void => undefined;
+    if (reader) {
+      const { mountArchive } = await import('../storage/index.js');
+      const warn = (m: string): void => void process.stderr.write(`${m}\n`);
+      const mount = await mountArchive(config.dataDir, config.storage.archive!, config.storage.archiveCacheBytes, warn);
+      process.stderr.write(`serve: reading ${mount.days().length} archived day(s) from ${config.storage.archive!.url}\n`);
+      const timer = setInterval(() => void mount.refresh().catch((e: Error) => warn(`archive refresh: ${e.message}`)), REFRESH_MS);
+      timer.unref();
+      stopRefresh = () => {
+        clearInterval(timer);
+        mount.close();
+      };
+    }
     const { startApi } = await import('../api/server.js');
     const server = await startApi(config);
-    onShutdown(() => server.close());
+    onShutdown(async () => {
+      await server.close();
+      stopRefresh();
+    });
     printReady(server.url);
   });
 }

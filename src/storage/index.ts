@@ -74,6 +74,13 @@ export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts:
   return (await import('./archive/sync.js')).syncArchive(dataDir, archive, opts);
 }
 
+export type { ArchiveMount } from './archive/mount.js';
+
+/** Mounts the archive's closed days into a reader's data dir (see archive/mount.ts). */
+export async function mountArchive(dataDir: string, archive: ArchiveConfig, cacheBytes: number, warn?: (msg: string) => void): Promise<import('./archive/mount.js').ArchiveMount> {
+  return (await import('./archive/mount.js')).mountArchive(dataDir, archive, cacheBytes, warn);
+}
+
 /** Checks archived days against their manifests from the bucket alone (see archive/verify.ts). */
 export async function verifyArchive(archive: ArchiveConfig, days: readonly string[] | null, hooks: VerifyHooks = {}): Promise<VerifyCounts> {
   const { archiveClient } = await import('./archive/client.js');
