@@ -75,6 +75,7 @@ export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts:
 }
 
 export type { ArchiveMount } from './archive/mount.js';
+export { remoteFile, type RemoteFile } from './parquet/remote-files.js';
 
 /** Mounts the archive's closed days into a reader's data dir (see archive/mount.ts). */
 export async function mountArchive(dataDir: string, archive: ArchiveConfig, cacheBytes: number, warn?: (msg: string) => void): Promise<import('./archive/mount.js').ArchiveMount> {

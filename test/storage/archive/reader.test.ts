@@ -5,7 +5,7 @@
 // cache bound is honored by evicting the least recently used blocks.
 
 import t from 'tap';
-import { readdirSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
@@ -16,7 +16,8 @@ import { rangeCacheDir } from '../../../src/storage/archive/mount.js';
 import { RANGE_BLOCK } from '../../../src/storage/archive/range-cache.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, coinMarket } from '../../api/helpers.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY, type Weed } from './weed.js';
-import { compactedDay, localObjects } from './common.js';
+import { localObjects } from './common.js';
+import { writeFixture } from '../compaction-fixture.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const DAY = '2026-07-26';
@@ -52,6 +53,15 @@ function archiveOf(weed: Weed, url: string): ArchiveConfig {
   return { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
 }
 
+/**
+ * Cursors are signed with the data dir's secret: readers that share it accept each other's (and the
+ * host's) next_cursor, as docs/archive.md says to set up behind a load balancer.
+ */
+function shareCursorSecret(from: string, to: string): void {
+  mkdirSync(join(to, 'api'), { recursive: true });
+  copyFileSync(join(from, 'api', 'cursor.secret'), join(to, 'api', 'cursor.secret'));
+}
+
 type App = Awaited<ReturnType<typeof testApp>>;
 
 /** Status and body of each route, request ids blanked. */
@@ -79,16 +89,19 @@ if (bin) {
     const files = (await localObjects(host));
     const download = [...files.keys()].find((k) => k.includes('dataset=book_changes') && k.endsWith('.parquet'))!.slice('parquet/'.length);
     const routes = [...ROUTES, `/v3/datasets/files/${download}`];
+    const hostKey = (await keysFor(host)).paid; // before the app: it loads the keys at start
     const hostApp = await testApp(t, testConfig(host));
-    const expected = await answers(hostApp, (await keysFor(host)).paid, routes);
+    const expected = await answers(hostApp, hostKey, routes);
     t.ok([...expected.values()].filter((v) => v.startsWith('200 ')).length === routes.length - 1, 'the host answers every route but the unknown market');
 
     const reader = tmpDataDir(t);
     const mount = await mountArchive(reader, archive, 1 << 30);
     t.teardown(() => mount.close());
     t.same(mount.days(), [DAY]);
+    shareCursorSecret(host, reader);
+    const readerKey = (await keysFor(reader)).paid;
     const readerApp = await testApp(t, testConfig(reader, { storage: { ...testConfig(reader).storage, archive } }));
-    const got = await answers(readerApp, (await keysFor(reader)).paid, routes);
+    const got = await answers(readerApp, readerKey, routes);
     for (const r of routes) t.equal(got.get(r), expected.get(r), r);
     const parquetFiles = readdirSync(reader, { recursive: true }).map(String).filter((p) => p.endsWith('.parquet'));
     t.same(parquetFiles.filter((p) => !p.startsWith('archive-cache')), [], 'no part file was written into the reader\'s tree');
@@ -99,23 +112,27 @@ if (bin) {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-ranges');
     const archive = archiveOf(weed, 's3://pmtape-ranges/r');
-    const host = await compactedDay(t, DAY, 20_000);
+    const host = tmpDataDir(t);
+    await writeFixture(host, { days: [DAY], booksPerDay: 4_000, coinMarkets: 12, bothOutcomes: true, spanMs: 600_000 });
+    await compactDay(host, DAY, { threads: 1 });
     t.match(await syncArchive(host, archive), { days: 1, failed: 0 });
     const total = [...(await localObjects(host)).entries()].filter(([k]) => k.endsWith('.parquet')).reduce((n, [, b]) => n + b.length, 0);
     const biggest = Math.max(...[...(await localObjects(host)).entries()].filter(([k]) => k.endsWith('.parquet')).map(([, b]) => b.length));
-    t.ok(biggest > 8 * RANGE_BLOCK, `the fixture's largest file spans many blocks (${biggest} bytes)`);
+    t.ok(biggest > 4 * RANGE_BLOCK, `the fixture's largest file spans many blocks (${biggest} bytes)`);
 
     const reader = tmpDataDir(t);
     const mount = await mountArchive(reader, archive, 1 << 30);
     t.teardown(() => mount.close());
-    const app = await testApp(t, testConfig(reader, { storage: { ...testConfig(reader).storage, archive } }));
-    const { paid } = await keysFor(reader);
-    const hostApp = await testApp(t, testConfig(host));
     const hostKey = (await keysFor(host)).paid;
+    const hostApp = await testApp(t, testConfig(host));
+    shareCursorSecret(host, reader);
+    const { paid } = await keysFor(reader);
+    const app = await testApp(t, testConfig(reader, { storage: { ...testConfig(reader).storage, archive } }));
     const t0 = Date.parse(`${DAY}T00:00:01Z`);
     const few = [
-      `/v3/btc/markets/50000/snapshots?include_orderbook=true&start_time=${iso(t0 + 60_000)}&limit=20`,
-      `/v3/btc/markets/50001/orderbook/latest?as_of=${iso(t0 + 300_000)}`,
+      `/v3/wallet-prediction/w-1/snapshots?include_orderbook=true&start_time=${iso(t0 + 60_000)}&limit=20`,
+      `/v3/wallet-prediction/w-1/orderbook/latest?as_of=${iso(t0 + 300_000)}`,
+      `/v3/replay?family=coin&market_id=50001&start_time=${t0 + 200_000}&end_time=${t0 + 205_000}&types=book`,
     ];
     const want = await answers(hostApp, hostKey, few);
     const got = await answers(app, paid, few);
@@ -134,15 +151,17 @@ if (bin) {
     t.equal(mount.stats.requests, requests, 'the second read is served from the disk cache');
     t.ok(mount.stats.hits > 0);
 
-    // A bound of three blocks: reads still answer right, the cache never holds more, old blocks go.
+    // A bound of two blocks: reads still answer right, the cache never holds more, old blocks go.
     const small = tmpDataDir(t);
-    const bound = 3 * RANGE_BLOCK;
+    const bound = 2 * RANGE_BLOCK;
     const tiny = await mountArchive(small, archive, bound);
     t.teardown(() => tiny.close());
-    const smallApp = await testApp(t, testConfig(small, { storage: { ...testConfig(small).storage, archive } }));
+    shareCursorSecret(host, small);
     const smallKey = (await keysFor(small)).paid;
+    const smallApp = await testApp(t, testConfig(small, { storage: { ...testConfig(small).storage, archive } }));
     const onDisk = (): number => readdirSync(rangeCacheDir(small)).reduce((n, f) => n + statSync(join(rangeCacheDir(small), f)).size, 0);
-    const more = [...few, `/v3/btc/markets/50000/snapshots?include_orderbook=true&start_time=${iso(t0 + 500_000)}&limit=20`];
+    const more = [...few, `/v3/wallet-prediction/w-1/snapshots?include_orderbook=true&start_time=${iso(t0 + 500_000)}&limit=20`,
+      `/v3/replay?family=coin&market_id=50000&start_time=${t0 + 400_000}&end_time=${t0 + 405_000}&types=book`];
     const wantMore = await answers(hostApp, hostKey, more);
     const gotMore = await answers(smallApp, smallKey, more);
     for (const r of more) t.equal(gotMore.get(r), wantMore.get(r), `tiny cache: ${r}`);
