@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   range_not_satisfiable: 416,
   rate_limited: 429,
   internal: 500,
+  /** `serve --live-from`: the live server a request was forwarded to did not answer. */
+  upstream_unavailable: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -5,6 +5,8 @@
 // reader: closed days come from the bucket (docs/archive.md, "Stateless readers").
 
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { DAY_MS, dayStartMs } from '../schema/time.js';
 import type { Command } from 'commander';
 import { commonOptions, configFrom, onShutdown, printReady } from './common.js';
 import { logsRoot } from '../storage/index.js';
@@ -22,17 +24,28 @@ export function register(program: Command): void {
       .option('--live-from <url>', 'a reader without logs: closed days from the archive, newer times (and the stream) from this server'),
   ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string; liveFrom?: string }) => {
     const config = configFrom(opts);
-    const reader = config.storage.archive !== null && (opts.liveFrom !== undefined || !existsSync(logsRoot(config.dataDir)));
+    // A reader: asked to (--live-from), or no logs here (a data dir a reader made has its cache).
+    const reader = config.storage.archive !== null &&
+      (opts.liveFrom !== undefined || !existsSync(logsRoot(config.dataDir)) || existsSync(join(config.dataDir, 'archive-cache')));
     if (opts.liveFrom !== undefined && config.storage.archive === null) {
       throw new Error('serve --live-from needs an archive: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL');
     }
+    if (opts.liveFrom !== undefined && !/^https?:\/\/[^/]/.test(opts.liveFrom)) {
+      throw new Error(`serve --live-from must be the live server's URL (http://host:port or https://…), not "${opts.liveFrom}"`);
+    }
     let stopRefresh = (): void => undefined;
+    let archiveEnd = -Infinity;
     if (reader) {
       const { mountArchive } = await import('../storage/index.js');
       const warn = (m: string): void => void process.stderr.write(`${m}\n`);
       const mount = await mountArchive(config.dataDir, config.storage.archive!, config.storage.archiveCacheBytes, warn);
       process.stderr.write(`serve: reading ${mount.days().length} archived day(s) from ${config.storage.archive!.url}\n`);
-      const timer = setInterval(() => void mount.refresh().catch((e: Error) => warn(`archive refresh: ${e.message}`)), REFRESH_MS);
+      const endOf = (): number => {
+        const last = mount.days().at(-1);
+        return last === undefined ? -Infinity : dayStartMs(last)! + DAY_MS;
+      };
+      archiveEnd = endOf();
+      const timer = setInterval(() => void mount.refresh().then(() => (archiveEnd = endOf()), (e: Error) => warn(`archive refresh: ${e.message}`)), REFRESH_MS);
       timer.unref();
       stopRefresh = () => {
         clearInterval(timer);
@@ -40,7 +53,8 @@ export function register(program: Command): void {
       };
     }
     const { startApi } = await import('../api/server.js');
-    const server = await startApi(config);
+    const liveFrom = opts.liveFrom === undefined ? undefined : { url: opts.liveFrom, archiveEnd: () => archiveEnd };
+    const server = await startApi(config, { liveFrom });
     onShutdown(async () => {
       await server.close();
       stopRefresh();
