@@ -10,6 +10,10 @@ import { DAY_MS, dayStartMs } from '../schema/time.js';
 import type { Command } from 'commander';
 import { commonOptions, configFrom, onShutdown, printReady } from './common.js';
 import { logsRoot } from '../storage/index.js';
+import { keysPath } from '../api/plugins/keys.js';
+
+/** How often a stateless reader checks the archive's keys file (a revocation applies this fast). */
+const KEYS_POLL_MS = 2_000;
 
 /** How often a stateless reader looks for days published since it started. */
 const REFRESH_MS = 60_000;
@@ -47,8 +51,12 @@ export function register(program: Command): void {
       archiveEnd = endOf();
       const timer = setInterval(() => void mount.refresh().then(() => (archiveEnd = endOf()), (e: Error) => warn(`archive refresh: ${e.message}`)), REFRESH_MS);
       timer.unref();
+      // Keys come from the archive's copy (written by `pmtape keys` on the recorder hosts).
+      const { followKeys } = await import('../storage/index.js');
+      const stopKeys = await followKeys(config.storage.archive!, keysPath(config.dataDir), KEYS_POLL_MS, warn);
       stopRefresh = () => {
         clearInterval(timer);
+        stopKeys();
         mount.close();
       };
     }
