@@ -28,9 +28,11 @@ export function register(program: Command): void {
       .option('--live-from <url>', 'a reader without logs: closed days from the archive, newer times (and the stream) from this server'),
   ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string; liveFrom?: string }) => {
     const config = configFrom(opts);
-    // A reader: asked to (--live-from), or no logs here (a data dir a reader made has its cache).
-    const reader = config.storage.archive !== null &&
-      (opts.liveFrom !== undefined || !existsSync(logsRoot(config.dataDir)) || existsSync(join(config.dataDir, 'archive-cache')));
+    // A reader: asked to (--live-from), or no local data at all (neither logs nor Parquet), or a
+    // data dir an earlier reader made (it has the range cache).
+    const dir = config.dataDir;
+    const reader = config.storage.archive !== null && (opts.liveFrom !== undefined || existsSync(join(dir, 'archive-cache')) ||
+      (!existsSync(logsRoot(dir)) && !existsSync(join(dir, 'parquet'))));
     if (opts.liveFrom !== undefined && config.storage.archive === null) {
       throw new Error('serve --live-from needs an archive: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL');
     }
