@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   request_too_large: 431,
   rate_limited: 429,
   internal: 500,
+  /** `serve --live-from`: the live server a request was forwarded to did not answer. */
+  upstream_unavailable: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

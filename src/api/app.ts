@@ -30,6 +30,7 @@ import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
 import replayRoutes from './routes/replay.js';
 import streamPlugin from './stream/index.js';
+import liveForward, { type LiveForwardOptions } from './plugins/live-forward.js';
 import pagePlugin from './plugins/page.js';
 import { bufferedStdout, requestLog, type RequestLog } from './plugins/request-log.js';
 
@@ -69,6 +70,8 @@ export interface AppOptions {
   readonly latestCacheBytes?: number;
   /** The logger for the app's own lines (default: pino at the config's level on stdout). */
   readonly log?: FastifyBaseLogger;
+  /** `serve --live-from`: forward what reaches past the archive (and the stream) to this server. */
+  readonly liveFrom?: LiveForwardOptions;
 }
 
 async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
@@ -100,6 +103,8 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(expensiveRequests, { maxPerKey: config.server.maxExpensivePerKey });
   await fastify.register(openapi); // the document at /docs/json and its UI (before any documented route)
   await fastify.register(rateLimits, { limits: config.rateLimits });
+  // Before the routes, so its preHandler hook is theirs (after the key check and rate limits).
+  if (opts.liveFrom) await fastify.register(liveForward, opts.liveFrom);
 
   await fastify.register(healthRoutes);
   // Every family from its descriptor, under each of its prefixes (an alias answers identically).
@@ -107,7 +112,8 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(coverageRoutes, { prefix: '/v3' });
   await fastify.register(datasetsRoutes, { prefix: '/v3' });
   await fastify.register(replayRoutes, { prefix: '/v3' });
-  await fastify.register(streamPlugin, { prefix: '/v3' });
+  // A reader with --live-from relays the stream's upgrade to the live server instead of serving it.
+  if (!opts.liveFrom) await fastify.register(streamPlugin, { prefix: '/v3' });
   await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)
 }
 

@@ -140,6 +140,36 @@ export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
   });
 }
 
+/**
+ * Merges another copy of the key file (the archive's, as text; null: none) into this data dir's and
+ * returns the merged text, which is also written here: every key of either, a key revoked in either
+ * stays revoked (at its earliest revocation). Hosts sharing keys through the archive converge.
+ */
+export async function mergeKeyFile(dataDir: string, other: string | null): Promise<string> {
+  return withLock(dataDir, async () => {
+    const mine = await readKeyFile(dataDir);
+    const byId = new Map(mine.keys.map((k) => [k.id, k]));
+    if (other !== null) {
+      let theirs: KeyFile;
+      try {
+        theirs = JSON.parse(other) as KeyFile;
+        if (!theirs || !Array.isArray(theirs.keys)) throw new Error('no "keys" array');
+      } catch (e) {
+        throw new Error(`the archive's keys file is damaged (${(e as Error).message}); run \`pmtape keys\` on a host with a good copy after removing it`);
+      }
+      for (const k of theirs.keys) {
+        const have = byId.get(k.id);
+        if (!have) byId.set(k.id, k);
+        else if (k.revoked_ts !== null && (have.revoked_ts === null || k.revoked_ts < have.revoked_ts)) byId.set(k.id, { ...have, revoked_ts: k.revoked_ts });
+      }
+    }
+    const keys = [...byId.values()].sort((a, b) => a.created_ts - b.created_ts || (a.id < b.id ? -1 : 1));
+    const file: KeyFile = { version: 1, keys };
+    await writeKeyFile(dataDir, file);
+    return JSON.stringify(file, null, 2) + '\n';
+  });
+}
+
 /** Presented keys remembered as verified, at most (then the memory starts over). */
 const MAX_VERIFIED = 10_000;
 

@@ -16,8 +16,10 @@ import { familyOf } from '../../families/index.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
+  remoteFile,
 } from '../../storage/index.js';
 import { datasetsSkippedEntries } from '../../metrics.js';
+import { sendRemoteFile } from './remote-file.js';
 import { timeParam } from '../query/params.js';
 import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import { socketWriter } from './replay.js';
@@ -95,7 +97,7 @@ function judgeConditions(headers: IncomingHttpHeaders, etag: string): 'not-modif
 }
 
 /** The manifest entry of a requested path, or a 404/403 PmtapeError; the path never leaves the root. */
-async function publishedFile(req: FastifyRequest, dataDir: string, rel: string): Promise<{ entry: ManifestFile; rel: string; name: string }> {
+async function publishedFile(req: FastifyRequest, dataDir: string, rel: string): Promise<{ entry: ManifestFile; rel: string; name: string; path: string }> {
   const unknown = notFound(`No dataset file '${rel.slice(0, 300)}'; list files with /v3/datasets.`);
   const m = PATH.exec(rel);
   if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
@@ -113,8 +115,11 @@ async function publishedFile(req: FastifyRequest, dataDir: string, rel: string):
   // A damaged manifest or entry (the listing skips it, see entryProblem) is no file, not a 500.
   const files: unknown = (await readManifest(dir).catch(() => null))?.files;
   const entry = Array.isArray(files) ? (files as unknown[]).find((f) => (f as ManifestFile | null)?.file === name) as ManifestFile | undefined : undefined;
-  if (!entry || entryProblem(partitionRel(family, dataset, date), entry) !== null || !(await inside(join(dir, name)))) throw unknown;
-  return { entry, rel, name };
+  if (!entry || entryProblem(partitionRel(family, dataset, date), entry) !== null) throw unknown;
+  // A stateless reader's part files stay in the archive: the manifest names them, the bucket has them.
+  if (remoteFile(join(dir, name))) return { entry, rel, name, path: join(dir, name) };
+  if (!(await inside(join(dir, name)))) throw unknown;
+  return { entry, rel, name, path: join(dir, name) };
 }
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -226,13 +231,15 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
       },
     },
   }, async (req, reply) => {
-    const { entry, rel, name } = await publishedFile(req, dataDir, req.params['*']);
+    const { entry, rel, name, path } = await publishedFile(req, dataDir, req.params['*']);
     const etag = `"${entry.sha256}"`;
     void reply.header('ETag', etag).header('Accept-Ranges', 'bytes').header('Cache-Control', 'public, max-age=3600')
       .header('Content-Disposition', `attachment; filename="${name}"`);
     const judged = judgeConditions(req.raw.headers, etag);
     if (judged === 'not-modified') return reply.code(304).send(null);
     void reply.type('application/vnd.apache.parquet');
+    const remote = remoteFile(path);
+    if (remote) return sendRemoteFile(req, reply, remote, judged.rangesAllowed);
     return reply.sendFile(rel, parquetRoot(dataDir), {
       acceptRanges: judged.rangesAllowed, etag: false, lastModified: false, cacheControl: false, contentType: false,
       // Being replaced right now: the manifest and the file disagree for a moment, so refuse rather
