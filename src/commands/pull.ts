@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { clientKey } from '../config.js';
 import { dayStartMs } from '../schema/time.js';
 import { pull, type PullSummary } from '../pull/mirror.js';
+import { DEFAULT_MAX_LISTING_BYTES, DEFAULT_MAX_LISTING_PAGES } from '../pull/client.js';
 import { progress, type Progress } from './common.js';
 
 interface PullFlags {
@@ -18,6 +19,9 @@ interface PullFlags {
   endDate?: string;
   concurrency: string;
   retries: string;
+  idleTimeout: string;
+  maxListingBytes: string;
+  maxListingPages: string;
   rehash?: boolean;
 }
 
@@ -48,12 +52,21 @@ export function register(program: Command): void {
     .option('--end-date <day>', 'only partitions on or before this UTC day (YYYY-MM-DD)')
     .option('--concurrency <n>', 'downloads in flight at once', '4')
     .option('--retries <n>', 'retries of a network error, 5xx or cut transfer per file, with backoff', '5')
+    .option('--idle-timeout <seconds>', 'a listing page or transfer with no byte for this long is retried', '60')
+    .option('--max-listing-bytes <n>', 'bytes the whole listing may take before pull gives up on the server', String(DEFAULT_MAX_LISTING_BYTES))
+    .option('--max-listing-pages <n>', 'listing pages followed before pull gives up on the server', String(DEFAULT_MAX_LISTING_PAGES))
     .option('--rehash', 'hash every local file again instead of trusting the sidecar cache')
     .action(async (url: string, opts: PullFlags) => {
       if (!/^https?:\/\/[^/]/.test(url)) return usage(`<url> must be an http:// or https:// URL, got "${url}"`);
       const concurrency = intFlag(opts.concurrency, '--concurrency', 1, 64);
       const retries = intFlag(opts.retries, '--retries', 0, 100);
       if (concurrency === null || retries === null) return;
+      const idleS = Number(opts.idleTimeout);
+      if (!/^\d+(\.\d+)?$/.test(opts.idleTimeout) || idleS < 0.01 || idleS > 3600) return usage(`--idle-timeout must be seconds from 0.01 to 3600, got "${opts.idleTimeout}"`);
+      const maxListingBytes = intFlag(opts.maxListingBytes, '--max-listing-bytes', 1024, Number.MAX_SAFE_INTEGER);
+      if (maxListingBytes === null) return;
+      const maxListingPages = intFlag(opts.maxListingPages, '--max-listing-pages', 1, 10_000_000);
+      if (maxListingPages === null) return;
       for (const [flag, day] of [['--start-date', opts.startDate], ['--end-date', opts.endDate]] as const) {
         if (day !== undefined && dayStartMs(day) === null) return usage(`${flag} must be a UTC day like 2026-07-26, got "${day}"`);
       }
@@ -80,7 +93,9 @@ export function register(program: Command): void {
           concurrency,
           retries,
           rateLimitRetries: 10,
-          idleTimeoutMs: 60_000,
+          idleTimeoutMs: Math.round(idleS * 1000),
+          maxListingBytes,
+          maxListingPages,
           rehash: opts.rehash === true,
           signal: stop.signal,
           onListed: (files, bytes) => {

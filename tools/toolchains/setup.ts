@@ -5,10 +5,12 @@
 
 import { pathToFileURL } from 'node:url';
 import { underCi, type Toolchain } from './toolchain.js';
+import { toolchain as python } from './python.js';
+import { toolchain as chromium } from './chromium.js';
 import { toolchain as seaweedfs } from './seaweedfs.js';
 
 /** Every toolchain the full suite needs, in the order they are ensured. */
-export const toolchains: readonly Toolchain[] = [seaweedfs];
+export const toolchains: readonly Toolchain[] = [python, chromium, seaweedfs];
 
 export function findToolchain(name: string): Toolchain | undefined {
   return toolchains.find((tc) => tc.name === name);
