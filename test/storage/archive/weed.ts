@@ -52,13 +52,17 @@ export interface Weed {
   createBucket(name: string): Promise<void>;
 }
 
-export async function startWeed(t: Test, bin: string): Promise<Weed> {
+/** `anonymousRead`: requests without credentials may read and list (a public bucket). */
+export async function startWeed(t: Test, bin: string, opts: { anonymousRead?: boolean } = {}): Promise<Weed> {
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-weed-'));
   const ports = { master: await freePort(), volume: await freePort(), filer: await freePort(), s3: await freePort() };
   const grpc = { master: await freePort(), volume: await freePort(), filer: await freePort(), s3: await freePort() };
   const config = join(dir, 's3.json');
   writeFileSync(config, JSON.stringify({
-    identities: [{ name: 'pmtape-test', credentials: [{ accessKey: ACCESS_KEY, secretKey: SECRET_KEY }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
+    identities: [
+      { name: 'pmtape-test', credentials: [{ accessKey: ACCESS_KEY, secretKey: SECRET_KEY }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] },
+      ...(opts.anonymousRead ? [{ name: 'anonymous', actions: ['Read', 'List'] }] : []),
+    ],
   }));
   const args = [
     `-logdir=${dir}`, 'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
