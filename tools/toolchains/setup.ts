@@ -5,9 +5,10 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { toolchain as seaweedfs } from './seaweedfs.js';
+import { toolchain as spark } from './spark.js';
 import type { Toolchain } from './toolchain.js';
 
-export const TOOLCHAINS: readonly Toolchain[] = [seaweedfs];
+export const TOOLCHAINS: readonly Toolchain[] = [seaweedfs, spark];
 
 export const underCI = (env: NodeJS.ProcessEnv = process.env): boolean =>
   env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
