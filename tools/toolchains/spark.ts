@@ -1,5 +1,5 @@
 // The engines the archive tests read the bucket with: a Python venv (`.toolchains/venv-spark`) holding
-// pyspark, pyarrow and polars at pinned versions, and the jars Spark's `s3a://` needs
+// pyspark, pyarrow, polars and DuckDB with httpfs at pinned versions, and the jars Spark's `s3a://` needs
 // (`.toolchains/spark/jars`: hadoop-aws at the version of the Hadoop pyspark bundles, and what it
 // depends on, fetched from Maven Central by `mvn dependency:copy-dependencies`). Spark needs Java 17.
 
@@ -10,8 +10,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { toolchainsDir, type Toolchain } from './toolchain.js';
 
-/** Versions PyPI serves; pyspark 4.3.0 bundles Hadoop 3.5.0 (jars/hadoop-client-api-3.5.0.jar). */
-export const PIP_PACKAGES = ['pyspark==4.3.0', 'pyarrow==26.0.1', 'polars==2.1.0'] as const;
+/**
+ * Versions PyPI serves; pyspark 4.3.0 bundles Hadoop 3.5.0 (jars/hadoop-client-api-3.5.0.jar).
+ * DuckDB's httpfs comes as a wheel of the same DuckDB version, so no extension download is needed.
+ */
+export const PIP_PACKAGES = ['pyspark==4.3.0', 'pyarrow==26.0.1', 'polars==2.1.0', 'duckdb==1.4.4', 'duckdb-ext-httpfs==1.4.4.20260205'] as const;
 /** Must equal the Hadoop pyspark bundles: s3a's classes live in hadoop-aws, built per Hadoop release. */
 export const HADOOP_AWS = 'org.apache.hadoop:hadoop-aws:3.5.0';
 const MIN_PYTHON: [number, number] = [3, 10];

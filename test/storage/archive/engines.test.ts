@@ -1,11 +1,12 @@
 // Engines reading the archive straight from the bucket (a real SeaweedFS holding a compacted sim
 // day published by `archive sync`), each run as a child process the way docs/archive.md shows:
-// pyarrow (S3FileSystem + dataset, hive partitioning) and polars (scan_parquet on s3://) count the
+// DuckDB (httpfs, the docs' query verbatim), pyarrow (S3FileSystem + dataset, hive partitioning) and polars (scan_parquet on s3://) count the
 // same rows and read the same values as from the local Parquet; Spark (s3a:// with hadoop-aws)
 // reads a day of book_changes and rebuilds a book equal to the API's as-of book, level for level.
 
 import t from 'tap';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Test } from 'tap';
@@ -62,6 +63,24 @@ if (weedBin && python) {
         t.same(out[ds].bucket.dates, [DAY], `${name} ${ds}: the hive date column`);
       }
     }
+  });
+
+  t.test('DuckDB httpfs: the docs query on the bucket answers as on the local files', async (t) => {
+    const { dataDir, endpoint } = await publishedDay(t, weedBin);
+    const page = readFileSync(join(REPO, 'docs', 'datasets.md'), 'utf8');
+    const m = /<!-- query:archive-duckdb -->\s*```sql\n([\s\S]*?)```/.exec(page);
+    t.ok(m, 'docs/datasets.md has the archive-duckdb query');
+    if (!m) return;
+    const sql = m[1]
+      .replace("'127.0.0.1:8333'", `'${new URL(endpoint).host}'`)
+      .replace("'YOUR_KEY_ID'", `'${ACCESS_KEY}'`).replace("'YOUR_SECRET'", `'${SECRET_KEY}'`)
+      .replaceAll('s3://my-archive/pmtape/', `s3://${BUCKET}/${PREFIX}/`);
+    t.not(sql, m[1], 'the placeholders were replaced');
+    const local = sql.replaceAll(`s3://${BUCKET}/${PREFIX}/parquet/`, `${join(dataDir, 'parquet')}/`);
+    const out = await engine(python, ['duckdb', sql, local]);
+    t.ok(out.bucket.length >= 2, `${out.bucket.length} rows (date, market) from the bucket`);
+    t.same(out.bucket, out.local, 'the same rows as from the local files');
+    t.ok(out.bucket.every((r: { date: string }) => r.date === DAY), 'the hive date column');
   });
 
   t.test('Spark s3a:// rebuilds a book from book_changes equal to the API as-of book', async (t) => {

@@ -2,6 +2,7 @@
 prints one JSON line the test (engines.test.ts) compares with the local Parquet and the API.
 
 usage: engines_read.py pyarrow|polars ENDPOINT BUCKET PREFIX LOCAL_PARQUET_DIR DATASETS_JSON
+       engines_read.py duckdb SQL_OF_THE_DOCS LOCAL_SQL
        engines_read.py spark ENDPOINT BUCKET PREFIX JARS MARKET TOKEN DAY AS_OF_MS_JSON
 Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 """
@@ -60,6 +61,26 @@ def with_polars(endpoint, bucket, prefix, local, datasets):
     return out
 
 
+def with_duckdb(sql, local_sql):
+    """Runs the docs' query as printed (placeholders already replaced) and the same on local files.
+    The httpfs extension comes from the duckdb-ext-httpfs wheel, so INSTALL needs no network."""
+    import duckdb
+    import duckdb_ext
+
+    ext_dir = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+    out = []
+    for text in (sql, local_sql):
+        con = duckdb.connect(config={"extension_directory": ext_dir})
+        stmts = [x.strip() for x in text.split(";") if x.strip()]
+        for st in stmts[:-1]:
+            con.execute(st)
+        cur = con.execute(stmts[-1])
+        cols = [d[0] for d in cur.description]
+        out.append([{c: str(v) for c, v in zip(cols, row)} for row in cur.fetchall()])
+        con.close()
+    return {"bucket": out[0], "local": out[1]}
+
+
 def with_spark(endpoint, bucket, prefix, jars, market, token, day, as_of_ms):
     from pyspark.sql import SparkSession, Window
     from pyspark.sql import functions as F
@@ -108,6 +129,8 @@ def main(argv):
         endpoint, bucket, prefix, local, datasets = argv[2], argv[3], argv[4], argv[5], json.loads(argv[6])
         fn = with_pyarrow if engine == "pyarrow" else with_polars
         print(json.dumps(fn(endpoint, bucket, prefix, local, datasets)))
+    elif engine == "duckdb":
+        print(json.dumps(with_duckdb(argv[2], argv[3])))
     elif engine == "spark":
         endpoint, bucket, prefix, jars, market, token, day, as_of = argv[2:10]
         print(json.dumps(with_spark(endpoint, bucket, prefix, jars, market, token, day, json.loads(as_of))))
