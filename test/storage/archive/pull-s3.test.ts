@@ -1,7 +1,8 @@
 // `pmtape pull s3://…` against a real SeaweedFS holding a day published by `archive sync`: the
 // mirror equals the local Parquet files byte for byte, a rerun skips all, a public bucket is read
 // without credentials, a staged half-download is resumed (only the rest crosses the network) unless
-// the object changed, and an object that does not match its manifest's sha256 is refused.
+// the object changed, and an object that does not match its manifest's sha256 (or a manifest that
+// does not match its day record) is refused.
 
 import t from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -134,6 +135,15 @@ if (bin) {
     // The earlier mirror keeps its good copy: a rerun does not replace it with the corrupt one.
     const keep = await pullS3(url, weed.endpoint, out, WITH_KEYS, ['--rehash']);
     t.match(keep.summary, { skipped: want.size, failed: 0 }, 'a verified local copy is kept (it still matches the manifest)');
+
+    // A manifest that is not the one its day record names: the listing is refused, nothing fetched.
+    const mKey = `tape/parquet/${dirname(victim)}/_manifest.json`;
+    const manifest = readFileSync(join(dataDir, 'parquet', dirname(victim), '_manifest.json'));
+    await weed.client.send(new PutObjectCommand({ Bucket: 'pmtape-pull', Key: mKey, Body: Buffer.concat([manifest, Buffer.from(' ')]) }));
+    const forged = await pullS3(url, weed.endpoint, join(scratch, 'forged'), WITH_KEYS);
+    t.equal(forged.code, 1);
+    t.match(forged.stderr, /_manifest\.json does not match the sha256 its day record .* names/);
+    t.same(forged.summary, { files: 0, downloaded: 0, skipped: 0, bytes: 0, failed: 0 });
   });
 
   t.test('pull s3:// refusals: bad URL, bad endpoint, --endpoint with http, no such bucket, refused keys', async (t) => {
