@@ -15,6 +15,8 @@ import { runCliOnce } from '../../selfhost/helpers.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
 import { archiveCli, compactedDay, localObjects } from './common.js';
 
+// Weed plus a dozen CLI runs: minutes on a busy 2-core machine.
+t.setTimeout(600_000);
 const bin = requireTool(t, 'seaweedfs');
 
 const NO_AWS = { AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_PROFILE: '' };
