@@ -4,6 +4,9 @@
 
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { ConfigError, logLevel, parseRateLimits, tooDeep, MAX_CONFIG_DEPTH, type RateLimit } from './config-checks.js';
+
+export { ConfigError, LOG_LEVELS, MAX_CONFIG_DEPTH, parseRateLimits, type RateLimit } from './config-checks.js';
 import { archiveOf, type ArchiveConfig } from './config-archive.js';
 
 export { parseArchiveUrl, type ArchiveConfig } from './config-archive.js';
@@ -30,6 +33,8 @@ export interface Config {
   readonly rateLimits: { readonly free: RateLimit; readonly paid: RateLimit } | null;
   /** Live-stream limits and timers (`PMTAPE_STREAM_*`); the stream plugin's own options win. */
   readonly stream: StreamTuning;
+  /** Connection caps and the expensive-request limit of the API server (config `server`, `PMTAPE_*`). */
+  readonly server: ServerLimits;
   readonly upstreams: {
     readonly clob: UpstreamConfig;
     readonly catalog: UpstreamConfig;
@@ -147,11 +152,6 @@ function recorderTuning(v: unknown): RecorderTuning {
   return out as unknown as RecorderTuning;
 }
 
-export interface RateLimit {
-  readonly max: number;
-  readonly windowMs: number;
-}
-
 /** Default upstream endpoints: the real public ones (reachable only where there is a network). */
 export const DEFAULT_UPSTREAMS: Config['upstreams'] = {
   clob: { ws: 'wss://ws-subscriptions-clob.polymarket.com/ws/market', rest: 'https://clob.polymarket.com' },
@@ -160,13 +160,6 @@ export const DEFAULT_UPSTREAMS: Config['upstreams'] = {
   wallet: { rest: 'https://api.predict.fun', ws: 'wss://ws.predict.fun/ws', rate_per_s: 5 },
 };
 
-export class ConfigError extends Error {
-  constructor(field: string, why: string) {
-    super(`config: ${field} ${why}`);
-    this.name = 'ConfigError';
-  }
-}
-
 /** Flags a command may pass; undefined means "not given". */
 export interface ConfigFlags {
   readonly dataDir?: string;
@@ -174,21 +167,6 @@ export interface ConfigFlags {
   readonly host?: string;
   readonly port?: number | string;
   readonly logLevel?: string;
-}
-
-export function parseRateLimits(text: string): Config['rateLimits'] {
-  if (text.trim() === 'off') return null;
-  const out: Record<string, RateLimit> = {};
-  for (const part of text.split(',')) {
-    const m = /^\s*(free|paid)\s*=\s*(\d+)\s*\/\s*(\d*)\s*(s|m|h)\s*$/.exec(part);
-    if (!m) throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part}"; expected e.g. free=60/m,paid=3000/m or off`);
-    const unit = { s: 1000, m: 60_000, h: 3_600_000 }[m[4] as 's' | 'm' | 'h'];
-    out[m[1]] = { max: Number(m[2]), windowMs: (m[3] ? Number(m[3]) : 1) * unit };
-  }
-  return {
-    free: out.free ?? { max: 60, windowMs: 60_000 },
-    paid: out.paid ?? { max: 3000, windowMs: 60_000 },
-  };
 }
 
 /** Live-stream (`/v3/stream`) limits and timers. */
@@ -240,6 +218,55 @@ export function streamTuning(env: NodeJS.ProcessEnv): StreamTuning {
     out[k] = n;
   }
   return Object.freeze(out) as unknown as StreamTuning;
+}
+
+/**
+ * What one `serve` holds open and runs at once (docs/self-hosting.md, "Connections"): connections
+ * in all and per client address (past either, the oldest idle connection is closed to make room,
+ * or the new one when none is idle), how long a request's headers may take, and how many
+ * expensive requests (coverage lists, replays, dataset rows) one key may have running.
+ */
+export interface ServerLimits {
+  readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  readonly headersTimeoutMs: number;
+  readonly maxExpensivePerKey: number;
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  maxConnections: 4096,
+  maxConnectionsPerAddress: 256,
+  headersTimeoutMs: 10_000,
+  maxExpensivePerKey: 2,
+};
+
+/** Config file field and environment variable of each server limit. */
+const SERVER_LIMIT_NAMES: Record<keyof ServerLimits, readonly [string, string]> = {
+  maxConnections: ['max_connections', 'PMTAPE_MAX_CONNECTIONS'],
+  maxConnectionsPerAddress: ['max_connections_per_address', 'PMTAPE_MAX_CONNECTIONS_PER_ADDRESS'],
+  headersTimeoutMs: ['headers_timeout_ms', 'PMTAPE_HEADERS_TIMEOUT_MS'],
+  maxExpensivePerKey: ['max_expensive_per_key', 'PMTAPE_MAX_EXPENSIVE_PER_KEY'],
+};
+
+/** Server limits: env over the config file's `server` object over the defaults; positive integers. */
+export function serverLimits(file: unknown, env: NodeJS.ProcessEnv): ServerLimits {
+  if (file !== undefined && (typeof file !== 'object' || file === null || Array.isArray(file))) throw new ConfigError('server', 'must be an object');
+  const f = (file ?? {}) as Record<string, unknown>;
+  const fields = Object.values(SERVER_LIMIT_NAMES).map(([k]) => k);
+  for (const k of Object.keys(f)) if (!fields.includes(k)) throw new ConfigError(`server.${k}`, `is not a known field (known: ${fields.join(', ')})`);
+  const out: Record<string, number> = { ...DEFAULT_SERVER_LIMITS };
+  for (const [name, [field, variable]] of Object.entries(SERVER_LIMIT_NAMES)) {
+    const text = env[variable];
+    if (text !== undefined && text.trim() !== '') {
+      if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new ConfigError(variable, `must be a whole number ≥ 1, got "${text.slice(0, 40)}"`);
+      out[name] = Number(text);
+    } else if (f[field] !== undefined) {
+      if (!Number.isInteger(f[field]) || (f[field] as number) < 1) throw new ConfigError(`server.${field}`, 'must be a whole number ≥ 1');
+      out[name] = f[field] as number;
+    }
+  }
+  if (out.maxConnectionsPerAddress > out.maxConnections) out.maxConnectionsPerAddress = out.maxConnections;
+  return Object.freeze(out) as unknown as ServerLimits;
 }
 
 function stringList(v: unknown, field: string): string[] {
@@ -304,7 +331,7 @@ function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConf
   return { ...dflt, ...(o as UpstreamConfig) };
 }
 
-const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders'];
+const FILE_KEYS = ['upstreams', 'coins', 'windows', 'series', 'shard', 'storage', 'stale_after_ms', 'data_dir', 'recorders', 'server'];
 
 /** Reads and validates the JSON config file (all fields optional). */
 export function readConfigFile(path: string): Record<string, unknown> {
@@ -321,6 +348,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     throw new ConfigError(path, `is not valid JSON (${(e as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(path, 'must hold a JSON object');
+  const deep = tooDeep(parsed);
+  if (deep !== null) throw new ConfigError(path, `nests deeper than ${MAX_CONFIG_DEPTH} levels (at ${deep}); a pmtape config is at most a few levels deep: fix that field`);
   for (const k of Object.keys(parsed)) {
     if (!FILE_KEYS.includes(k)) throw new ConfigError(k, `is not a known field (known: ${FILE_KEYS.join(', ')})`);
   }
@@ -351,9 +380,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     dataDir: resolve(flags.dataDir ?? env.PMTAPE_DATA_DIR ?? (file.data_dir as string | undefined) ?? './data'),
     host: flags.host ?? env.PMTAPE_HOST ?? '127.0.0.1',
     port,
-    logLevel: flags.logLevel ?? env.PMTAPE_LOG_LEVEL ?? 'info',
+    logLevel: logLevel(flags.logLevel, env.PMTAPE_LOG_LEVEL),
     rateLimits: parseRateLimits(env.PMTAPE_RATE_LIMITS ?? 'free=60/m,paid=3000/m'),
     stream: streamTuning(env),
+    server: serverLimits(file.server, env),
     upstreams: {
       clob: upstream(ups.clob, 'upstreams.clob', DEFAULT_UPSTREAMS.clob),
       catalog: upstream(ups.catalog, 'upstreams.catalog', DEFAULT_UPSTREAMS.catalog),

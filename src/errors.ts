@@ -10,8 +10,14 @@ export const ERROR_STATUS = {
   not_found: 404,
   /** A dataset download's `Range` lies outside the file (the answer's `Content-Range` gives the size). */
   range_not_satisfiable: 416,
+  /** The client sent no complete request in time (answered by the HTTP layer, before any route). */
+  request_timeout: 408,
+  /** The request line and headers together exceed the server's limit (before any route). */
+  request_too_large: 431,
   rate_limited: 429,
   internal: 500,
+  /** `serve --live-from`: the live server a request was forwarded to did not answer. */
+  upstream_unavailable: 502,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

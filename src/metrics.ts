@@ -114,6 +114,28 @@ export const storageFreeBytes = new client.Gauge({
   registers: [registry],
 });
 
+export const datasetsSkippedEntries = new client.Counter({
+  name: 'pmtape_datasets_skipped_entries_total',
+  help: 'Manifest entries /v3/datasets left out, each counted once per process, by reason (bad_field, bad_name, bad_manifest, outside_root)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+// Compaction inside `start` (set from its worker's messages; `pmtape compact` prints the same).
+export const compactionQuarantined = new client.Counter({
+  name: 'pmtape_compaction_quarantined_records_total',
+  help: 'Records compaction set aside in a partition\'s _quarantine.jsonl (a value its columns cannot hold exactly), by family and dataset',
+  labelNames: ['family', 'dataset'] as const,
+  registers: [registry],
+});
+
+export const compactionFailures = new client.Counter({
+  name: 'pmtape_compaction_failures_total',
+  help: 'Partitions (or whole days, dataset "*") whose compaction failed and will be retried, by family and dataset',
+  labelNames: ['family', 'dataset'] as const,
+  registers: [registry],
+});
+
 // The archive (API.md §9), set at each scrape from the data dir's local published state, so every
 // process serving the data dir reports the same lag whichever process publishes.
 export const archiveLagDays = new client.Gauge({

@@ -56,6 +56,42 @@ t.test('PMTAPE_GC_METRICS: off unless switched on; anything but on/off is refuse
     { name: 'ConfigError', message: /PMTAPE_GC_METRICS must be on or off/ });
 });
 
+t.test('PMTAPE_LOG_LEVEL: one of pino levels; anything else is refused naming the variable and the levels', async (t) => {
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, {}).logLevel, 'info', 'unset: info');
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_LOG_LEVEL: 'warn' }).logLevel, 'warn');
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_LOG_LEVEL: 'silent' }).logLevel, 'silent');
+  t.throws(() => loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_LOG_LEVEL: 'loud' }),
+    { name: 'ConfigError', message: /PMTAPE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"/ });
+  t.throws(() => loadConfig({ dataDir: '/tmp/x', logLevel: 'loud' }, { PMTAPE_LOG_LEVEL: 'warn' }),
+    { message: /--log-level must be one of/ }, 'a flag is named as the flag');
+});
+
+t.test('PMTAPE_RATE_LIMITS: a zero count or window is refused naming the variable, the form and off', async (t) => {
+  for (const bad of ['free=0/m', 'free=60/m,paid=0/h', 'paid=5/0m', 'free=00/s']) {
+    t.throws(() => loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_RATE_LIMITS: bad }),
+      { name: 'ConfigError', message: /PMTAPE_RATE_LIMITS has ".*"; the count and window must be at least 1 \(form PLAN=COUNT\/\[N\]s\|m\|h.*use off to disable limits\)/ }, bad);
+  }
+  t.throws(() => loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_RATE_LIMITS: 'free=-1/m' }), { message: /PMTAPE_RATE_LIMITS/ }, 'negative: not the form');
+  t.equal(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_RATE_LIMITS: 'off' }).rateLimits, null, 'off still disables');
+  t.same(loadConfig({ dataDir: '/tmp/x' }, { PMTAPE_RATE_LIMITS: 'free=1/10s' }).rateLimits?.free, { max: 1, windowMs: 10_000 });
+});
+
+t.test('a deeply nested config file is refused naming the file and the field, never a stack overflow', async (t) => {
+  const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-config-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'deep.json');
+  // coins' validator quotes the bad value, which recursed through 100 000 levels before.
+  for (const text of [`{"coins":[${'['.repeat(100_000)}${']'.repeat(100_000)}]}`, `{"recorders":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`]) {
+    await writeFile(file, text);
+    t.throws(() => loadConfig({ dataDir: dir, config: file }, {}), { name: 'ConfigError', message: new RegExp(`config: ${file} nests deeper than 16 levels \\(at (coins|recorders)`) });
+  }
+  await writeFile(file, JSON.stringify({ upstreams: { clob: { rest: 'http://x' } }, storage: { retention_days: 1 } }));
+  t.equal(loadConfig({ dataDir: dir, config: file }, {}).upstreams.clob.rest, 'http://x', 'a real config still loads');
+});
+
 t.test('storage.archive: parsed from the file, PMTAPE_ARCHIVE_URL/_ENDPOINT win, mistakes refused by name', async (t) => {
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');

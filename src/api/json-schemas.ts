@@ -116,3 +116,31 @@ export const coverageSchema = {
     connected: { type: 'boolean' },
   },
 } as const;
+
+/** The contract's error envelope (API.md §2), the body of every error status of every route. */
+export const envelopeSchema = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { status: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' }, request_id: { type: 'string' } },
+      required: ['status', 'code', 'message', 'request_id'],
+    },
+  },
+  required: ['error'],
+} as const;
+
+/** What each error status means on the routes (the codes of API.md §2), for the OpenAPI document. */
+const ERROR_MEANING: Record<number, string> = {
+  400: 'invalid_parameter (a sentence naming the parameter) or invalid_cursor',
+  401: 'unauthorized: missing, malformed, unknown or revoked key',
+  403: "plan_required: the key's plan does not include this route or family",
+  404: 'not_found: unknown market, ticker, coin or file',
+  416: 'range_not_satisfiable: the Range header asks for bytes outside the file',
+  429: 'rate_limited: per-key rate limit exceeded; Retry-After says when to retry',
+  500: 'internal: a bug; the message is hidden, quote request_id',
+};
+
+/** Response schemas of the error envelope for the given statuses (they also serialize the envelope). */
+export const errorResponses = (statuses: readonly number[]): Record<number, object> =>
+  Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: `error envelope (API.md §2): ${ERROR_MEANING[s] ?? 'see API.md §2'}` }]));

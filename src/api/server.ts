@@ -9,6 +9,7 @@ import { FAMILIES } from '../schema/observation.js';
 import { warmDatasetRows, warmParquet } from '../storage/index.js';
 import { buildApp, type AppOptions } from './app.js';
 import { warmReplay } from './query/replay-warm-up.js';
+import { ConnectionGuard } from './connection-guard.js';
 
 export interface ApiServer {
   readonly app: FastifyInstance;
@@ -80,9 +81,25 @@ export interface StartOptions extends Partial<AppOptions> {
   readonly warmUp?: 'before-listen' | 'background';
 }
 
+/** Connection caps (connection-guard.ts); shedding is logged at most once a minute, with counts. */
+function guardConnections(app: FastifyInstance, config: Config): ConnectionGuard {
+  let lastWarn = 0;
+  const guard = new ConnectionGuard(config.server, (what, address) => {
+    const now = Date.now();
+    if (now - lastWarn < 60_000) return;
+    lastWarn = now;
+    app.pmtape.log.warn({ ...guard.counts(), address, limits: config.server }, what === 'shed'
+      ? 'connection cap reached: closed the oldest idle connection (see docs/self-hosting.md, Connections)'
+      : 'connection cap reached with every connection busy: refused a new one (see docs/self-hosting.md, Connections)');
+  });
+  guard.attach(app.server);
+  return guard;
+}
+
 export async function startApi(config: Config, opts: StartOptions = {}): Promise<ApiServer> {
   tuneGcForServing();
   const app = await buildApp({ ...opts, config });
+  guardConnections(app, config);
   if (opts.warmUp !== 'background') await warmReadSide(app, config.dataDir, true);
   const address = await app.listen({ host: config.host, port: config.port });
   if (opts.warmUp === 'background') void warmReadSide(app, config.dataDir, false); // logs its own failures

@@ -7,9 +7,15 @@
 // record says they were untrustworthy during it. A gap is written when a loss is noticed, which can
 // be long after it began (a recorder restarted after kill -9 writes its `not_recording` gap from
 // the last record it had kept): the buckets from the gap's `start_ts` on are not served either.
+// A gap noticed while later records were already applied (a `sequence_gap`) is met only after the
+// grid decided its first buckets: the caller reads ahead and passes a GapLookahead
+// (book/gap-lookahead.ts, where the whole rule is stated).
 //
 // Push style: the caller replays the records in receive-time order and calls `advance(t)` before
 // applying each (t = its receive time), `noteApplied` after, and `advance(stop)` at the end.
+
+import type { GapReason } from '../schema/observation.js';
+import type { GapLookahead } from './gap-lookahead.js';
 
 /** What the grid needs of a market's books. */
 export interface GridBooks {
@@ -21,8 +27,11 @@ export interface GridBooks {
 export interface GridListener {
   /** Bucket [start, start + I) holds a book. Return false to take it later: the grid stops before it. */
   served(start: number): boolean | void;
-  /** Buckets [from, to) hold none; `spoiled`: a gap record written after the fact says so. */
-  unserved?(from: number, to: number, spoiled: boolean): void;
+  /**
+   * Buckets [from, to) hold none; `spoiled`: a gap record written after the fact says so (`reason`:
+   * its reason, when it was read ahead rather than being the record about to be applied).
+   */
+  unserved?(from: number, to: number, spoiled: boolean, reason?: GapReason): void;
 }
 
 /** The grid's bucket boundaries: a time rounded down or up to a multiple of the interval. */
@@ -37,7 +46,8 @@ export class IntervalGrid {
   private stopped = false;
 
   /** `start`: the first bucket's start, on the grid; no bucket ending after `stop` is decided. */
-  constructor(private readonly intervalMs: number, start: number, private readonly stop: number, private readonly on: GridListener) {
+  /** `ahead`: the back-dated gaps read ahead of the records applied (see book/gap-lookahead.ts). */
+  constructor(private readonly intervalMs: number, start: number, private readonly stop: number, private readonly on: GridListener, private readonly ahead?: GapLookahead) {
     this.start = start;
   }
 
@@ -79,12 +89,14 @@ export class IntervalGrid {
       const end = this.start + I;
       if (t < end) return;
       const spoiled = spoiledFrom < end;
-      if (this.okAtStart && !this.broke && !spoiled && books.valid()) {
+      const later = spoiled ? null : this.ahead?.spoiler(this.start, end) ?? null;
+      if (this.okAtStart && !this.broke && !spoiled && later === null && books.valid()) {
         if (this.on.served(this.start) === false) {
           this.stopped = true;
           return;
         }
-      } else this.on.unserved?.(this.start, end, spoiled);
+      } else if (later !== null) this.on.unserved?.(this.start, end, true, later);
+      else this.on.unserved?.(this.start, end, spoiled);
       this.start = end;
       this.pendingStart = true;
     }

@@ -16,9 +16,27 @@ export class SampledBooks implements GridBooks {
   validSince: number | null = null;
   /** The record a sample of the current state names. */
   lastBook: Recorded | null = null;
+  /** The book observation just before the checkpoint a reader starts at (see seedFrom). */
+  private seed: Recorded | null = null;
 
   /** `tokens`: the outcome tokens that must be valid (ignored for yes/no). */
   constructor(private readonly mode: SampledMarket, readonly tokens: readonly string[]) {}
+
+  /**
+   * Before replaying from the checkpoint at `cp` (LogView.checkpointAtOrBefore): looks back for the
+   * book observation that checkpoint restates, which a sample then names (as a replay that started
+   * earlier would). A few records back at most; none found, the checkpoint stands in.
+   */
+  async seedFrom<P>(view: { backward(before: P): AsyncIterable<{ readonly rec: Recorded }> }, cp: P): Promise<void> {
+    let n = 0;
+    for await (const { rec } of view.backward(cp)) {
+      if (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book') {
+        this.seed = rec;
+        return;
+      }
+      if (rec.type === 'gap' || rec.type === 'book_checkpoint' || ++n >= 64) return;
+    }
+  }
 
   valid(): boolean {
     if (this.mode === 'yesno') return this.yesno !== null && !this.yesnoGap;
@@ -42,9 +60,12 @@ export class SampledBooks implements GridBooks {
       changed = this.books.apply(rec);
     }
     // Checkpoints restate the book, so a sample names the observation that made it; only when a
-    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in.
+    // checkpoint is what made the books valid (replay start, or after a gap) does it stand in, and
+    // then as the observation before it when the reader knows it (`seed`): a page or a compaction
+    // starts at a checkpoint, a replay at the book before it, and all name the same record.
     if (changed.length > 0 && (rec.type === 'book' || rec.type === 'book_delta' || rec.type === 'yesno_book')) this.lastBook = rec;
-    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = rec;
+    else if (changed.length > 0 && rec.type === 'book_checkpoint' && (!was || this.lastBook === null)) this.lastBook = this.seed ?? rec;
+    this.seed = null;
     const now = this.valid();
     if (!was && now) this.validSince = rec.recv_ts;
     else if (was && !now) this.validSince = null;

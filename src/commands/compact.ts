@@ -13,7 +13,7 @@ import { commonOptions, configFrom, progress } from './common.js';
 addVerifyCheck((dataDir, repair, onProgress) => checkPartitions(dataDir, repair, onProgress));
 
 const line = (r: PartitionResult): string =>
-  `${r.status} family=${r.family}/dataset=${r.dataset}/date=${r.date} rows=${r.rows} bytes=${r.bytes}\n`;
+  `${r.status} family=${r.family}/dataset=${r.dataset}/date=${r.date} rows=${r.rows} bytes=${r.bytes}${r.quarantined ? ` quarantined=${r.quarantined}` : ''}\n`;
 
 export function register(program: Command): void {
   commonOptions(
@@ -58,8 +58,15 @@ export function register(program: Command): void {
       bar.tick(1, day);
     }
     const written = results.filter((r) => r.status === 'written' || r.status === 'would-write');
-    bar.done(`${days.length} day(s), ${written.length} partition(s) ${opts.dryRun ? 'would be written' : 'written'}, ${results.length - written.length} unchanged or empty`);
+    const failed = results.filter((r) => r.status === 'failed');
+    bar.done(`${days.length} day(s), ${written.length} partition(s) ${opts.dryRun ? 'would be written' : 'written'}, ${results.length - written.length - failed.length} unchanged or empty${failed.length ? `, ${failed.length} failed` : ''}`);
     for (const r of results) process.stdout.write(line(r));
+    for (const r of failed) process.stderr.write(`pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset} failed (its logs are kept; the rest of the day was compacted): ${r.error}\n`);
+    if (failed.length) process.exitCode = 1;
+    const aside = results.filter((r) => r.quarantined && r.status !== 'unchanged' && r.dataset !== 'book_snapshots');
+    for (const r of aside) {
+      process.stderr.write(`pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset}: ${r.quarantined} record(s) its columns cannot hold exactly were set aside in the partition's _quarantine.jsonl (see docs/datasets.md)\n`);
+    }
     if (results.some((r) => r.status === 'blocked')) {
       process.stderr.write('pmtape compact: "blocked" partitions were kept as they are: their logs changed after some were already deleted by retention\n');
     }

@@ -4,7 +4,20 @@
 
 import type { Command } from 'commander';
 import { commonOptions, configFrom } from './common.js';
-import { createKey, listKeys, revokeKey, type Plan } from '../api/plugins/keys.js';
+import { createKey, listKeys, mergeKeyFile, printableName, revokeKey, type Plan } from '../api/plugins/keys.js';
+import type { Config } from '../config.js';
+
+/**
+ * With an archive configured, the key file is merged with the archive's copy and published back
+ * (conditional writes), so stateless readers pick up the change within seconds.
+ */
+async function share(config: Config): Promise<void> {
+  const a = config.storage.archive;
+  if (!a) return;
+  const { publishKeys } = await import('../storage/index.js');
+  await publishKeys(a, (current) => mergeKeyFile(config.dataDir, current));
+  process.stderr.write(`keys published to ${a.url}\n`);
+}
 
 export function register(program: Command): void {
   const keys = program.command('keys').description('create, list and revoke API keys');
@@ -17,9 +30,11 @@ export function register(program: Command): void {
       .requiredOption('--name <name>', 'who or what the key is for'),
   ).action(async (opts: { dataDir?: string; config?: string; plan: string; name: string }) => {
     if (opts.plan !== 'free' && opts.plan !== 'paid') throw new Error(`--plan must be free or paid, got "${opts.plan}"`);
-    const { record, key } = await createKey(configFrom(opts).dataDir, opts.plan as Plan, opts.name);
+    const config = configFrom(opts);
+    const { record, key } = await createKey(config.dataDir, opts.plan as Plan, opts.name);
     process.stdout.write(`${key}\n`);
-    process.stderr.write(`created key ${record.id} (${record.plan}, "${record.name}"); it is not shown again\n`);
+    process.stderr.write(`created key ${record.id} (${record.plan}, "${printableName(record.name)}"); it is not shown again\n`);
+    await share(config);
   });
 
   commonOptions(
@@ -37,14 +52,16 @@ export function register(program: Command): void {
       return;
     }
     for (const k of list) {
-      process.stdout.write(`${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${k.name}\n`);
+      process.stdout.write(`${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${printableName(k.name)}\n`);
     }
   });
 
   commonOptions(keys.command('revoke').description('revoke a key by id').argument('<id>', 'key id from `keys list`')).action(
     async (id: string, opts: { dataDir?: string; config?: string }) => {
-      if (!(await revokeKey(configFrom(opts).dataDir, id))) throw new Error(`no key with id "${id}" (see \`pmtape keys list\`)`);
+      const config = configFrom(opts);
+      if (!(await revokeKey(config.dataDir, id))) throw new Error(`no key with id "${id}" (see \`pmtape keys list\`)`);
       process.stderr.write(`revoked key ${id}\n`);
+      await share(config);
     },
   );
 }

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import { clientKey, parseArchiveUrl, type ArchiveConfig } from '../config.js';
 import { dayStartMs } from '../schema/time.js';
 import { pull, type PullSummary } from '../pull/mirror.js';
+import { DEFAULT_MAX_LISTING_BYTES, DEFAULT_MAX_LISTING_PAGES } from '../pull/client.js';
 import type { PullSource } from '../pull/source.js';
 import { progress, type Progress } from './common.js';
 
@@ -20,6 +21,9 @@ interface PullFlags {
   endDate?: string;
   concurrency: string;
   retries: string;
+  idleTimeout: string;
+  maxListingBytes: string;
+  maxListingPages: string;
   rehash?: boolean;
   endpoint?: string;
   region: string;
@@ -52,6 +56,9 @@ export function register(program: Command): void {
     .option('--end-date <day>', 'only partitions on or before this UTC day (YYYY-MM-DD)')
     .option('--concurrency <n>', 'downloads in flight at once', '4')
     .option('--retries <n>', 'retries of a network error, 5xx or cut transfer per file, with backoff', '5')
+    .option('--idle-timeout <seconds>', 'a listing page or transfer with no byte for this long is retried', '60')
+    .option('--max-listing-bytes <n>', 'bytes the whole listing may take before pull gives up on the server', String(DEFAULT_MAX_LISTING_BYTES))
+    .option('--max-listing-pages <n>', 'listing pages followed before pull gives up on the server', String(DEFAULT_MAX_LISTING_PAGES))
     .option('--rehash', 'hash every local file again instead of trusting the sidecar cache')
     .option('--endpoint <url>', 's3:// only: the S3-compatible endpoint (R2, MinIO, SeaweedFS); omit for AWS')
     .option('--region <region>', 's3:// only: the signing region', 'us-east-1')
@@ -68,6 +75,12 @@ export function register(program: Command): void {
       const concurrency = intFlag(opts.concurrency, '--concurrency', 1, 64);
       const retries = intFlag(opts.retries, '--retries', 0, 100);
       if (concurrency === null || retries === null) return;
+      const idleS = Number(opts.idleTimeout);
+      if (!/^\d+(\.\d+)?$/.test(opts.idleTimeout) || idleS < 0.01 || idleS > 3600) return usage(`--idle-timeout must be seconds from 0.01 to 3600, got "${opts.idleTimeout}"`);
+      const maxListingBytes = intFlag(opts.maxListingBytes, '--max-listing-bytes', 1024, Number.MAX_SAFE_INTEGER);
+      if (maxListingBytes === null) return;
+      const maxListingPages = intFlag(opts.maxListingPages, '--max-listing-pages', 1, 10_000_000);
+      if (maxListingPages === null) return;
       for (const [flag, day] of [['--start-date', opts.startDate], ['--end-date', opts.endDate]] as const) {
         if (day !== undefined && dayStartMs(day) === null) return usage(`${flag} must be a UTC day like 2026-07-26, got "${day}"`);
       }
@@ -101,7 +114,9 @@ export function register(program: Command): void {
           concurrency,
           retries,
           rateLimitRetries: 10,
-          idleTimeoutMs: 60_000,
+          idleTimeoutMs: Math.round(idleS * 1000),
+          maxListingBytes,
+          maxListingPages,
           rehash: opts.rehash === true,
           signal: stop.signal,
           onListed: (files, bytes) => {

@@ -20,8 +20,10 @@ export async function startService(config: Config): Promise<Service> {
   const { default: pino } = await import('pino');
   const { startRecorders } = await import('../recorders/index.js');
   const { startApi } = await import('../api/server.js');
-  // pino JSON lines on stdout, beside the first-key lines and `ready <url>` (see serverLogger in src/api/app.ts).
-  const logger = pino({ level: config.logLevel }, pino.destination(1));
+  // pino JSON lines on stdout, beside the first-key lines and `ready <url>` (see serverLogger in
+  // src/api/app.ts), buffered as `serve`'s are: the request log writes a line per request.
+  const { bufferedStdout } = await import('../api/plugins/request-log.js');
+  const logger = pino({ level: config.logLevel }, bufferedStdout());
   // The read side warms in the background (server.ts): recording must not wait for it.
   const api = await startApi(config, { logger: logger.child({ part: 'api' }), warmUp: 'background' });
   const recorders = startRecorders(config, { logger: logger.child({ part: 'recorders' }) }).catch((e: unknown) => {
@@ -31,7 +33,13 @@ export async function startService(config: Config): Promise<Service> {
     return null;
   });
   const { startAutoCompaction } = await import('../storage/index.js');
-  const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }));
+  const { compactionFailures, compactionQuarantined } = await import('../metrics.js');
+  const compaction = startAutoCompaction(config, logger.child({ part: 'compaction' }), undefined, (m) => {
+    if (m.type === 'partitions') {
+      for (const p of m.quarantined) compactionQuarantined.inc({ family: p.family, dataset: p.dataset }, p.quarantined ?? 0);
+      for (const p of m.failed) compactionFailures.inc({ family: p.family, dataset: p.dataset });
+    } else if (m.type === 'day-failed') compactionFailures.inc({ family: '*', dataset: '*' });
+  });
   return {
     url: api.url,
     async close() {

@@ -74,6 +74,11 @@ export class PullCache {
     }, SAVE_EVERY_MS);
   }
 
+  /** The sha256 pull last verified for `path` (whatever the file is now), or null: pull wrote it. */
+  verifiedSha(path: string): string | null {
+    return this.data.verified[path]?.sha256 ?? null;
+  }
+
   forgetVerified(path: string): void {
     delete this.data.verified[path];
   }

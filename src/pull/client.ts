@@ -11,8 +11,12 @@ export interface ClientOptions {
   readonly retries: number;
   /** Retries after 429 per request (each waits for Retry-After). */
   readonly rateLimitRetries: number;
-  /** A transfer with no byte for this long counts as a transient failure. */
+  /** A transfer or listing page with no byte for this long counts as a transient failure. */
   readonly idleTimeoutMs: number;
+  /** Bytes all listing pages together may take (a hostile server's endless body stops here). */
+  readonly maxListingBytes?: number;
+  /** Listing pages followed at most (a hostile server's endless fresh cursors stop here). */
+  readonly maxListingPages?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -147,6 +151,55 @@ export interface ListFilters {
   readonly endDate?: string;
 }
 
+/** Defaults of the listing caps: far above any real server's listing (1000 entries are ~0.3 MB a page). */
+export const DEFAULT_MAX_LISTING_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_MAX_LISTING_PAGES = 10_000;
+
+/**
+ * One listing page's JSON, read as a stream so that neither an endless body (past `budget` bytes)
+ * nor a stall (no byte for `idleTimeoutMs`, headers included) holds pull for long.
+ */
+async function listingPage(o: ClientOptions, url: URL, budget: number): Promise<{ body: { data?: unknown; next_cursor?: unknown }; bytes: number }> {
+  const idle = new AbortController();
+  const signal = o.signal ? AbortSignal.any([o.signal, idle.signal]) : idle.signal;
+  let timer = setTimeout(() => idle.abort(), o.idleTimeoutMs);
+  const stalled = (): TransientError => new TransientError(`the listing ${url.pathname} sent no data for ${o.idleTimeoutMs} ms (--idle-timeout)`);
+  try {
+    let res: Response;
+    try {
+      res = await get({ ...o, signal }, url.href, { accept: 'application/json' });
+    } catch (e) {
+      if (idle.signal.aborted && !o.signal?.aborted) throw stalled();
+      throw e;
+    }
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    try {
+      for await (const chunk of (res.body ?? []) as AsyncIterable<Uint8Array>) {
+        clearTimeout(timer);
+        timer = setTimeout(() => idle.abort(), o.idleTimeoutMs);
+        bytes += chunk.length;
+        if (bytes > budget) {
+          await res.body?.cancel().catch(() => undefined);
+          throw new FatalError(`the listing ${url.pathname} is larger than ${o.maxListingBytes ?? DEFAULT_MAX_LISTING_BYTES} bytes in all: is ${o.baseUrl} a pmtape server? (raise --max-listing-bytes if it is)`);
+        }
+        chunks.push(Buffer.from(chunk));
+      }
+    } catch (e) {
+      if (e instanceof FatalError || o.signal?.aborted) throw e;
+      if (idle.signal.aborted) throw stalled();
+      throw new TransientError(`the listing ${url.pathname} was cut (${networkMessage(e)})`);
+    }
+    try {
+      return { body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: unknown; next_cursor?: unknown }, bytes };
+    } catch (e) {
+      throw new TransientError(`the listing ${url.pathname} was cut or is not JSON (${(e as Error).message})`);
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Every file `/v3/datasets` lists under the filters, following `next_cursor` to the end. */
 export async function listDatasets(o: ClientOptions, f: ListFilters, onRetry?: (why: string, waitMs: number) => void): Promise<ListedFile[]> {
   const base = new URL('v3/datasets', o.baseUrl.endsWith('/') ? o.baseUrl : `${o.baseUrl}/`);
@@ -156,18 +209,19 @@ export async function listDatasets(o: ClientOptions, f: ListFilters, onRetry?: (
   base.searchParams.set('limit', '1000');
   const out: ListedFile[] = [];
   const seen = new Set<string>();
+  const maxBytes = o.maxListingBytes ?? DEFAULT_MAX_LISTING_BYTES;
+  const maxPages = o.maxListingPages ?? DEFAULT_MAX_LISTING_PAGES;
   let cursor: string | null = null;
+  let used = 0;
+  let pages = 0;
   do {
+    if (++pages > maxPages) {
+      throw new FatalError(`${base.pathname} still had a next_cursor after ${maxPages} pages: is ${o.baseUrl} a pmtape server? (raise --max-listing-pages if it is)`);
+    }
     const url = new URL(base);
     if (cursor) url.searchParams.set('cursor', cursor);
-    const body = await withRetries(o, async () => {
-      const res = await get(o, url.href, { accept: 'application/json' });
-      try {
-        return (await res.json()) as { data?: unknown; next_cursor?: unknown };
-      } catch (e) {
-        throw new TransientError(`the listing ${url.pathname} was cut or is not JSON (${networkMessage(e)})`);
-      }
-    }, onRetry);
+    const { body, bytes } = await withRetries(o, () => listingPage(o, url, maxBytes - used), onRetry);
+    used += bytes;
     if (!Array.isArray(body.data) || !(body.next_cursor === null || typeof body.next_cursor === 'string')) {
       throw new FatalError(`${url.pathname} did not answer {"data": [...], "next_cursor": ...}: is ${o.baseUrl} a pmtape server?`);
     }

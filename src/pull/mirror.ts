@@ -1,7 +1,8 @@
 // `pmtape pull`'s mirroring: list what the server publishes, check every listed path, skip local
 // files that already hold the listed bytes (sha256, cached by the sidecar), download the rest with
 // a bounded number in flight, and count the outcome. One file's failure never stops the others;
-// local files the server does not list are never touched.
+// local files the server does not list are never deleted (a first part the server renamed is moved
+// aside, superseded.ts).
 
 import { mkdir, stat } from 'node:fs/promises';
 import { PullCache } from './cache.js';
@@ -9,6 +10,7 @@ import type { ClientOptions, ListFilters } from './client.js';
 import { download, hashFile, type FileEntry } from './download.js';
 import { localPaths, type LocalPaths } from './paths.js';
 import { httpSource, type PullSource } from './source.js';
+import { retireSuperseded } from './superseded.js';
 
 export interface PullOptions extends Omit<ClientOptions, 'signal'> {
   readonly outDir: string;
@@ -111,6 +113,7 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
   };
   let next = 0;
   let interrupted = 0;
+  const inPlace = new Map<string, string>();
   const worker = async (): Promise<void> => {
     while (next < todo.length) {
       const { e, paths } = todo[next++];
@@ -122,10 +125,12 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
       try {
         if (await upToDate(o, cache, e, paths.dest)) {
           summary.skipped++;
+          inPlace.set(e.path, paths.dest);
           o.onFile?.(e.path, 'skipped');
           continue;
         }
         await download(ctx, e, paths);
+        inPlace.set(e.path, paths.dest);
         summary.downloaded++;
         o.onFile?.(e.path, 'downloaded');
       } catch (err) {
@@ -137,6 +142,11 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(o.concurrency, todo.length)) }, worker));
+  const retired = await retireSuperseded(cache, inPlace, new Set(todo.map((x) => x.e.path))).catch((err: Error) => {
+    o.note(`could not move superseded part files aside: ${err.message}`);
+    return [];
+  });
+  for (const p of retired) o.note(`${p}: renamed by the server (now ...-0000.parquet); the old copy is kept as _<name>.superseded`);
   await cache.close().catch((err: Error) => o.note(`could not write the sidecar cache: ${err.message}`));
   if (interrupted > 0) o.note(`interrupted: ${interrupted} file(s) not finished; run the same command again to resume`);
   return summary;

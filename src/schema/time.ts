@@ -66,11 +66,18 @@ export function dayStartMs(day: string): number | null {
 
 export const DAY_MS = 86_400_000;
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]00:?00)?)?$/;
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]00:?00)?)?$/;
+
+/** Whether a text has the shape of an ISO 8601 UTC time (its fields may still be out of range). */
+export function isTimeShaped(text: string): boolean {
+  return ISO_UTC.test(text.trim());
+}
 
 /**
  * Parses a user-supplied time: integer epoch milliseconds, or ISO 8601 in UTC. Returns null when
- * the text is neither (callers turn that into `invalid_parameter`).
+ * the text is neither (callers turn that into `invalid_parameter`). Every field must be in range:
+ * `Date.parse` rolls `2026-02-30` over to March 2 and `T24:00` to the next day, so the fields are
+ * checked against the time they make.
  */
 export function parseTimeParam(text: string): number | null {
   const t = text.trim();
@@ -78,9 +85,15 @@ export function parseTimeParam(text: string): number | null {
     const n = Number(t);
     return Number.isSafeInteger(n) && n >= 0 && n < 8.64e15 ? n : null;
   }
-  if (!ISO_UTC.test(t)) return null;
-  const ms = Date.parse(t.length === 10 ? `${t}T00:00:00Z` : /Z$|[+-]00:?00$/.test(t) ? t : `${t}Z`);
-  return Number.isFinite(ms) && ms >= 0 ? ms : null;
+  const m = ISO_UTC.exec(t);
+  if (!m) return null;
+  const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4] ?? '0', m[5] ?? '0', m[6] ?? '0'].map(Number);
+  const ms = Number(((m[7] ?? '') + '000').slice(0, 3)); // a finer fraction is cut to milliseconds
+  const at = new Date(Date.UTC(y, mo - 1, d, h, mi, s, ms));
+  const exact = at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
+    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+  const v = at.getTime();
+  return exact && Number.isFinite(v) && v >= 0 ? v : null;
 }
 
 /** Wall clock in epoch ms; one place to read it so tests can reason about it. */

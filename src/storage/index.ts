@@ -20,7 +20,7 @@ export { acquireLock } from './log/lock.js';
 export { openLogReader } from './read/reader.js';
 export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
 export { LogChanges, type LogChangeSubscription } from './read/log-changes.js';
-export { logStamp, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
+export { logStamp, logStampSync, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
 export {
   decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
   logFilePath, logsRoot, marketDir, streamDir,
@@ -74,6 +74,24 @@ export function openReader(dataDir: string, key: LogKey, store?: ParquetStore): 
 /** Publishes compacted days to the archive (see archive/sync.ts). */
 export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts: SyncOptions = {}): Promise<SyncResult> {
   return (await import('./archive/sync.js')).syncArchive(dataDir, archive, opts);
+}
+
+export type { ArchiveMount } from './archive/mount.js';
+export { remoteFile, type RemoteFile } from './parquet/remote-files.js';
+
+/** Mounts the archive's closed days into a reader's data dir (see archive/mount.ts). */
+export async function mountArchive(dataDir: string, archive: ArchiveConfig, cacheBytes: number, warn?: (msg: string) => void): Promise<import('./archive/mount.js').ArchiveMount> {
+  return (await import('./archive/mount.js')).mountArchive(dataDir, archive, cacheBytes, warn);
+}
+
+/** Publishes the API keys' file to the archive with conditional writes (see archive/keys-object.ts). */
+export async function publishKeys(archive: ArchiveConfig, merge: (current: string | null) => Promise<string>): Promise<string> {
+  return (await import('./archive/keys-object.js')).publishKeys(archive, merge);
+}
+
+/** A reader's copy of the archive's keys file, kept at `localPath` (see archive/keys-object.ts). */
+export async function followKeys(archive: ArchiveConfig, localPath: string, everyMs: number, warn: (msg: string) => void): Promise<() => void> {
+  return (await import('./archive/keys-object.js')).followKeys(archive, localPath, everyMs, warn);
 }
 
 /** Checks archived days against their manifests from the bucket alone (see archive/verify.ts). */

@@ -31,18 +31,22 @@ t.test('datasets routes', async (t) => {
     t.equal(status, 200);
     const paths = body.data.map((e: { path: string }) => e.path).sort();
     t.same(paths, [
-      `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
-      `family=coin/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
-      `family=coin/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
-      `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`,
-      `family=coin/dataset=trades/date=${DAY}/trades-${DAY}.parquet`,
-      `family=wallet-prediction/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
-      `family=wallet-prediction/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
-      `family=wallet-prediction/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
-      `family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`,
-      `family=yesno-exchange/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`,
-      `family=yesno-exchange/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}.parquet`,
-      `family=yesno-exchange/dataset=catalog/date=${DAY}/catalog-${DAY}.parquet`,
+      `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
+      `family=coin/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=coin/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
+      `family=coin/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, // empty: no gap that day
+      `family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`, // empty
+      `family=yesno-exchange/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
+      `family=yesno-exchange/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=yesno-exchange/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
+      `family=yesno-exchange/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, // empty
+      `family=yesno-exchange/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`, // empty
     ]);
     t.equal(body.next_cursor, null);
     const e = body.data.find((x: { path: string }) => x.path.startsWith('family=coin/dataset=book_changes'));
@@ -60,7 +64,7 @@ t.test('datasets routes', async (t) => {
     t.equal(coin.body.data.length, 5);
     t.equal((await json(`/v3/datasets?start_date=2026-07-27`)).body.data.length, 0);
     t.equal((await json(`/v3/datasets?end_date=2026-07-25`)).body.data.length, 0);
-    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 12);
+    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 16, 'four of them empty');
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -68,8 +72,8 @@ t.test('datasets routes', async (t) => {
       seen.push(...page.body.data.map((x: { path: string }) => x.path));
       cursor = page.body.next_cursor;
     } while (cursor);
-    t.equal(seen.length, 12);
-    t.equal(new Set(seen).size, 12);
+    t.equal(seen.length, 16);
+    t.equal(new Set(seen).size, 16);
   });
 
   t.test('rejects bad dates, tampered cursors and unknown parameters with the envelope', async (t) => {
@@ -92,17 +96,17 @@ t.test('datasets routes', async (t) => {
     t.equal(listed.status, 200);
     t.notOk(listed.body.data.some((e: { path: string }) => e.path.includes('wallet-prediction')), 'hidden from a free key');
     t.equal((await json('/v3/datasets?family=wallet-prediction', free)).body.error.code, 'plan_required');
-    const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`, free);
+    const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, free);
     t.equal(r.status, 403);
     t.equal(((await r.json()) as any).error.code, 'plan_required');
-    t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}.parquet`, paid)).status, 200);
+    t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, paid)).status, 200);
     t.equal((await json('/v3/datasets', null)).body.error.code, 'unauthorized');
   });
 
-  const file = `family=coin/dataset=trades/date=${DAY}/trades-${DAY}.parquet`;
+  const file = `family=coin/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`;
 
   t.test('a book_changes file downloads like any other', async (t) => {
-    const bc = `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}.parquet`;
+    const bc = `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`;
     const r = await get(`/v3/datasets/files/${bc}`, free);
     t.equal(r.status, 200);
     t.ok(Buffer.from(await r.arrayBuffer()).equals(await readFile(join(dir, 'parquet', bc))));
@@ -225,7 +229,7 @@ t.test('datasets routes', async (t) => {
     const doc = (await (await fetch(`${url}/docs/json`)).json()) as any;
     const files = doc.paths['/v3/datasets/files/{*}'].get;
     t.match(files.parameters, [{ in: 'path', name: '*', required: true }]);
-    t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429']);
+    t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429', '500']);
     t.ok(files.responses['206'].content['application/vnd.apache.parquet'], 'a range is Parquet bytes');
     t.match(files.responses['416'].content['application/json'].schema.properties.error.required, ['status', 'code', 'message', 'request_id']);
     const list = doc.paths['/v3/datasets'].get;
@@ -234,16 +238,16 @@ t.test('datasets routes', async (t) => {
   });
 
   t.test('no path leaves the Parquet root or reaches an unpublished file', async (t) => {
-    await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}.parquet.partial`), 'x');
+    await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}-0000.parquet.partial`), 'x');
     await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/extra.parquet`), 'not listed');
     const attempts = [
       '../../api/keys.json', '..%2F..%2Fapi%2Fkeys.json', `family=coin/dataset=gaps/date=${DAY}/../../../../etc/passwd`,
       `family=coin/dataset=gaps/date=${DAY}/%2e%2e%2f%2e%2e%2fx.parquet`, `family=coin/dataset=gaps/date=${DAY}/_manifest.json`,
-      `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}.parquet.partial`, `family=coin/dataset=gaps/date=${DAY}/extra.parquet`,
-      `family=nope/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`, `family=coin/dataset=gaps/date=2026-02-30/gaps-2026-02-30.parquet`,
-      'family=coin/dataset=gaps/date=2026-07-26/', '', '%00', `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}.parquet%00.txt`,
-      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=gaps/date=${DAY}/..%2F..%2F..%2Fdataset=gaps%2Fdate=${DAY}%2Fgaps-${DAY}.parquet`,
-      `family=coin/dataset=gaps/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=gaps/date=${DAY}/gaps-${DAY}.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}-0000.parquet.partial`, `family=coin/dataset=gaps/date=${DAY}/extra.parquet`,
+      `family=nope/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, `family=coin/dataset=gaps/date=2026-02-30/gaps-2026-02-30.parquet`,
+      'family=coin/dataset=gaps/date=2026-07-26/', '', '%00', `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet%00.txt`,
+      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=gaps/date=${DAY}/..%2F..%2F..%2Fdataset=gaps%2Fdate=${DAY}%2Fgaps-${DAY}-0000.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
     ];
     for (const a of attempts) {
       const r = await get(`/v3/datasets/files/${a}`, paid);

@@ -1,7 +1,7 @@
 // What every request pays, checked on a listening server: the request id header on every kind of
 // answer, the per-route request tallies in /metrics (exact counts, histogram consistent with
 // them), and the logger split: at level warn Fastify has no logger, yet a 5xx is still logged
-// with its request id; at level info each request is logged.
+// with its request id; at level info each request is one line (plugins/request-log.ts).
 
 import t from 'tap';
 import { mkdirSync, renameSync } from 'node:fs';
@@ -112,15 +112,33 @@ t.test('at level warn Fastify logs nothing per request, and a 5xx is still logge
   t.equal(failed?.level, 50, 'at level error');
 });
 
-t.test('at level info each request is logged by Fastify', async (t) => {
+t.test('at level info each request is one line: who (key id, address) read what, with what answer', async (t) => {
   const { dir, keys } = await seeded(t);
   const { log, lines } = capture('info');
   const base = await serve(t, dir, log);
+  const before = lines.length;
   const res = await fetch(base + LATEST, { headers: { authorization: `Bearer ${keys.free}` } });
   t.equal(res.status, 200);
   await res.arrayBuffer();
   const id = res.headers.get('x-request-id');
-  const done = lines.find((l) => l.msg === 'request completed' && l.reqId === id);
-  t.ok(done, 'a request-completed line with the request id');
-  t.equal((done?.res as { statusCode?: number } | undefined)?.statusCode, 200);
+  const mine = lines.slice(before).filter((l) => l.request_id === id || l.reqId === id);
+  t.equal(mine.length, 1, 'exactly one line for the request');
+  const line = mine[0] ?? {};
+  t.match(line, { level: 30, msg: 'request', method: 'GET', url: LATEST, status: 200, ip: '127.0.0.1' });
+  t.equal(line.key, keys.free.split('_')[1], 'the key id, not the key');
+  t.notOk(JSON.stringify(line).includes(keys.free), 'the key itself is not in the line');
+  t.type(line.ms, 'number');
+
+  // A refusal, an unknown URL and a router error are lines too (no route hook ran for the last two).
+  const refused = await fetch(base + LATEST);
+  const unknown = await fetch(`${base}/no/such/route`);
+  const badPath = await fetch(`${base}/v3/btc/markets/%E0%A4%A/orderbook/latest`);
+  for (const [r, status] of [[refused, 401], [unknown, 404], [badPath, 400]] as const) {
+    t.equal(r.status, status);
+    const rid = r.headers.get('x-request-id');
+    const found = lines.filter((l) => l.msg === 'request' && (rid === null || l.request_id === rid) && l.status === status);
+    t.equal(found.length, 1, `one line for the ${status}`);
+  }
+  t.equal(lines.filter((l) => l.msg !== 'request').length, lines.length - lines.filter((l) => l.msg === 'request').length);
+  t.equal(lines.filter((l) => l.msg === 'request').length, 4, 'four requests, four lines');
 });

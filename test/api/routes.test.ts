@@ -183,11 +183,14 @@ t.test('routes on a seeded data dir', async (t) => {
     t.equal(c.body.data.datasets.metrics, null);
     const y = await get(`/v3/coverage?family=yesno-exchange&ticker=${yesnoMarket.ticker}`, keys.free);
     t.equal(y.body.data.market_id, yesnoMarket.ticker);
-    const all = await get('/v3/coverage?limit=2', keys.free);
+    // Paged across families (a paid key: the wallet family's coverage needs the paid plan).
+    const all = await get('/v3/coverage?limit=2', keys.paid);
     t.equal(all.body.data.length, 2);
-    const rest = await get(`/v3/coverage?limit=2&cursor=${all.body.next_cursor}`, keys.free);
+    const rest = await get(`/v3/coverage?limit=2&cursor=${all.body.next_cursor}`, keys.paid);
     t.same(rest.body.data.map((x: any) => x.family), ['yesno-exchange']);
     t.equal(rest.body.next_cursor, null);
+    const freeList = await get('/v3/coverage?limit=2', keys.free);
+    t.same(freeList.body.data.map((x: any) => x.family), ['coin', 'yesno-exchange'], 'a free key lists the free families');
     envelope(t, (await get('/v3/coverage?market_id=zzz', keys.free)).body, 404, 'not_found');
     const before = await get('/v3/coverage?market_id=540817&end_time=2026-07-26T11:00:00Z', keys.free);
     t.same(before.body.data.intervals, [], 'nothing before the first capture');

@@ -65,6 +65,11 @@ out["flatten"] = pmtape_client.flatten(out["replay"][:50]) + pmtape_client.flatt
 if out["has_pandas"]:
     df = pmtape_client.to_dataframe(out["replay"])
     out["dataframe_rows"] = len(df)
+    times = ("receive_time", "source_time", "bucket_start")
+    first = pmtape_client.flatten(out["replay"])[0]
+    out["flatten_first"] = {k: v for k, v in first.items() if k not in times}
+    out["dataframe_first"] = {k: (v.item() if hasattr(v, "item") else v) for k, v in df.iloc[0].items() if k not in times}
+    out["dataframe_time_dtype"] = str(df["receive_time"].dtype)
 else:
     try:
         pmtape_client.to_dataframe(out["replay"])

@@ -107,7 +107,8 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
     for (const [pair, rows] of pairs) {
       const got = (await con.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT date)::INTEGER AS d FROM read_parquet('${out}/${pair}/**/*.parquet', hive_partitioning=true)`)).getRowObjectsJS()[0];
       t.equal(got.n, rows, `${pair}: ${rows} rows as listed`);
-      t.equal(got.d, new Set(files.filter((f) => f.path.startsWith(pair + '/')).map((f) => f.path.split('/')[2])).size, `${pair}: every date partition is discovered`);
+      // A day without rows has one empty file: it holds no row to count a date by.
+      t.equal(got.d, new Set(files.filter((f) => f.path.startsWith(pair + '/') && f.rows > 0).map((f) => f.path.split('/')[2])).size, `${pair}: every date partition with rows is discovered`);
     }
   });
 

@@ -28,9 +28,14 @@ interface TapLike {
   teardown(fn: () => unknown): void;
 }
 
-/** Starts `node dist/cli.js ...args`; the child is killed at teardown whatever happens. */
-export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; readyTimeoutMs?: number; uid?: number; gid?: number } = {}): Child {
-  const proc = spawn(process.execPath, [CLI, ...args], {
+/**
+ * Starts `node dist/cli.js ...args` (`cli` instead when given); the child is killed at teardown whatever
+ * happens. `noLoader` runs it without tap's loader: tap wraps child_process and puts the loader back in
+ * every child's NODE_OPTIONS, so `env -u` takes it out after that (env execs node: same pid).
+ */
+export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; readyTimeoutMs?: number; uid?: number; gid?: number; cli?: string; noLoader?: boolean } = {}): Child {
+  const argv = [opts.cli ?? CLI, ...args];
+  const proc = spawn(opts.noLoader ? 'env' : process.execPath, opts.noLoader ? ['-u', 'NODE_OPTIONS', process.execPath, ...argv] : argv, {
     cwd: opts.cwd ?? REPO,
     uid: opts.uid,
     gid: opts.gid,

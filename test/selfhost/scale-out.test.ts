@@ -11,6 +11,7 @@ import { shardHash } from '../../src/recorders/index.js';
 import { decodeMarket } from '../../src/storage/paths.js';
 import { lockHolder } from '../../src/storage/log/lock.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from './helpers.js';
+import { cliForOtherUser } from './other-user.js';
 
 // Real processes on a machine that may be busy: more than the default per-file budget.
 t.setTimeout(300_000);
@@ -57,7 +58,9 @@ t.test('two shard recorders and two servers over one data dir serve every market
     writeFileSync(file, JSON.stringify({ ...base, shard }));
     return file;
   });
-  const env = { PMTAPE_PORT: '0', PMTAPE_RATE_LIMITS: 'off' };
+  // The comparison below has several coverage requests of one key in flight at once: the per-key
+  // limit of expensive requests (2 by default) would answer some 429 on one server and not the other.
+  const env = { PMTAPE_PORT: '0', PMTAPE_RATE_LIMITS: 'off', PMTAPE_MAX_EXPENSIVE_PER_KEY: '64' };
   const rec = shards.map((cfg) => runCli(t, ['record', '--config', cfg, '--data-dir', dataDir], { env }));
   await Promise.all(rec.map((r) => r.ready.catch(() => undefined)));
 
@@ -153,12 +156,16 @@ t.test('two shard recorders and two servers over one data dir serve every market
   t.ok(compared > 0, `responses compared for every listed market (${compared} identical)`);
   t.ok(withData >= 20, `many of them carry recorded books or coverage (${withData})`);
   // A replica that this process cannot write (another user, read-only files) serves the same answers.
+  // That user runs its own copy of the CLI, without tap's loader (test/selfhost/other-user.ts): this
+  // checkout and tap's loader in it may sit under a folder only their owner can enter (a clone under
+  // /root or `mktemp -d`), where uid 65534 died before `ready` (issue 39).
   if (process.getuid?.() === 0) {
     const replica = join(dir, 'replica');
     cpSync(dataDir, replica, { recursive: true });
     for (const p of [dir, replica]) chmodSync(p, 0o755);
     execFileSync('chmod', ['-R', 'a+rX,a-w', replica]);
-    const ro = runCli(t, ['serve', '--data-dir', replica], { env, uid: 65534, gid: 65534, readyTimeoutMs: 60_000 });
+    const cli = cliForOtherUser(join(dir, 'cli'));
+    const ro = runCli(t, ['serve', '--data-dir', replica], { cli, cwd: join(dir, 'cli'), env, noLoader: true, uid: 65534, gid: 65534, readyTimeoutMs: 60_000 });
     const roUrl = await ro.ready;
     for (const [what, path] of [['markets', '/v3/btc/markets?limit=1000'], ['coverage', '/v3/coverage?family=coin'], ['a cursor page', nextPath]]) {
       const [a, r] = await Promise.all([urls[0], roUrl].map((u) => getJson(`${u}${path}`, key)));

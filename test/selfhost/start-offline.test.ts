@@ -56,7 +56,8 @@ t.test('start without network prints one first key, logs upstream failures brief
   t.equal(page.status, 200, 'the page is served at /');
   t.match(await page.text(), /<title>pmtape<\/title>/, 'the page is the pmtape page');
 
-  t.ok(first.stdout.split('\n').some((l) => l.startsWith('{"level"')), 'pino JSON log lines go to stdout');
+  // Log lines are buffered (written at the latest half a second after they were logged): wait for them.
+  t.ok(await waitFor(async () => first.stdout.split('\n').some((l) => l.startsWith('{"level"')), 20_000, 50), 'pino JSON log lines go to stdout');
   t.notOk(first.stderr.split('\n').some((l) => l.startsWith('{"level"')), 'and none to stderr');
   const out = first.stdout + first.stderr;
   t.notMatch(out, /\n\s+at .+:\d+:\d+/, 'no stack traces in the output');

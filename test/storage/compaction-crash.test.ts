@@ -69,7 +69,7 @@ t.test('a compactor killed at any point leaves old or new state, never half', as
   // A rebuild (a partition file damaged after publication) killed between its two renames.
   const damaged = join(base, 'damaged');
   await cp(ref, damaged, { recursive: true });
-  const victim = join(damaged, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`, `book_changes-${day}.parquet`);
+  const victim = join(damaged, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`, `book_changes-${day}-0000.parquet`);
   const fh = await open(victim, 'r+');
   await fh.write(Buffer.from('XX'), 0, 2, 300);
   await fh.close();

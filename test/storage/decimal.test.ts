@@ -1,8 +1,8 @@
 // Exact decimals: venue text ↔ DECIMAL(18, s) plus its text form, and a value that cannot be stored
-// exactly stops compaction with market, seq and value while the logs and the tree stay as they were.
+// exactly sets its record aside (the partition's _quarantine.jsonl) with market, seq and value.
 
 import t from 'tap';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeDecimal, encodeDecimal, parseDecimal } from '../../src/storage/parquet/decimal.js';
@@ -82,7 +82,7 @@ t.test('text that cannot be stored exactly is refused with where and what', asyn
   t.throws(() => encodeDecimal('10000000000000000.00', 2, 'm'), /does not fit DECIMAL\(18, 2\)/);
 });
 
-t.test('compaction stops on an inexact value, naming market, seq and value, and publishes nothing', async (t) => {
+t.test('compaction sets an inexact value\'s record aside, naming market, seq and value, and publishes the rest', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-decimal-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const day = utcDay(Date.now() - 2 * DAY_MS);
@@ -93,9 +93,15 @@ t.test('compaction stops on an inexact value, naming market, seq and value, and 
   await w.close();
   const log = logFilePath(dir, { family: 'coin', stream: 'books', market: '540817' }, day);
   const before = (await stat(log)).size;
-  await t.rejects(compactDay(dir, day), /market 540817 seq 2 size: value "1e-7" is not a plain unsigned decimal/);
+  const rs = await compactDay(dir, day);
+  const bc = rs.find((r) => r.family === 'coin' && r.dataset === 'book_changes')!;
+  t.equal(bc.status, 'written', 'the good record is published');
+  t.equal(bc.rows, 2, 'its two level rows');
+  t.equal(bc.quarantined, 1, 'the other is set aside');
   t.equal((await stat(log)).size, before, 'the log is untouched');
-  const coin = await readdir(join(dir, 'parquet', 'family=coin')).catch(() => [] as string[]);
-  for (const d of coin) t.same(await readdir(join(dir, 'parquet', 'family=coin', d)), [], `nothing published under ${d}`);
+  const part = join(dir, 'parquet', 'family=coin', 'dataset=book_changes', `date=${day}`);
+  const line = JSON.parse((await readFile(join(part, '_quarantine.jsonl'), 'utf8')).trim());
+  t.match(line.reason, /market 540817 seq 2 size: value "1e-7" is not a plain unsigned decimal/);
+  t.same(line.record.changes, [{ side: 'bid', price: '0.47', size: '1e-7' }], 'kept exactly');
   t.same((await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'), [], 'no staging leftovers');
 });

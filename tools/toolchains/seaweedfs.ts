@@ -3,12 +3,10 @@
 // has a replace directive), so ensure() writes a throwaway module that requires SeaweedFS, repeats
 // that replace, and builds the `weed` package from it. Nothing of it is committed: it lives in the cache.
 
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { toolchainsDir, type Toolchain } from './toolchain.js';
+import { run, stampMatches, stampOf, toolchainsDir, writeStamp, type Toolchain } from './toolchain.js';
 
 /** The SeaweedFS pseudo-version built (a commit of its main branch the module proxy serves). */
 export const SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6';
@@ -33,27 +31,25 @@ import _ "github.com/seaweedfs/seaweedfs/weed"
 `;
 
 const dir = (): string => join(toolchainsDir(), 'seaweedfs');
-const stampFile = (): string => join(dir(), 'stamp.json');
-/** The stamp file's content for this version (a binary built elsewhere may be adopted with it). */
-export const stamp = (): string => JSON.stringify({ seaweedfs: SEAWEEDFS_VERSION, go_mod: GO_MOD });
+const stampFile = (): string => join(dir(), 'stamp');
+/** The stamp of this version and recipe (a binary built elsewhere may be adopted with it). */
+export const stamp = (): string => stampOf(SEAWEEDFS_VERSION, GO_MOD, TOOLS_GO);
 
-async function run(cmd: string, args: string[], cwd: string): Promise<string> {
+/** `go <args>` in `cwd` (go's own -C), with a clear message when Go is not installed. */
+async function go(cwd: string, args: string[]): Promise<string> {
   try {
-    const r = await promisify(execFile)(cmd, args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, GOFLAGS: '-mod=mod' } });
-    return r.stdout;
+    return await run('go', ['-C', cwd, ...args], { env: { ...process.env, GOFLAGS: '-mod=mod' } });
   } catch (e) {
-    const x = e as { code?: string | number; stderr?: string; message: string };
-    if (x.code === 'ENOENT') throw new Error(`toolchains: Go not found: install Go >= ${MIN_GO.join('.')} (the suite builds SeaweedFS from source)`);
-    const tail = (x.stderr ?? '').trim().split('\n').slice(-15).join('\n');
-    throw new Error(`toolchains: seaweedfs: \`${cmd} ${args.join(' ')}\` failed in ${cwd}:\n${tail || x.message}`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`Go not found: install Go >= ${MIN_GO.join('.')} (the suite builds SeaweedFS from source)`);
+    throw e;
   }
 }
 
 async function checkGo(): Promise<void> {
-  const out = await run('go', ['version'], process.cwd());
+  const out = await go('.', ['version']);
   const m = /go(\d+)\.(\d+)/.exec(out);
   if (!m || Number(m[1]) < MIN_GO[0] || (Number(m[1]) === MIN_GO[0] && Number(m[2]) < MIN_GO[1])) {
-    throw new Error(`toolchains: Go ${MIN_GO.join('.')} or newer is needed to build SeaweedFS, found "${out.trim()}"`);
+    throw new Error(`Go ${MIN_GO.join('.')} or newer is needed to build SeaweedFS, found "${out.trim()}"`);
   }
 }
 
@@ -62,11 +58,7 @@ export const toolchain: Toolchain = {
   describe: `SeaweedFS weed ${SEAWEEDFS_VERSION} (S3-compatible server for the archive tests; needs Go >= ${MIN_GO.join('.')})`,
   locate(): string | null {
     const bin = join(dir(), 'weed');
-    try {
-      return existsSync(bin) && readFileSync(stampFile(), 'utf8') === stamp() ? bin : null;
-    } catch {
-      return null;
-    }
+    return existsSync(bin) && stampMatches(stampFile(), stamp()) ? bin : null;
   },
   async ensure(log): Promise<void> {
     if (this.locate()) return;
@@ -77,12 +69,12 @@ export const toolchain: Toolchain = {
     await writeFile(join(build, 'go.mod'), GO_MOD);
     await writeFile(join(build, 'tools.go'), TOOLS_GO);
     log('toolchains: resolving SeaweedFS modules (go mod tidy, downloads ~400 modules the first time) ...');
-    await run('go', ['mod', 'tidy'], build);
+    await go(build, ['mod', 'tidy']);
     log('toolchains: building weed (go build, ~5-15 min on 2 cores) ...');
     const tmp = join(dir(), 'weed.partial');
-    await run('go', ['build', '-o', tmp, 'github.com/seaweedfs/seaweedfs/weed'], build);
+    await go(build, ['build', '-o', tmp, 'github.com/seaweedfs/seaweedfs/weed']);
     await rename(tmp, join(dir(), 'weed'));
-    await writeFile(stampFile(), stamp());
+    writeStamp(stampFile(), stamp());
     await rm(build, { recursive: true, force: true });
     log(`toolchains: weed ready at ${join(dir(), 'weed')}`);
   },

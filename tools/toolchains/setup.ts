@@ -1,30 +1,47 @@
-// `npm test` runs this after the build: ensures every registered toolchain in turn. A failure is
-// fatal under CI (env CI set and not "false"/"0"); elsewhere a warning, and the tests that need the
-// tool say they were skipped and why.
+// `npm test` runs this after the build and before tap: every registered toolchain is ensured in turn
+// (idempotent: a stamp per install). A failure exits non-zero under CI; elsewhere it warns and goes
+// on, and the tests that need the tool skip with the same message (they fail under CI).
+// `node dist/tools/toolchains/setup.js [name...]` ensures only the named ones.
 
-import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { underCi, type Toolchain } from './toolchain.js';
+import { toolchain as python } from './python.js';
+import { toolchain as chromium } from './chromium.js';
 import { toolchain as seaweedfs } from './seaweedfs.js';
 import { toolchain as spark } from './spark.js';
-import type { Toolchain } from './toolchain.js';
 
-export const TOOLCHAINS: readonly Toolchain[] = [seaweedfs, spark];
+/** Every toolchain the full suite needs, in the order they are ensured. */
+export const toolchains: readonly Toolchain[] = [python, chromium, seaweedfs, spark];
 
-export const underCI = (env: NodeJS.ProcessEnv = process.env): boolean =>
-  env.CI !== undefined && env.CI !== '' && env.CI !== 'false' && env.CI !== '0';
-
-async function main(): Promise<void> {
-  const log = (line: string): void => void process.stderr.write(`${line}\n`);
-  let failed = false;
-  for (const tc of TOOLCHAINS) {
-    try {
-      await tc.ensure(log);
-    } catch (e) {
-      failed = true;
-      log(`${underCI() ? 'error' : 'warning'}: ${tc.name}: ${(e as Error).message}`);
-    }
-  }
-  if (failed && underCI()) process.exit(1);
+export function findToolchain(name: string): Toolchain | undefined {
+  return toolchains.find((tc) => tc.name === name);
 }
 
-if (process.argv[1] && pathToFileURL(resolve(process.argv[1])).href === import.meta.url) await main();
+export async function setup(names: string[] = []): Promise<number> {
+  const log = (line: string): void => void process.stderr.write(`${line}\n`);
+  const unknown = names.filter((n) => !findToolchain(n));
+  if (unknown.length) {
+    log(`toolchains: unknown ${unknown.join(', ')}; known: ${toolchains.map((tc) => tc.name).join(', ')}`);
+    return 2;
+  }
+  let failed = 0;
+  for (const tc of toolchains.filter((tc) => names.length === 0 || names.includes(tc.name))) {
+    try {
+      await tc.ensure(log);
+    } catch (err) {
+      failed++;
+      log(`toolchains: ${tc.name} unavailable (${tc.describe}): ${(err as Error).message}`);
+    }
+  }
+  if (failed === 0) return 0;
+  if (underCi()) {
+    log(`toolchains: ${failed} toolchain(s) missing under CI: failing (the tests that need them would fail too)`);
+    return 1;
+  }
+  log(`toolchains: warning: ${failed} toolchain(s) missing; the tests that need them will be skipped (CI fails instead)`);
+  return 0;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await setup(process.argv.slice(2));
+}

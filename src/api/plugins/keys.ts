@@ -98,10 +98,20 @@ async function writeKeyFile(dataDir: string, file: KeyFile): Promise<void> {
   await writeFileDurable(keysPath(dataDir), JSON.stringify(file, null, 2) + '\n', { mode: 0o600 });
 }
 
+/** C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows. */
+const CONTROL = /[\p{Cc}\u202a-\u202e\u2066-\u2069]/u;
+
+/** A stored name as one safe line: controls shown as JSON-style escapes (names stored before they were refused). */
+export function printableName(name: string): string {
+  return name.replace(new RegExp(CONTROL.source, 'gu'), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Creates a key; returns the record and the key text (the only time the secret exists). */
 export async function createKey(dataDir: string, plan: Plan, name: string): Promise<{ record: KeyRecord; key: string }> {
   if (!PLANS.includes(plan)) throw new Error(`plan must be free or paid, got "${plan}"`);
   if (!name || name.length > 200) throw new Error('name must be 1..200 characters');
+  // A newline or an escape sequence in a name would forge lines or repaint the terminal in `keys list`.
+  if (CONTROL.test(name)) throw new Error(`--name must not hold control characters (newlines, tabs, escape sequences), got ${JSON.stringify(name).slice(0, 80)}; use plain text`);
   return withLock(dataDir, async () => {
     const file = await readKeyFile(dataDir);
     const id = randomBytes(6).toString('hex');
@@ -127,6 +137,36 @@ export async function revokeKey(dataDir: string, id: string): Promise<boolean> {
       await writeKeyFile(dataDir, { version: 1, keys });
     }
     return true;
+  });
+}
+
+/**
+ * Merges another copy of the key file (the archive's, as text; null: none) into this data dir's and
+ * returns the merged text, which is also written here: every key of either, a key revoked in either
+ * stays revoked (at its earliest revocation). Hosts sharing keys through the archive converge.
+ */
+export async function mergeKeyFile(dataDir: string, other: string | null): Promise<string> {
+  return withLock(dataDir, async () => {
+    const mine = await readKeyFile(dataDir);
+    const byId = new Map(mine.keys.map((k) => [k.id, k]));
+    if (other !== null) {
+      let theirs: KeyFile;
+      try {
+        theirs = JSON.parse(other) as KeyFile;
+        if (!theirs || !Array.isArray(theirs.keys)) throw new Error('no "keys" array');
+      } catch (e) {
+        throw new Error(`the archive's keys file is damaged (${(e as Error).message}); run \`pmtape keys\` on a host with a good copy after removing it`);
+      }
+      for (const k of theirs.keys) {
+        const have = byId.get(k.id);
+        if (!have) byId.set(k.id, k);
+        else if (k.revoked_ts !== null && (have.revoked_ts === null || k.revoked_ts < have.revoked_ts)) byId.set(k.id, { ...have, revoked_ts: k.revoked_ts });
+      }
+    }
+    const keys = [...byId.values()].sort((a, b) => a.created_ts - b.created_ts || (a.id < b.id ? -1 : 1));
+    const file: KeyFile = { version: 1, keys };
+    await writeKeyFile(dataDir, file);
+    return JSON.stringify(file, null, 2) + '\n';
   });
 }
 

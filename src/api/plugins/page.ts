@@ -20,6 +20,27 @@ export function publicDir(): string {
 }
 
 /**
+ * The page's Content-Security-Policy. The page is where a key is pasted, so only its own files may
+ * run or load: scripts and style sheets from this origin (the page has no inline script or
+ * `<style>` element; test/selfhost/page-headers.test.ts checks), requests to this origin only
+ * (`'self'` covers the stream's ws:/wss: on the same host), no framing, no plugins. Style
+ * *attributes* stay allowed: the page colours chart swatches and overview cells with
+ * `style="background:…"` built from its own constants, and an attribute cannot run script.
+ */
+export const PAGE_CSP = [
+  "default-src 'none'", "script-src 'self'", "style-src 'self'", "style-src-attr 'unsafe-inline'",
+  "img-src 'self' data:", "connect-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+].join('; ');
+
+/** Headers of every page file: the policy above, no framing (old browsers), no type sniffing, no referrer. */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': PAGE_CSP,
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
+/**
  * Registers the page. `wildcard: false` routes only the files present at start, so unknown paths
  * still reach the API's own 404 handler (and its error envelope) instead of a catch-all route.
  * No key is needed for these files: the page asks for one and sends it with each /v3 request.
@@ -38,6 +59,9 @@ export async function pagePlugin(app: FastifyInstance): Promise<void> {
     decorateReply: false,
     cacheControl: true,
     maxAge: '5m',
+    setHeaders: (res) => {
+      void res.headers(PAGE_HEADERS);
+    },
   });
 }
 

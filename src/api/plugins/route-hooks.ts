@@ -14,6 +14,7 @@ import fp from 'fastify-plugin';
 import { checkHeader } from './auth.js';
 import type { KeyStore } from './keys.js';
 import { routeTally } from './request-metrics.js';
+import type { RequestLog } from './request-log.js';
 
 type Done = (err?: Error) => void;
 
@@ -26,7 +27,7 @@ declare module 'fastify' {
 
 const asArray = <T>(h: T | T[] | undefined): T[] => (h === undefined ? [] : Array.isArray(h) ? h : [h]);
 
-async function routeHooks(app: FastifyInstance, opts: { keys: KeyStore }): Promise<void> {
+async function routeHooks(app: FastifyInstance, opts: { keys: KeyStore; requestLog: RequestLog | null }): Promise<void> {
   app.decorateRequest('apiKey', null);
   app.decorateRequest('startedAt', 0);
   app.addHook('onRoute', (route) => {
@@ -50,10 +51,19 @@ async function routeHooks(app: FastifyInstance, opts: { keys: KeyStore }): Promi
         done();
       };
     const tally = routeTally(route.url);
-    const onSend = (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
-      tally.record(reply.statusCode, performance.now() - req.startedAt);
-      done(null, payload);
-    };
+    const reqLog = opts.requestLog;
+    // The request log's line is written here too (one line per request: plugins/request-log.ts).
+    const onSend = reqLog
+      ? (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
+        const ms = performance.now() - req.startedAt;
+        tally.record(reply.statusCode, ms);
+        reqLog(req, reply, ms);
+        done(null, payload);
+      }
+      : (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
+        tally.record(reply.statusCode, performance.now() - req.startedAt);
+        done(null, payload);
+      };
     // First among the route's own onRequest hooks (anything added later sees `apiKey`), last on send.
     route.onRequest = [onRequest as onRequestHookHandler, ...asArray(route.onRequest)];
     route.onSend = [...asArray(route.onSend), onSend as onSendHookHandler];

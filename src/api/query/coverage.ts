@@ -1,11 +1,23 @@
 // Coverage of one market: first/last record per dataset, and the recorded intervals and gaps of its
 // books computed from the gap records in the log (an open gap ends at the next full book). Results
 // are kept per market and updated incrementally, so repeated questions read only new records.
+//
+// The first/last spans are kept per log with the log's stamp (storage's `logStampSync`: a listing
+// of its folder and one stat) and re-read only when the stamp changed: reading them costs planning
+// the log's days and decoding its first and newest records, three logs a market, which made a
+// 1,000-market page of `/v3/coverage` cost seconds of CPU. Stamping is avoided too where it can
+// be: a log written since yesterday (UTC) has its folder watched (storage's LogChanges) and is
+// stamped again only once the watch reported a change, at most every `ttlMs` (1 s, the markets
+// view's own age); one whose watch could not be set is stamped every `ttlMs`; an older one every
+// RECHECK_MS (a quiet log changes only by a new day file, which that check sees, or by a Parquet
+// publication, whose stamp is compared on every page). Every span is stamped at least every
+// RECHECK_MS whatever its watch says (file systems that report no events).
 
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
-import { toIso } from '../../schema/time.js';
-import type { LogReader } from '../../storage/index.js';
+import { toIso, utcDay } from '../../schema/time.js';
+import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp } from '../../storage/index.js';
+import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
   start: number;
@@ -81,15 +93,169 @@ export interface MarketCoverage {
   readonly gaps: Span[];
 }
 
+interface SpanEntry {
+  /** The log's stamp taken before `span` was read. */
+  readonly stamp: LogStamp;
+  readonly span: DatasetSpan | null;
+  /** When the stamp was last compared (the cache's clock). */
+  checkedAt: number;
+}
+
+type SpanStream = 'books' | 'metrics' | 'catalog';
+
+interface StreamState {
+  readonly parquet: string;
+  /** Markets with a log folder of the stream (one listing): the others are stamped without a call. */
+  readonly folders: ReadonlySet<string>;
+  /** Logs with a day file since this UTC day count as live. */
+  readonly since: string;
+}
+const DAY_MS = 86_400_000;
+
 export class CoverageCache {
   private readonly scanners = new LRUCache<string, GapScanner>({ maxSize: 1_000_000, sizeCalculation: (g) => g.weight() });
+  private readonly spans = new LRUCache<string, SpanEntry>({ max: 300_000 });
+  /** Spans being read now: parallel requests for the same log share one read. */
+  private readonly reading = new Map<string, Promise<DatasetSpan | null>>();
+  private readonly streams = new Map<string, { at: number; state: Promise<StreamState>; value?: StreamState }>();
+  /** Folder watches of live logs; `dirty` once a change was reported since the last stamp. */
+  private readonly watches = new Map<string, { sub: LogChangeSubscription; dirty: boolean }>();
+  /** Spans read from their logs (not from the cache) so far, and logs stamped (tests). */
+  reads = 0;
+  stamps = 0;
+
+  /**
+   * `dataDir` null: no cache (every span read from its log). `changes`: folder watches (none: live
+   * logs are stamped every `ttlMs`). `now`: the clock of the re-stamping (tests).
+   */
+  constructor(private readonly dataDir: string | null = null, private readonly changes: LogChanges | null = null, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+
+  /** Ends the folder watches (server shutdown). */
+  close(): void {
+    for (const w of this.watches.values()) w.sub.close();
+    this.watches.clear();
+  }
+
+  /**
+   * Before a stamp of a live log: its watch set (or kept) and its change flag cleared, so a change
+   * after the stamp is reported and one before it is in it. An old log's watch is let go.
+   */
+  private watch(key: string, family: Family, stream: SpanStream, market: string, live: boolean): void {
+    const w = this.watches.get(key);
+    if (!live || this.changes === null) {
+      if (w) {
+        w.sub.close();
+        this.watches.delete(key);
+      }
+      return;
+    }
+    if (w?.sub.live) {
+      w.dirty = false;
+      return;
+    }
+    const entry = { sub: null as unknown as LogChangeSubscription, dirty: false };
+    const sub = this.changes.subscribe({ family, stream, market }, () => void (entry.dirty = true));
+    if (sub === null) {
+      this.watches.delete(key);
+      return;
+    }
+    entry.sub = sub;
+    this.watches.set(key, entry);
+  }
+
+  /** The stream's Parquet stamp and the markets with a log folder, taken at most every `ttlMs`. */
+  private streamState(family: Family, stream: SpanStream, now: number): Promise<StreamState> {
+    const key = `${family}|${stream}`;
+    const hit = this.streams.get(key);
+    if (hit && now - hit.at < this.ttlMs) return hit.state;
+    const held: { at: number; state: Promise<StreamState>; value?: StreamState } = { at: now, state: null as unknown as Promise<StreamState> };
+    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream)])
+      .then(([parquet, ids]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS) }));
+    held.state.catch(() => this.streams.delete(key));
+    this.streams.set(key, held);
+    return held.state;
+  }
+
+  /**
+   * True when a cached span is served without a stamp: checked less than `ttlMs` ago, or less than
+   * RECHECK_MS ago and either quiet (no day file since yesterday) or watched with no change reported.
+   */
+  private servable(key: string, e: SpanEntry, st: StreamState, now: number): boolean {
+    const age = now - e.checkedAt;
+    if (age < this.ttlMs) return true;
+    if (age >= RECHECK_MS) return false;
+    if (!(e.stamp.day !== null && e.stamp.day >= st.since)) return true;
+    const w = this.watches.get(key);
+    return w !== undefined && w.sub.live && !w.dirty;
+  }
+
+  /**
+   * The spans of one market from the cache without a promise, when each is young enough to be
+   * served as is (see `span`); undefined otherwise (use `get`). A list page asks this first: a
+   * thousand markets' awaits were most of a warm page's cost.
+   */
+  getNow(family: Family, market: string): MarketCoverage | undefined {
+    if (this.dataDir === null) return undefined;
+    const now = this.now();
+    const out: (DatasetSpan | null)[] = [];
+    for (const stream of ['books', 'metrics', 'catalog'] as const) {
+      const held = this.streams.get(`${family}|${stream}`);
+      const st = held?.value;
+      if (!held || !st || held.value !== st || now - held.at >= this.ttlMs) return undefined;
+      const key = `${family}|${stream}|${market}`;
+      const e = this.spans.get(key);
+      if (!e || e.stamp.parquet !== st.parquet) return undefined;
+      if (!this.servable(key, e, st, now)) return undefined;
+      out.push(e.span);
+    }
+    return { datasets: { books: out[0], metrics: out[1], catalog: out[2] }, gaps: [] };
+  }
+
+  /**
+   * First/last of one log: from the cache while its stamp holds. `fresh`: the stamp is compared
+   * now whatever its age (one market's coverage: one listing and stat a log).
+   */
+  async span(family: Family, stream: SpanStream, market: string, reader: (s: StreamName) => Promise<LogReader>, fresh = false): Promise<DatasetSpan | null> {
+    if (this.dataDir === null) {
+      this.reads++;
+      return datasetSpan(await reader(stream));
+    }
+    const key = `${family}|${stream}|${market}`;
+    const now = this.now();
+    const st = await this.streamState(family, stream, now);
+    const e = this.spans.get(key);
+    if (e && !fresh && e.stamp.parquet === st.parquet && this.servable(key, e, st, now)) return e.span;
+    const recent = e !== undefined && e.stamp.day !== null && e.stamp.day >= st.since;
+    const exists = fresh || st.folders.has(market);
+    // A log seen live last time, or not seen yet, is watched from before this stamp on.
+    this.watch(key, family, stream, market, exists && (e === undefined || recent));
+    this.stamps++;
+    const stamp = logStampSync(this.dataDir, { family, stream, market }, st.parquet, exists);
+    if (!(stamp.day !== null && stamp.day >= st.since)) this.watch(key, family, stream, market, false);
+    if (e && sameStamp(e.stamp, stamp)) {
+      e.checkedAt = now;
+      return e.span;
+    }
+    const running = fresh ? undefined : this.reading.get(key);
+    if (running) return running;
+    const p = (async () => {
+      this.reads++;
+      const span = await datasetSpan(await reader(stream));
+      this.spans.set(key, { stamp, span, checkedAt: now });
+      return span;
+    })().finally(() => {
+      if (this.reading.get(key) === p) this.reading.delete(key);
+    });
+    this.reading.set(key, p);
+    return p;
+  }
 
   /** Spans of every dataset; the books' gaps too when `withGaps` (incremental scan of the books log). */
   async get(family: Family, market: string, reader: (s: StreamName) => Promise<LogReader>, withGaps = true): Promise<MarketCoverage> {
-    const books = await reader('books');
-    const [b, m, c] = await Promise.all([datasetSpan(books), reader('metrics').then(datasetSpan), reader('catalog').then(datasetSpan)]);
+    const [b, m, c] = await Promise.all((['books', 'metrics', 'catalog'] as const).map((s) => this.span(family, s, market, reader, withGaps)));
     const datasets = { books: b, metrics: m, catalog: c };
     if (!withGaps || !b) return { datasets, gaps: [] };
+    const books = await reader('books');
     const key = `${family}|${market}`;
     let g = this.scanners.get(key);
     if (!g) this.scanners.set(key, (g = new GapScanner()));

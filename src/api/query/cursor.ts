@@ -11,6 +11,13 @@ export type CursorPos = Record<string, string | number | null>;
 
 const MAX_CURSOR_CHARS = 4096;
 
+/**
+ * The market a snapshots cursor is bound to, carried in its position as `mk`: the stream's `from`
+ * cannot check a cursor's query digest (it does not know the page's other parameters), so it
+ * compares this instead (stream/protocol.ts).
+ */
+export const cursorMarket = (family: string, logMarket: string): string => `${family}/${logMarket}`;
+
 /** Reads `<dataDir>/api/cursor.secret`, creating it atomically (write + link) when missing. */
 export async function loadCursorSecret(dataDir: string): Promise<Buffer> {
   const dir = join(dataDir, 'api');

@@ -3,6 +3,7 @@
 // through the whole bucket; any bucket touched by a gap, before capture began, or after the recorder
 // stopped is absent from data and reported in `gaps` (consecutive buckets with one reason merged).
 
+import { GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { alignUp, alignDown, IntervalGrid } from '../../book/interval-grid.js';
 import { SampledBooks } from '../../book/sampled-books.js';
 import type { CoinMarket } from '../../schema/market.js';
@@ -51,6 +52,7 @@ async function sweep(
   let spoiling: GapReason = 'not_recording';
   let everValid = false;
   const cp = await view.checkpointAtOrBefore(b0 - 1);
+  if (cp) await state.seedFrom(view, cp.pos);
 
   const items: Record<string, unknown>[] = [];
   const gaps: GapOut[] = [];
@@ -61,6 +63,7 @@ async function sweep(
   };
   let stoppedAt: number | null = null;
   // Buckets ending after dataEnd are not known: the recorder has not reported past it.
+  const ahead = new GapLookahead();
   const grid = new IntervalGrid(req.intervalMs, b0, Math.min(bEnd, dataEnd), {
     served: (bs) => {
       if (items.length === maxData) {
@@ -71,10 +74,11 @@ async function sweep(
       if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
       else addGap(bs, bs + req.intervalMs, reason);
     },
-    unserved: (from, to, spoiled) => addGap(from, to, spoiled ? spoiling : everValid || cp ? reason : 'not_recording'),
-  });
+    unserved: (from, to, spoiled, why) => addGap(from, to, spoiled ? why ?? spoiling : everValid || cp ? reason : 'not_recording'),
+  }, ahead);
   // Read past bEnd up to one record: a gap written after the page's range may still spoil its end.
-  for await (const { rec } of view.replay(cp ? { pos: cp.pos } : 'start', { until: dataEnd })) {
+  const records = view.replay(cp ? { pos: cp.pos } : 'start', { until: dataEnd });
+  for await (const { rec } of readingAhead(records, (x) => x.rec, ahead)) {
     if (rec.type === 'gap') spoiling = rec.reason;
     grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
     if (grid.done) break;

@@ -2,7 +2,7 @@
 // ms, start < end, and the ordering. Every failure is `invalid_parameter` naming the parameter.
 
 import { invalidParameter } from '../../errors.js';
-import { parseTimeParam } from '../../schema/time.js';
+import { isTimeShaped, parseTimeParam } from '../../schema/time.js';
 
 export interface ListParams {
   readonly limit: number;
@@ -31,6 +31,7 @@ export function timeParam<K extends string>(query: { readonly [k in K]?: unknown
   const v = query[name];
   if (v === undefined) return undefined;
   const t = typeof v === 'string' ? parseTimeParam(v) : null;
+  if (t === null && typeof v === 'string' && isTimeShaped(v)) throw invalidParameter(name, 'is not a real UTC time: a field is out of range (check the day of the month and the hour)');
   if (t === null) throw invalidParameter(name, 'must be an ISO 8601 UTC time (2026-07-26T12:00:00.000Z) or integer epoch milliseconds');
   return t;
 }

@@ -4,6 +4,7 @@
 // from its start through its end; never forward-filled across a gap).
 
 import { MarketBooks } from '../../book/book-state.js';
+import type { GapLookahead } from '../../book/gap-lookahead.js';
 import { IntervalGrid } from '../../book/interval-grid.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Ladder, Level, Recorded } from '../../schema/observation.js';
@@ -232,15 +233,15 @@ export class IntervalSampler {
   private book: ReplayBook | null = null;
   private out: Sample[] = [];
 
-  /** `start`: first bucket start (aligned); `stop`: no bucket ends after it. */
-  constructor(intervalMs: number, depth: number, start: number, stop: number) {
+  /** `start`: first bucket start (aligned); `stop`: no bucket ends after it; `ahead`: gaps read ahead (book/gap-lookahead.ts). */
+  constructor(intervalMs: number, depth: number, start: number, stop: number, ahead?: GapLookahead) {
     this.grid = new IntervalGrid(intervalMs, start, stop, {
       served: (bs) => {
         const book = this.book!;
         const snap = book.sample(depth);
         if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: replayIso.format(bs) } });
       },
-    });
+    }, ahead);
   }
 
   /** Decides every bucket that ends at or before `t` (call before applying a record received at t; see IntervalGrid.advance). */

@@ -8,6 +8,7 @@ import type { LogReader } from '../../storage/index.js';
 import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
 import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
 import { alignUp } from '../../book/interval-grid.js';
+import { GAP_LOOKAHEAD_MS, GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
 
 /** One output line: its position and its JSON text (without the newline). */
@@ -89,7 +90,8 @@ class Batcher {
 export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[]> {
   const { market: m, types } = req;
   const book = m.newBook();
-  const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop) }));
+  const ahead = new GapLookahead();
+  const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop, ahead) }));
   const due: { name: string; s: Sample }[] = [];
   const sampleLines = (t: number, spoiledFrom = Infinity): ReplayLine[] => {
     for (const { name, sampler } of samplers) {
@@ -104,7 +106,9 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
   };
   const batch = new Batcher(req.after);
   let opened = req.from > req.start; // a resumed replay warmed up later than start: its opening state was sent before
-  for await (const chunk of marketRecords(req.reader, { from: req.from, end: req.end, warmUp: true })) {
+  // Interval samples read GAP_LOOKAHEAD_MS past the range for gaps noticed late; those records make no line.
+  const chunks = marketRecords(req.reader, { from: req.from, end: samplers.length > 0 ? req.end + GAP_LOOKAHEAD_MS : req.end, warmUp: true });
+  for await (const chunk of samplers.length > 0 ? lookedAhead(chunks, ahead, req.end) : chunks) {
     for (let i = 0; i < chunk.length; i++) {
       const rec = chunk.record(i);
       if (rec.recv_ts < req.from) {
@@ -133,6 +137,23 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
   }
   const last = batch.take(true);
   if (last) yield last;
+}
+
+/** One record at a time: what a chunk is (RecordChunk's shape), so the loop above serves both. */
+interface OneRecord {
+  readonly length: number;
+  record(i: number): Recorded;
+}
+
+/** The chunks' records one by one, each once the records GAP_LOOKAHEAD_MS after it were noted; none from `end` on. */
+async function* lookedAhead(chunks: AsyncIterable<{ readonly length: number; record(i: number): Recorded }>, ahead: GapLookahead, end: number): AsyncGenerator<OneRecord> {
+  async function* records(): AsyncGenerator<Recorded> {
+    for await (const c of chunks) for (let i = 0; i < c.length; i++) yield c.record(i);
+  }
+  for await (const rec of readingAhead(records(), (r) => r, ahead)) {
+    if (rec.recv_ts >= end) return;
+    yield { length: 1, record: () => rec };
+  }
 }
 
 /** The lines one record makes, in rank order: gap, book_change, book, trade. */

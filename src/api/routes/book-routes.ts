@@ -14,6 +14,7 @@ import { bookAsOf, snapshotPage, type BookModel } from '../query/book-pages.js';
 import { asOfParam, listParams } from '../query/params.js';
 import { listOf, narrowQuery, oneOf, q, single, typedParams, typedQuery } from '../schemas.js';
 import { nextCursor, resumeOf } from './helpers.js';
+import { cursorMarket } from '../query/cursor.js';
 
 /** Every parameter any family's snapshots route takes; each family accepts its own subset. */
 const SNAPSHOTS_QUERY = typedQuery({
@@ -153,7 +154,8 @@ export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
     if (sampling === undefined || qs.interval === 'raw' || qs.interval === undefined) {
       const resume = resumeOf(app, route, cq, lp);
       const page = await snapshotPage(reader, modelOf(d, at, view), { order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume });
-      return { data: page.items, next_cursor: nextCursor(app, route, cq, page.next) };
+      // `mk` names the market for the stream's `from`, which cannot check the query digest (protocol.ts).
+      return { data: page.items, next_cursor: nextCursor(app, route, cq, page.next && { ...page.next, mk: cursorMarket(d.family, at.id) }) };
     }
     let resume: number | undefined;
     if (lp.cursor !== undefined) {

@@ -7,15 +7,26 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
+import { familyOf } from '../../families/index.js';
+import { planAllows } from '../plugins/auth.js';
+import type { Plan } from '../plugins/keys.js';
 import { clipCoverage, CoverageCache } from '../query/coverage.js';
 import { listParams } from '../query/params.js';
 import { coverageSchema, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import type { IndexedMarket } from '../query/markets-index.js';
 import { overlaps } from './helpers.js';
+import { LogChanges } from '../../storage/index.js';
 
 export default async function coverageRoutes(app: FastifyInstance): Promise<void> {
-  const cache = new CoverageCache();
+  const cache = new CoverageCache(app.pmtape.config.dataDir, new LogChanges(app.pmtape.config.dataDir));
+  app.addHook('onClose', async () => cache.close());
   const { markets } = app.pmtape;
+
+  // A family's coverage (its market ids and ranges) is part of the family: a key whose plan does not
+  // include the family (the descriptor's plan) reads none of it, as on the family's own routes.
+  const planRequired = (f: Family, plan: Plan): PmtapeError =>
+    new PmtapeError('plan_required', `The ${f} family needs the ${familyOf(f).plan} plan, its coverage too; this key is on the ${plan} plan.`);
+  const readable = (plan: Plan): Family[] => FAMILIES.filter((f) => planAllows(plan, familyOf(f).plan));
 
   async function findMarket(family: Family | undefined, id: string): Promise<{ family: Family; market: string } | null> {
     for (const f of family ? [family] : FAMILIES) {
@@ -27,7 +38,7 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
   }
 
   app.withTypeProvider<TypeBoxTypeProvider>().get('/coverage', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: 'Recorded intervals and gaps (with reasons) and first/last recorded time per dataset.',
       querystring: typedQuery({
@@ -42,12 +53,15 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
     const qs = req.query;
     const lp = listParams(qs);
     const family = qs.family;
+    const plan = req.apiKey?.plan ?? 'free';
+    if (family !== undefined && !planAllows(plan, familyOf(family).plan)) throw planRequired(family, plan);
     if (qs.market_id !== undefined && qs.ticker !== undefined) throw invalidParameter('ticker', 'cannot be combined with market_id');
     const id = qs.market_id ?? qs.ticker;
     if (id !== undefined) {
       if (lp.cursor !== undefined) throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not apply to a single market's coverage.");
       const found = await findMarket(family, id);
       if (!found) throw notFound(`Unknown market '${id.slice(0, 200)}'; list markets with /v3/coverage${family ? `?family=${family}` : ''}.`);
+      if (!planAllows(plan, familyOf(found.family).plan)) throw planRequired(found.family, plan);
       const cov = await cache.get(found.family, found.market, (s) => markets.reader(found.family, s, found.market));
       const live = await app.pmtape.status.isConnected(found.family, found.market);
       const b = cov.datasets.books;
@@ -71,13 +85,14 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
     for (let fi = 0; fi < FAMILIES.length; fi++) {
       const f = FAMILIES[fi];
       if (family && f !== family) continue;
+      if (!readable(plan).includes(f)) continue;
       if (after && fi < after.f) continue;
       for (const e of await markets.list(f)) {
         if (after && fi === after.f && (e.first_ts < after.ts || (e.first_ts === after.ts && e.market.market_id <= after.id))) continue;
         if (data.length === lp.limit) {
           return { data, next_cursor: app.pmtape.cursors.encode('coverage.list', qs, { f: last!.f, ts: last!.e.first_ts, id: last!.e.market.market_id }) };
         }
-        const cov = await cache.get(f, e.market.market_id, (s) => markets.reader(f, s, e.market.market_id), false);
+        const cov = cache.getNow(f, e.market.market_id) ?? await cache.get(f, e.market.market_id, (s) => markets.reader(f, s, e.market.market_id), false);
         const spans = Object.values(cov.datasets).filter((d) => d !== null);
         if ((lp.start !== undefined || lp.end !== undefined) && !spans.some((d) => overlaps(Date.parse(d.first_time), Date.parse(d.last_time), lp.start, lp.end))) continue;
         data.push({ family: f, market_id: e.market.market_id, datasets: cov.datasets });

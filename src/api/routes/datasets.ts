@@ -16,9 +16,12 @@ import { familyOf } from '../../families/index.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,
+  remoteFile,
 } from '../../storage/index.js';
+import { datasetsSkippedEntries } from '../../metrics.js';
+import { sendRemoteFile } from './remote-file.js';
 import { timeParam } from '../query/params.js';
-import { listOf, oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
 import { socketWriter } from './replay.js';
 
 const entrySchema = {
@@ -30,21 +33,7 @@ const entrySchema = {
   required: ['path', 'rows', 'bytes', 'sha256', 'min_time', 'max_time'],
 } as const;
 
-/** The contract's error envelope (API.md §2), as every error status of these routes answers. */
-const envelopeSchema = {
-  type: 'object',
-  properties: {
-    error: {
-      type: 'object',
-      properties: { status: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' }, request_id: { type: 'string' } },
-      required: ['status', 'code', 'message', 'request_id'],
-    },
-  },
-  required: ['error'],
-} as const;
-
-const errors = (statuses: number[]): Record<number, object> =>
-  Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: 'error envelope (API.md §2)' }]));
+const errors = errorResponses;
 
 const arrowBody = (description: string): object => ({
   description,
@@ -108,7 +97,7 @@ function judgeConditions(headers: IncomingHttpHeaders, etag: string): 'not-modif
 }
 
 /** The manifest entry of a requested path, or a 404/403 PmtapeError; the path never leaves the root. */
-async function publishedFile(req: FastifyRequest, dataDir: string, rel: string): Promise<{ entry: ManifestFile; rel: string; name: string }> {
+async function publishedFile(req: FastifyRequest, dataDir: string, rel: string): Promise<{ entry: ManifestFile; rel: string; name: string; path: string }> {
   const unknown = notFound(`No dataset file '${rel.slice(0, 300)}'; list files with /v3/datasets.`);
   const m = PATH.exec(rel);
   if (!m || !(FAMILIES as readonly string[]).includes(m[1]) || !(DATASETS as readonly string[]).includes(m[2]) || dayStartMs(m[3]) === null) throw unknown;
@@ -123,13 +112,48 @@ async function publishedFile(req: FastifyRequest, dataDir: string, rel: string):
   };
   const dir = partitionDir(dataDir, family, dataset, date);
   if (!(await inside(dir))) throw unknown;
-  const entry = (await readManifest(dir))?.files.find((f) => f.file === name);
-  if (!entry || !(await inside(join(dir, name)))) throw unknown;
-  return { entry, rel, name };
+  // A damaged manifest or entry (the listing skips it, see entryProblem) is no file, not a 500.
+  const files: unknown = (await readManifest(dir).catch(() => null))?.files;
+  const entry = Array.isArray(files) ? (files as unknown[]).find((f) => (f as ManifestFile | null)?.file === name) as ManifestFile | undefined : undefined;
+  if (!entry || entryProblem(partitionRel(family, dataset, date), entry) !== null) throw unknown;
+  // A stateless reader's part files stay in the archive: the manifest names them, the bucket has them.
+  if (remoteFile(join(dir, name))) return { entry, rel, name, path: join(dir, name) };
+  if (!(await inside(join(dir, name)))) throw unknown;
+  return { entry, rel, name, path: join(dir, name) };
 }
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isTimeOrNull = (v: unknown): v is number | null => v === null || (typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 8.64e15);
+
+/**
+ * Why a manifest entry cannot be listed, or null when it can: a listed path must be one the file
+ * route serves (PATH: no `..`, no folder, a `.parquet` name), and every field must have its type
+ * (a hand-edited or damaged manifest once made the whole listing a 500).
+ */
+export function entryProblem(rel: string, f: unknown): 'bad_field' | 'bad_name' | null {
+  if (typeof f !== 'object' || f === null) return 'bad_field';
+  const e = f as Record<string, unknown>;
+  if (typeof e.file !== 'string' || !PATH.test(`${rel}/${e.file}`)) return 'bad_name';
+  if (!isCount(e.rows) || !isCount(e.bytes) || typeof e.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(e.sha256)) return 'bad_field';
+  if (!isTimeOrNull(e.min_time) || !isTimeOrNull(e.max_time)) return 'bad_field';
+  return null;
+}
+
+/** Most distinct skipped entries remembered (each is logged and counted once). */
+const MAX_REPORTED = 10_000;
 
 export default async function datasetsRoutes(app: FastifyInstance): Promise<void> {
   const { dataDir } = app.pmtape.config;
+  const reported = new Set<string>();
+  /** Logs and counts a skipped entry the first time this process meets it. */
+  const skip = (where: string, reason: 'bad_field' | 'bad_name' | 'bad_manifest' | 'outside_root', detail: string): void => {
+    const key = `${where}\u0000${reason}\u0000${detail.slice(0, 300)}`;
+    if (reported.has(key) || reported.size >= MAX_REPORTED) return;
+    reported.add(key);
+    datasetsSkippedEntries.inc({ reason });
+    app.pmtape.log.warn({ partition: where, reason, entry: detail.slice(0, 300) }, 'dataset listing skips a manifest entry');
+  };
+  const root = parquetRoot(dataDir);
   // Only reply.sendFile (no routes of its own); the root is given per file, as it may not exist yet.
   await app.register(fastifyStatic, { serve: false });
 
@@ -157,10 +181,29 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
       .map((p) => ({ p, k: `${p.date}/${partitionRel(p.family, p.dataset, p.date)}` }))
       .sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0))
       .map((x) => x.p);
+    const realRoot = await realpath(root).catch(() => null);
     for (const p of parts) {
-      const m = await readManifest(p.dir);
-      for (const f of m?.files ?? []) {
-        const path = `${partitionRel(p.family, p.dataset, p.date)}/${f.file}`;
+      const rel = partitionRel(p.family, p.dataset, p.date);
+      // The file route's rules: the folder must resolve inside the Parquet root (a symlinked
+      // partition is not served, so it is not listed), the manifest must be readable JSON with a list.
+      const real = await realpath(p.dir).catch(() => null);
+      if (realRoot === null || real === null || !real.startsWith(realRoot + sep)) {
+        skip(rel, 'outside_root', p.dir);
+        continue;
+      }
+      const m: unknown = await readManifest(p.dir).catch((e: unknown) => (skip(rel, 'bad_manifest', String((e as Error).message)), null));
+      const files = (m as { files?: unknown } | null)?.files;
+      if (m !== null && !Array.isArray(files)) {
+        skip(rel, 'bad_manifest', 'files is not a list');
+        continue;
+      }
+      for (const [i, f] of ((files ?? []) as ManifestFile[]).entries()) {
+        const problem = entryProblem(rel, f);
+        if (problem) {
+          skip(rel, problem, `#${i} ${JSON.stringify(f)}`);
+          continue;
+        }
+        const path = `${rel}/${f.file}`;
         const key = `${p.date}/${path}`;
         if (key <= after) continue;
         if (data.length === qs.limit) {
@@ -188,13 +231,15 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
       },
     },
   }, async (req, reply) => {
-    const { entry, rel, name } = await publishedFile(req, dataDir, req.params['*']);
+    const { entry, rel, name, path } = await publishedFile(req, dataDir, req.params['*']);
     const etag = `"${entry.sha256}"`;
     void reply.header('ETag', etag).header('Accept-Ranges', 'bytes').header('Cache-Control', 'public, max-age=3600')
       .header('Content-Disposition', `attachment; filename="${name}"`);
     const judged = judgeConditions(req.raw.headers, etag);
     if (judged === 'not-modified') return reply.code(304).send(null);
     void reply.type('application/vnd.apache.parquet');
+    const remote = remoteFile(path);
+    if (remote) return sendRemoteFile(req, reply, remote, judged.rangesAllowed);
     return reply.sendFile(rel, parquetRoot(dataDir), {
       acceptRanges: judged.rangesAllowed, etag: false, lastModified: false, cacheControl: false, contentType: false,
       // Being replaced right now: the manifest and the file disagree for a moment, so refuse rather
@@ -206,7 +251,7 @@ export default async function datasetsRoutes(app: FastifyInstance): Promise<void
   });
 
   api.get('/datasets/rows', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: 'One market\'s rows of one dataset with receive_time in [start_time, end_time), as one Arrow IPC stream ' +
         '(application/vnd.apache.arrow.stream) with the dataset\'s Parquet schema: the rows DuckDB selects from the partitions, ' +

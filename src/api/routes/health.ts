@@ -40,7 +40,9 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
       hide: false,
       description: 'Liveness of the API and of every record process writing to the same data dir.',
       security: [],
-      querystring: { type: 'object', additionalProperties: false },
+      // `properties` even when empty: without it the OpenAPI document listed `type` and
+      // `additionalProperties` as query parameters (the openapi plugin now adds it to any route).
+      querystring: { type: 'object', properties: {}, additionalProperties: false },
       response: {
         200: {
           type: 'object',
@@ -104,7 +106,13 @@ export default async function healthRoutes(app: FastifyInstance): Promise<void> 
     return { status, time: new Date(now).toISOString(), recorders, ...(archive ? { archive } : {}) };
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+  app.get('/metrics', {
+    schema: {
+      description: 'Prometheus text exposition of this process (requests, storage, stream, archive).',
+      security: [],
+      response: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  }, async (_req, reply) => {
     let paused = 0;
     let dropped = 0;
     for (const r of await app.pmtape.status.all()) {

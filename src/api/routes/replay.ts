@@ -17,7 +17,7 @@ import { bookLines, metricLines, type ReplayLine, type SourceRequest } from '../
 import { mergeSorted } from '../query/replay-merge.js';
 import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from '../query/replay-plan.js';
 import { envelope } from '../plugins/error-handler.js';
-import { oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, oneOf, q, typedQuery } from '../schemas.js';
 
 /** Most markets one replay merges (each holds a cursor, and a file handle while it reads). */
 export const MAX_REPLAY_MARKETS = 300;
@@ -149,11 +149,14 @@ export function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promi
 
 export default async function replayRoutes(app: FastifyInstance): Promise<void> {
   app.withTypeProvider<TypeBoxTypeProvider>().get('/replay', {
-    config: { plan: 'free' },
+    config: { plan: 'free', expensive: true },
     schema: {
       description: DESCRIPTION,
       querystring: querySchema,
-      response: { 200: { description: 'application/x-ndjson lines, the last an end (or error) line', type: 'string' } },
+      response: {
+        200: { description: 'application/x-ndjson lines, the last an end (or error) line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+        ...errorResponses([400, 401, 403, 404, 429]),
+      },
     },
   }, async (req, reply) => {
     const qs = req.query;

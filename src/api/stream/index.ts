@@ -14,11 +14,12 @@ import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
 import { bearerOf, checkKey, planAllows } from '../plugins/auth.js';
 import { envelope } from '../plugins/error-handler.js';
+import { errorResponses } from '../json-schemas.js';
 import { loadCursorSecret } from '../query/cursor.js';
 import { StreamClient, type StreamLimits, type StreamServices } from './client.js';
 import { StreamHub } from './hub.js';
 import { streamModels, type ModelFactory, type StreamTarget } from './market.js';
-import { cursorStartSeq, type StreamRequest } from './protocol.js';
+import { cursorMarket, cursorStartSeq, type StreamRequest } from './protocol.js';
 
 /** The stream's limits and timers: the config's `stream` (PMTAPE_STREAM_* over defaults), which
  *  the plugin's `settings` option overrides field by field (tests shrink timers that way). */
@@ -84,7 +85,7 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
     modelFor: opts.modelFor ?? streamModels,
     limits: settings,
     resolveTarget,
-    cursorStart: async (_t, _req, text) => cursorStartSeq(secret, text),
+    cursorStart: async (t, _req, text) => cursorStartSeq(secret, text, cursorMarket(t.family, t.logMarket)),
     planCheck: (plan, family) => {
       const need = familyPlan(family);
       return planAllows(plan as 'free' | 'paid', need)
@@ -155,8 +156,23 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   }, settings.authRecheckMs);
   recheck.unref();
 
-  // A plain GET (no upgrade) gets a pointer instead of a bare 404.
-  app.get('/stream', { schema: { hide: true } }, async () => {
+  // A plain GET (no upgrade) gets a pointer instead of a bare 404. Its schema documents the
+  // upgrade in the OpenAPI document; unknown parameters are left to the pointer (no additionalProperties).
+  app.get('/stream', {
+    schema: {
+      description: 'WebSocket (API.md §7): send Upgrade: websocket; subscribe with {"op": "subscribe", "channel": "book", "family", ' +
+        '"market_id" | "ticker", "coin"}. The key is the Bearer header or api_key. A refused upgrade answers the status and the error ' +
+        'envelope; a plain GET answers 400 with this pointer.',
+      querystring: {
+        type: 'object',
+        properties: {
+          api_key: { type: 'string', description: 'the API key, for clients that cannot set the Authorization header' },
+          family: { type: 'string', description: 'comma list of the families to be subscribed (a plan without one is refused with 403)' },
+        },
+      },
+      response: { 101: { description: 'Switching Protocols: the WebSocket stream' }, ...errorResponses([400, 401, 403]) },
+    },
+  }, async () => {
     throw new PmtapeError('invalid_parameter', `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).`);
   });
 

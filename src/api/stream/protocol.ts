@@ -6,7 +6,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { PmtapeError, invalidParameter } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { familyOf } from '../../families/index.js';
-import { parseTimeParam, toIso } from '../../schema/time.js';
+import { isTimeShaped, parseTimeParam, toIso } from '../../schema/time.js';
+export { cursorMarket } from '../query/cursor.js';
 
 /** Where a subscription starts: live only, a time, a snapshots cursor, or after a known seq. */
 export type StreamFrom =
@@ -81,6 +82,8 @@ function parseFrom(o: Record<string, unknown>): StreamFrom {
     throw invalidParameter('from', 'must be epoch milliseconds, an ISO 8601 UTC time or a snapshots next_cursor');
   }
   const t = parseTimeParam(f);
+  // A time with a field out of range (2026-02-30) is a bad time, not a cursor to look up.
+  if (t === null && isTimeShaped(f)) throw invalidParameter('from', 'is not a real UTC time (check the day of the month and the hour)');
   return t !== null ? { kind: 'time', t } : { kind: 'cursor', text: f };
 }
 
@@ -200,12 +203,14 @@ export function prepareMessage(msg: string): PreparedMessage {
 // Resume points from REST snapshots cursors. The stream does not know the other query parameters
 // of the page request, so it checks the cursor's signature (same secret and format as
 // src/api/cursor.ts) but not its query digest, and takes its position: an ascending page's `after`.
+// The market it was made for travels in the position (`mk`, written by the snapshots route), so a
+// cursor of another market (or of no market) is refused as REST refuses it.
 
 const invalidCursor = (why: string): PmtapeError =>
   new PmtapeError('invalid_cursor', `Field 'from' ${why}; pass a snapshots next_cursor exactly as returned, or a time.`);
 
-/** The first seq to stream for a snapshots cursor signed with `secret`. */
-export function cursorStartSeq(secret: Buffer, text: string): number {
+/** The first seq to stream for a snapshots cursor signed with `secret`, made for `market` (cursorMarket). */
+export function cursorStartSeq(secret: Buffer, text: string, market: string): number {
   if (text.length > 4096) throw invalidCursor('is too long');
   const m = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{24})$/.exec(text);
   if (!m) throw invalidCursor('is neither a time nor a cursor');
@@ -218,9 +223,11 @@ export function cursorStartSeq(secret: Buffer, text: string): number {
   } catch {
     throw invalidCursor('is a malformed cursor');
   }
-  const after = typeof p === 'object' && p !== null ? (p as Record<string, unknown>).after : undefined;
+  const pos = typeof p === 'object' && p !== null ? (p as Record<string, unknown>) : {};
+  const after = pos.after;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < -1) {
     throw invalidCursor('is not an ascending snapshots cursor (a descending page cannot be resumed forward)');
   }
+  if (pos.mk !== market) throw invalidCursor(`is a cursor of another market (or of a page made before cursors named their market; fetch a fresh page of ${market})`);
   return after + 1;
 }

@@ -5,6 +5,7 @@
 import type { Ladder, Level, MetricSample, BookSnapshot, Observation } from '../../schema/observation.js';
 import type { CatalogRules } from '../catalog-diff.js';
 import type { MarketStatus, Outcome, Resolution, WalletMarket } from '../../schema/market.js';
+import { doubleText } from '../../schema/number-text.js';
 import { BOOK, ENVELOPE, MARKET, METRIC, OUTCOME, RESOLUTION, RESOLUTION_WORDS, STATUS_WORDS, TOPIC, WS } from './fields.js';
 
 export type OnBad = (why: string) => void;
@@ -40,6 +41,13 @@ function timeMs(v: unknown): number | null {
 
 // ---- order books --------------------------------------------------------------------------------
 
+/**
+ * A level's price or size as stored text: a JSON number (how this venue sends them) is a double and
+ * gets its canonical 15-digit text (schema/number-text.ts: `64.50999999999999` → `64.51`); text the
+ * venue sent as text is kept byte for byte.
+ */
+const levelText = (raw: unknown, value: number): string => (typeof raw === 'string' ? raw : doubleText(value));
+
 /** A numeric ladder → text levels, validating prices in [0, 1] and sizes ≥ 0; null when malformed. */
 function ladder(raw: unknown): Ladder | null {
   if (raw === undefined || raw === null) return [];
@@ -50,7 +58,7 @@ function ladder(raw: unknown): Ladder | null {
     const p = finite(lv[0]);
     const s = finite(lv[1]);
     if (p === null || s === null || p < 0 || p > 1 || s < 0) return null;
-    out.push([String(lv[0]), String(lv[1])]);
+    out.push([levelText(lv[0], p), levelText(lv[1], s)]);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 import type { Ladder, Level, YesNoBook } from '../../schema/observation.js';
 import type { CatalogRules } from '../catalog-diff.js';
 import type { YesNoMarket } from '../../schema/market.js';
+import { doubleText } from '../../schema/number-text.js';
 
 /** At most this many levels per side are stored (the venue's own depth cap). */
 export const MAX_LEVELS = 100;
@@ -62,9 +63,10 @@ function intText(v: unknown): string | null {
   return null;
 }
 
+/** A size as stored text: fixed-point text byte for byte; a JSON number (a double) as its canonical text. */
 function sizeText(v: unknown): string | null {
   if (typeof v === 'string' && COUNT_FP.test(v)) return v;
-  if (typeof v === 'number' && Number.isFinite(v) && v >= 0) return String(v);
+  if (typeof v === 'number' && Number.isFinite(v) && v >= 0) return doubleText(v);
   return null;
 }
 

@@ -4,6 +4,7 @@
 // every object the bucket already holds exactly and uploads the rest.
 
 import { readFile } from 'node:fs/promises';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { MANIFEST } from '../parquet/manifest.js';
@@ -88,6 +89,21 @@ async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<voi
   await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
 }
 
+/** Size and ETag of every object under the day's partitions and of its day record, by key. */
+async function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<Map<string, { size: number; etag: string }>> {
+  const out = new Map<string, { size: number; etag: string }>();
+  const prefixes = [...plan.partitions.map((p) => p.manifest.key.slice(0, p.manifest.key.lastIndexOf('/') + 1)), plan.record.key];
+  await pool(prefixes, 8, async (prefix) => {
+    let token: string | undefined;
+    do {
+      const r = await withRetries(`list ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })), retry);
+      for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+  });
+  return out;
+}
+
 /** The counts of one day, and what went wrong when `failed` > 0 (the day then stays unpublished). */
 export interface DayResult extends SyncCounts {
   readonly errors: string[];
@@ -103,11 +119,25 @@ export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string
   const c: DayResult = { ...zeroCounts(), days: 1, errors: [] };
   const retry = hooks.retry ?? DEFAULT_RETRY;
   let fatal: unknown = null;
+  // One listing per partition says what is there already (size and ETag, the server's MD5), in
+  // place of a HEAD per object; a later attempt at an object asks the object itself.
+  let listed: Map<string, { size: number; etag: string }>;
+  try {
+    listed = await listDay(s3, a, plan, retry);
+  } catch (e) {
+    if (isFatal(e)) throw explain(e, a);
+    throw e;
+  }
   const put = async (o: LocalObject): Promise<void> => {
     c.files++;
+    let first = true;
     try {
       const outcome = await withRetries(o.key, async () => {
-        if ((await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
+        const l = first ? listed.get(o.key) : undefined;
+        const known = first && (!l || (l.size === o.size && o.etags.includes(l.etag)));
+        first = false;
+        if (known && l) return 'skipped' as const;
+        if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
         await upload(s3, a.bucket, o);
         return 'uploaded' as const;
       }, retry);
@@ -123,8 +153,14 @@ export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string
       hooks.onObject?.(o.key, 'failed', 0);
     }
   };
-  for (const objects of [plan.partitions.flatMap((p) => p.files), plan.partitions.map((p) => p.manifest), [plan.record]]) {
-    await pool(objects, hooks.concurrency ?? 4, put);
+  // Manifests and the day record are small: more of them in flight at once.
+  const phases: [readonly LocalObject[], number][] = [
+    [plan.partitions.flatMap((p) => p.files), hooks.concurrency ?? 4],
+    [plan.partitions.map((p) => p.manifest), 4 * (hooks.concurrency ?? 4)],
+    [[plan.record], 1],
+  ];
+  for (const [objects, n] of phases) {
+    await pool(objects, n, put);
     if (fatal) throw explain(fatal, a);
     if (c.failed) return c;
   }

@@ -1,7 +1,8 @@
 // Compaction inside `start`: once a UTC day has closed and its grace period has passed, compact
 // it (and any earlier closed day not yet compacted), then apply retention. The work runs in a
 // worker thread (see compaction-worker.ts), one run at a time; a failure is logged and retried at
-// the next tick, never thrown into the service. Stopping mid-run is safe: publication is atomic.
+// the next tick, never thrown into the service, and a failed day or partition never holds up the
+// days and partitions after it. Stopping mid-run is safe: publication is atomic.
 
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,7 +20,11 @@ interface Logger {
 /** How often the service looks for a day to compact. */
 const TICK_MS = 60_000;
 
-export function startAutoCompaction(config: Config, logger: Logger, tickMs = TICK_MS): { stop(): Promise<void> } {
+/**
+ * `observe`: every message of the worker (the service counts set-aside records and failed partitions
+ * in /metrics with it; storage does not load the metrics module).
+ */
+export function startAutoCompaction(config: Config, logger: Logger, tickMs = TICK_MS, observe?: (m: WorkerMessage) => void): { stop(): Promise<void> } {
   let worker: Worker | null = null;
   let running: Promise<void> | null = null;
   let stopped = false;
@@ -36,7 +41,12 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
       worker = w;
       w.on('message', (m: WorkerMessage) => {
+        observe?.(m);
         if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows, threads: m.threads }, 'compacted');
+        else if (m.type === 'partitions') {
+          for (const p of m.failed) logger.error({ day: m.day, family: p.family, dataset: p.dataset, err: p.error }, 'partition failed; the rest of the day was compacted, retrying later');
+          for (const p of m.quarantined) logger.error({ day: m.day, family: p.family, dataset: p.dataset, records: p.quarantined }, 'records set aside in the partition\'s _quarantine.jsonl');
+        } else if (m.type === 'day-failed') logger.error({ day: m.day, err: m.error }, 'compaction of the day failed; the days after it went on, retrying later');
         else if (m.type === 'archived') {
           if (m.failed) logger.error({ days: m.days, uploaded: m.uploaded, failed: m.failed, errors: m.errors }, 'archive publish incomplete; retrying later');
           else logger.info({ days: m.days, uploaded: m.uploaded, bytes: m.bytes }, 'published to the archive');

@@ -5,12 +5,13 @@
 // before the first capture, nothing forward-filled across a gap, nothing after the log's last record
 // unless the log goes on past the day.
 
+import { GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { alignUp, IntervalGrid } from '../../book/interval-grid.js';
 import { SampledBooks } from '../../book/sampled-books.js';
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import type { LogView } from '../types.js';
-import { encodeDecimal, type Unscaled } from './decimal.js';
+import { DecimalError, encodeDecimal, type Unscaled } from './decimal.js';
 import type { RowSink } from './rows.js';
 import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
 
@@ -37,31 +38,37 @@ export interface SnapshotInput {
 /**
  * Appends the market's `book_snapshots` rows for the day to `sink`, reading the market's composite
  * view (the day's records, and before them the newest checkpoint that makes the books whole at
- * 00:00). Returns the number of rows.
+ * 00:00). Returns the number of rows, and of rows left out because their book held a value the
+ * columns cannot hold exactly (its record is set aside by `book_changes`; see rows.ts).
  */
-export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink: RowSink): Promise<number> {
+export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink: RowSink): Promise<{ rows: number; setAside: number }> {
   const I = SNAPSHOT_INTERVAL_MS;
   const dayStart = dayStartMs(input.day)!;
   const dayEnd = dayStart + DAY_MS;
   const mode = snapshotBooksOf(input.family);
   const order = [...input.outcomes.keys()];
   const tokens = mode === 'every_outcome' ? order : mode === 'first_outcome' ? order.slice(0, 1) : [];
-  if (mode !== 'yesno' && tokens.length === 0) return 0; // no catalogue entry: no outcome to name
+  const none = { rows: 0, setAside: 0 };
+  if (mode !== 'yesno' && tokens.length === 0) return none; // no catalogue entry: no outcome to name
   const first = await view.first();
   const last = await view.latest();
-  if (!first || !last) return 0;
+  if (!first || !last) return none;
   const lo = alignUp(Math.max(dayStart, first.rec.recv_ts), I);
   // What happened after the log's last record is not known, unless the log goes on past the day.
   const dataEnd = last.rec.recv_ts >= dayEnd ? dayEnd : last.rec.recv_ts + 1;
-  if (lo >= dayEnd) return 0;
+  if (lo >= dayEnd) return none;
 
   const state = new SampledBooks(mode, tokens);
   const rows = new RowWriter(input, sink, mode, tokens);
   let written = 0;
-  const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) });
+  const ahead = new GapLookahead();
+  const grid = new IntervalGrid(I, lo, Math.min(dayEnd, dataEnd), { served: (bs) => void (written += rows.write(bs, state)) }, ahead);
   const cp = await view.checkpointAtOrBefore(lo - 1);
-  // Past midnight up to one record: a gap written the next day (a restart) may spoil the day's end.
-  for await (const { rec } of view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {})) {
+  if (cp) await state.seedFrom(view, cp.pos);
+  // Past midnight up to the lookahead and one record: a gap written the next day (a restart, or one
+  // noticed late) may spoil the day's end.
+  const records = view.replay(cp ? { pos: cp.pos } : 'start', dataEnd < dayEnd ? { until: dataEnd } : {});
+  for await (const { rec } of readingAhead(records, (x) => x.rec, ahead)) {
     grid.advance(rec.recv_ts, state, rec.type === 'gap' ? rec.start_ts : Infinity);
     if (grid.done) break;
     const was = state.valid();
@@ -69,7 +76,7 @@ export async function bookSnapshotRows(view: LogView, input: SnapshotInput, sink
     grid.noteApplied(was, state);
   }
   grid.advance(Infinity, state);
-  return written;
+  return { rows: written, setAside: rows.setAside };
 }
 
 /** Writes the rows of one valid second, re-encoding a book's levels only when that book changed. */
@@ -79,6 +86,8 @@ class RowWriter {
   private readonly col: (name: string) => number;
   private readonly levelCols: { bidPrice: number[]; bidSize: number[]; askPrice: number[]; askSize: number[] };
   private readonly at: { bucket: number; recv: number; source: number; seq: number };
+  /** Rows left out: their book held a value the columns cannot hold exactly. */
+  setAside = 0;
 
   constructor(private readonly input: SnapshotInput, private readonly sink: RowSink, private readonly mode: string, private readonly tokens: readonly string[]) {
     this.scales = scalesOf(input.family);
@@ -97,17 +106,29 @@ class RowWriter {
     const at = state.lastBook!;
     if (this.mode === 'yesno') {
       const b = state.yesnoBook!;
-      this.emit(bucketStart, at, this.encode('', null, b.yes, b.no, b.units));
-      return 1;
+      return this.tryEmit(bucketStart, at, () => this.encode('', null, b.yes, b.no, b.units));
     }
     let n = 0;
     for (const token of this.tokens) {
       const v = state.books.view(token); // the same arrays until the token's book changes
       if (!v) continue;
-      this.emit(bucketStart, at, this.encode(token, token, v.bids, v.asks, null));
-      n++;
+      n += this.tryEmit(bucketStart, at, () => this.encode(token, token, v.bids, v.asks, null));
     }
     return n;
+  }
+
+  /** Emits the row, or counts it left out when its book holds a value its columns cannot hold. */
+  private tryEmit(bucketStart: number, at: Recorded, enc: () => Encoded): number {
+    let e: Encoded;
+    try {
+      e = enc();
+    } catch (err) {
+      if (!(err instanceof DecimalError)) throw err;
+      this.setAside++;
+      return 0;
+    }
+    this.emit(bucketStart, at, e);
+    return 1;
   }
 
   private emit(bucketStart: number, at: Recorded, enc: Encoded): void {

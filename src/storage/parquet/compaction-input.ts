@@ -1,6 +1,7 @@
 // What one compaction run reads and reports: the records of one closed day file (with their checkpoint
-// marks), the options a run takes and the result per partition. Apart from compaction.ts so that
-// stream-compaction.ts, which compaction.ts drives, can use them without an import circle.
+// marks), the rows of one record or its refusal (a record set aside), the options a run takes and the
+// result per partition. Apart from compaction.ts so that stream-compaction.ts, which compaction.ts
+// drives, and the rows route can use them without an import circle.
 
 import type { Family } from '../../schema/observation.js';
 import { FLAG_CHECKPOINT } from '../log/frame.js';
@@ -8,7 +9,8 @@ import { readFileStart } from '../log/file-header.js';
 import { logFilePath } from '../paths.js';
 import { readFrames } from '../read/scan.js';
 import type { LogKey } from '../types.js';
-import type { SourceRecord } from './rows.js';
+import { recordRows, type RowContext, type RowSink, type SourceRecord } from './rows.js';
+import { DecimalError } from './decimal.js';
 import type { Dataset } from './schema.js';
 import { open } from 'node:fs/promises';
 
@@ -37,11 +39,21 @@ export interface PartitionResult {
   readonly family: Family;
   readonly dataset: Dataset;
   readonly date: string;
-  /** `blocked`: the logs changed but some were already deleted by retention; the partition is kept as is. */
-  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked';
+  /**
+   * `blocked`: the logs changed but some were already deleted by retention; the partition is kept as
+   * is. `failed`: this stream's partitions could not be built (`error` says why); the logs are kept,
+   * the rest of the day went on, and the next run tries again.
+   */
+  readonly status: 'written' | 'unchanged' | 'empty' | 'would-write' | 'blocked' | 'failed';
   readonly rows: number;
   readonly bytes: number;
+  /** Records set aside in the partition's quarantine file (book_snapshots: rows left out); absent when none. */
+  readonly quarantined?: number;
+  readonly error?: string;
 }
+
+/** The result's `quarantined` field: only when something was set aside. */
+export const quarantined = (n: number): { quarantined?: number } => (n > 0 ? { quarantined: n } : {});
 
 export interface CompactOptions {
   readonly dryRun?: boolean;
@@ -57,5 +69,27 @@ export interface CompactOptions {
    * with 1, after them in the calling thread.
    */
   readonly threads?: number;
+}
+
+
+/**
+ * The rows of one record in every sink (one per dataset of its stream), or none at all: when a value
+ * cannot be stored exactly, every sink is cut back to where it was and the refusal is returned with
+ * the index of the dataset that refused it. Any other error (a bug, not a value) is thrown.
+ */
+export function rowsOrRefusal(
+  family: Family, datasets: readonly Dataset[], sinks: readonly RowSink[], market: string, sr: SourceRecord, ctx: RowContext,
+): { readonly dataset: number; readonly reason: string } | null {
+  const before = sinks.map((s) => s.length);
+  for (let i = 0; i < sinks.length; i++) {
+    try {
+      recordRows(family, datasets[i], market, sr, ctx, sinks[i]);
+    } catch (e) {
+      if (!(e instanceof DecimalError)) throw e;
+      for (let k = 0; k < sinks.length; k++) sinks[k].truncate(before[k]);
+      return { dataset: i, reason: e.message };
+    }
+  }
+  return null;
 }
 

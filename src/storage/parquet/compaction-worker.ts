@@ -20,8 +20,18 @@ export interface WorkerInput {
   readonly archive: ArchiveConfig | null;
 }
 
+/** A partition of a day that failed, or set records aside (counted by `start`'s /metrics). */
+export interface PartitionNote {
+  readonly family: string;
+  readonly dataset: string;
+  readonly quarantined?: number;
+  readonly error?: string;
+}
+
 export type WorkerMessage =
   | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number; readonly threads: number }
+  | { readonly type: 'partitions'; readonly day: string; readonly quarantined: readonly PartitionNote[]; readonly failed: readonly PartitionNote[] }
+  | { readonly type: 'day-failed'; readonly day: string; readonly error: string }
   | { readonly type: 'archived'; readonly days: number; readonly uploaded: number; readonly bytes: number; readonly failed: number; readonly errors: string[] }
   | { readonly type: 'archive-error'; readonly error: string }
   | { readonly type: 'retention'; readonly deleted: number; readonly kept: { file: string; why: string }[] }
@@ -33,8 +43,22 @@ async function main(input: WorkerInput): Promise<void> {
   const settled = new Set(input.settled);
   const days = (await closedLogDays(input.dataDir, now)).filter((d) => dayStartMs(d)! + DAY_MS + input.graceMs <= now && !settled.has(d));
   for (const day of days) {
-    const rs = await compactDay(input.dataDir, day, { threads: input.threads });
-    settled.add(day);
+    // A day that fails (the lock, a disk error) is retried at the next tick; the days after it go on.
+    let rs;
+    try {
+      rs = await compactDay(input.dataDir, day, { threads: input.threads });
+    } catch (e) {
+      post({ type: 'day-failed', day, error: (e as Error).message });
+      continue;
+    }
+    const failed = rs.filter((r) => r.status === 'failed');
+    // Set-aside records are counted once, when their partition is written (book_snapshots' rows are not records).
+    const quarantined = rs.filter((r) => r.status === 'written' || r.status === 'empty').filter((r) => r.quarantined && r.dataset !== 'book_snapshots');
+    if (failed.length || quarantined.length) {
+      const note = (r: (typeof rs)[number]): PartitionNote => ({ family: r.family, dataset: r.dataset, ...(r.quarantined ? { quarantined: r.quarantined } : {}), ...(r.error ? { error: r.error } : {}) });
+      post({ type: 'partitions', day, quarantined: quarantined.map(note), failed: failed.map(note) });
+    }
+    if (failed.length === 0) settled.add(day); // else the failed streams are tried again next tick
     const written = rs.filter((r) => r.status === 'written');
     if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0), threads: input.threads });
   }

@@ -12,9 +12,9 @@ import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type S
 import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived-compaction.js';
-import { settleLeftovers, stagingRoot } from './publish.js';
+import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from './publish.js';
 import { acquireLock } from '../log/lock.js';
-import { LockedError, StorageError } from '../../errors.js';
+import { DISK_ERROR_CODES, LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
 
 export { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
@@ -58,8 +58,11 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
       if (!bytes || bytes.length !== f.bytes || sha256(bytes) !== f.sha256) same = false;
     }
   }
-  if (same) return { state: 'done', m };
   const gone = Object.keys(m.sources).some((k) => sources[k] === undefined);
+  // Written by older code (a first part named without its number, or no file at all on a day
+  // without rows): rebuilt while every log is here, else kept as it is (still readable).
+  if (same && (m.files.length === 0 || !currentPartNames(m.dataset, m.date, m.files))) return { state: gone ? 'done' : 'rebuild', m };
+  if (same) return { state: 'done', m };
   return { state: gone ? 'blocked' : 'rebuild', m };
 }
 
@@ -92,6 +95,20 @@ export async function compactStream(
 }
 
 /**
+ * A partition older code published without any file (a day without rows) that cannot be rebuilt
+ * (some of its logs are gone): engines' globs failed on it, so it gets one empty file.
+ */
+async function fillEmpty(dataDir: string, family: Family, stream: Stream, day: string, sources: Record<string, number>): Promise<void> {
+  for (const dataset of datasetsOfStream(stream)) {
+    await settleLeftovers(dataDir, family, dataset, day);
+    const m = await readManifest(partitionDir(dataDir, family, dataset, day));
+    if (!m || manifestVersion(m) < SCHEMA_VERSION || m.files.length > 0) continue;
+    const keys = Object.keys(m.sources);
+    if (keys.length === 0 || keys.some((k) => sources[k] === undefined)) await publishEmpty(dataDir, m);
+  }
+}
+
+/**
  * The datasets that hold the stream's records (datasetsOfStream): `settled` when nothing is to be
  * built (current, blocked or no logs), otherwise what `buildStream` builds them from.
  */
@@ -100,6 +117,7 @@ async function planRecords(
 ): Promise<{ settled: PartitionResult[] } | { sources: Record<string, number>; legacy: LegacyPartition | null }> {
   const sources = await sourcesOf(dataDir, family, stream, day);
   const legacy = await legacyPartition(dataDir, family, stream, day);
+  if (!opts.dryRun) await fillEmpty(dataDir, family, stream, day, sources);
   if (Object.keys(sources).length === 0 && !legacy) return { settled: [] };
   const datasets = datasetsOfStream(stream);
   const states: { dataset: Dataset; state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }[] = [];
@@ -108,7 +126,10 @@ async function planRecords(
     if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     states.push({ dataset, ...(await stateOf(dir, sources)) });
   }
-  const totals = (m: Manifest | null) => ({ rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0 });
+  const totals = (m: Manifest | null) => ({
+    rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0,
+    ...(m?.quarantine?.records ? { quarantined: m.quarantine.records } : {}),
+  });
   // The datasets of one stream share the record index: they are rebuilt together or not at all.
   const migrating = legacy !== null && legacy.version < SCHEMA_VERSION;
   if (!migrating && states.every((x) => x.state === 'done')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) })) };
@@ -134,6 +155,11 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
     }
   }
   return [...days].sort();
+}
+
+/** A full or failing disk (by errno code, or by message when a library wrapped it). */
+export function isDiskError(e: unknown): boolean {
+  return DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '');
 }
 
 /** Results in the order of families, then datasets (as a one-thread compaction finds them). */
@@ -169,13 +195,27 @@ export async function compactDay(dataDir: string, day: string, opts: CompactOpti
         out.push(r);
       }
     };
+    // One stream's failure never stops the others: its partitions are reported `failed` with the
+    // reason, its logs stay, and the rest of the day is compacted. A full or failing disk is the
+    // exception: every other partition would fail the same way, so the run stops (nothing is lost).
+    const failed = (family: Family, datasets: readonly Dataset[], e: unknown): PartitionResult[] => {
+      if (isDiskError(e)) throw e;
+      return datasets.map((dataset) => ({ family, dataset, date: day, status: 'failed', rows: 0, bytes: 0, error: (e as Error)?.message ?? String(e) }));
+    };
     for (const family of FAMILIES) {
       for (const stream of ['books', 'metrics', 'catalog'] as const) {
-        const { now, later } = await compactStream(dataDir, family, stream, day, opts, helper);
+        let result: Awaited<ReturnType<typeof compactStream>>;
+        try {
+          result = await compactStream(dataDir, family, stream, day, opts, helper);
+        } catch (e) {
+          report(failed(family, [...datasetsOfStream(stream), ...derivedOfStream(stream)], e));
+          continue;
+        }
+        const { now, later } = result;
         report(now);
         if (later) {
-          const done = later.then(report);
-          done.catch(() => undefined); // handled by Promise.all below, but it may fail before that runs
+          const done = later.then(report, (e: unknown) => report(failed(family, derivedOfStream(stream), e)));
+          done.catch(() => undefined); // a disk error: handled by Promise.all below, but it may fail before that runs
           pending.push(done);
         }
       }

@@ -4,7 +4,8 @@
 // itself: the footer's segments name the row groups, the receive-time column the exact rows, and the
 // decoder writes those rows as IPC with no JavaScript object per row. Days still in logs are built by
 // compaction's own code (rows.ts) and go through the same Parquet writer and decoder, so a range has
-// the same schema and values before compaction, after it and after its logs are deleted.
+// the same schema and values before compaction, after it and after its logs are deleted (a record
+// compaction sets aside in its quarantine file is left out of both).
 //
 // The pieces are spliced into one stream: every piece is a whole IPC stream from the decoder
 // (schema message, record batches, end marker); the schema is sent once, then each piece's batches,
@@ -15,12 +16,12 @@ import type { Family } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../schema/time.js';
 import { openLogReader } from '../read/reader.js';
 import type { LogKey } from '../types.js';
-import { readLogDay } from './compaction-input.js';
+import { readLogDay, rowsOrRefusal } from './compaction-input.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquet, parquetToIPC, type ParquetFileReader } from './file.js';
 import type { FileSegment } from './partition-files.js';
 import type { ParquetStore } from './reader.js';
-import { recordRows, RowSink, type RowContext } from './rows.js';
+import { RowSink, type RowContext } from './rows.js';
 import { columnsOf, streamOfDataset, type RowDataset } from './schema.js';
 import { contextOf } from './stream-compaction.js';
 
@@ -133,7 +134,8 @@ export async function* datasetRowsIPC(dataDir: string, store: ParquetStore, req:
     for await (const sr of readLogDay(dataDir, key, day, pos.offset)) {
       if (sr.rec.recv_ts >= to) break;
       if (sr.rec.recv_ts < from) continue;
-      recordRows(family, dataset, market, sr, ctx, sink);
+      // A record compaction sets aside (a value its columns cannot hold) has no row here either.
+      rowsOrRefusal(family, [dataset], [sink], market, sr, ctx);
       if (sink.length >= LOG_PIECE_ROWS) yield piece();
     }
     if (sink.length > 0) yield piece();

@@ -12,9 +12,9 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from './book-snapshots.js';
-import type { CompactOptions, PartitionResult } from './compaction-input.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
-import { PartitionBuilder, settleLeftovers } from './publish.js';
+import { PartitionBuilder, currentPartNames, settleLeftovers } from './publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
 import { contextOf } from './stream-compaction.js';
 
@@ -22,6 +22,8 @@ async function current(dir: string, primary: Manifest): Promise<Manifest | null>
   const m = await readManifest(dir);
   if (!m || manifestVersion(m) < SCHEMA_VERSION) return null;
   if (JSON.stringify(sortedKeys(m.sources)) !== JSON.stringify(sortedKeys(primary.sources))) return null;
+  // Older names (first part unnumbered) or no file on a day without rows: rebuilt (from logs or Parquet).
+  if (m.files.length === 0 || !currentPartNames(m.dataset, m.date, m.files)) return null;
   for (const f of m.files) {
     const bytes = await readFile(join(dir, f.file)).catch(() => null);
     if (!bytes || bytes.length !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) return null;
@@ -43,7 +45,7 @@ export async function buildDerived(dataDir: string, family: Family, stream: Stre
     if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     const have = await current(dir, primary);
     if (have) {
-      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0) });
+      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0), ...quarantined(have.quarantine?.records ?? 0) });
       continue;
     }
     if (opts.dryRun) {
@@ -60,7 +62,8 @@ export async function addMarket(dataDir: string, family: Family, stream: Stream,
   const key = { family, stream, market };
   const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
   const { outcomes } = await contextOf(dataDir, family, market);
-  await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+  const { setAside } = await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
+  if (setAside > 0) await b.quarantine(market, undefined, setAside);
   await b.added();
 }
 
@@ -74,5 +77,5 @@ async function build(dataDir: string, family: Family, stream: Stream, dataset: D
     await b.abandon().catch(() => undefined);
     throw e;
   }
-  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes };
+  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) };
 }

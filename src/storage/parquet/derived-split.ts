@@ -10,7 +10,7 @@
 
 import { Worker } from 'node:worker_threads';
 import type { Family } from '../../schema/observation.js';
-import type { CompactOptions, PartitionResult } from './compaction-input.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { buildClaimed, type HelperInput, type HelperJob, type HelperMessage } from './derived-worker.js';
 import { manifestVersion, partitionDir, readManifest, type ManifestFile } from './manifest.js';
 import { PartitionBuilder, settleLeftovers } from './publish.js';
@@ -54,6 +54,8 @@ export function blocksOf(markets: readonly string[], bytes: Readonly<Record<stri
 export interface HelperResult {
   readonly files: readonly ManifestFile[];
   readonly markets: number;
+  /** Rows it left out per market (see bookSnapshotRows). */
+  readonly setAside: Readonly<Record<string, number>>;
 }
 
 export interface DerivedSplit {
@@ -90,7 +92,7 @@ export class DerivedHelper {
       if (!j) return;
       if (m.type === 'step') return j.onStep?.(m.step);
       this.waiting.delete(m.job);
-      if (m.type === 'done') j.resolve({ files: m.files, markets: m.markets });
+      if (m.type === 'done') j.resolve({ files: m.files, markets: m.markets, setAside: m.setAside });
       else j.reject(new Error(m.message));
     });
     const fail = (e: Error): void => {
@@ -143,6 +145,7 @@ export async function startDerivedSplit(
         const h = await helped;
         splitCounts.helper += h.markets;
         await b.adopt(h.files, markets);
+        b.addSetAside(h.setAside);
         const primary = await readManifest(partitionDir(dataDir, family, datasetsOfStream(stream)[0], day));
         if (!primary || manifestVersion(primary) < SCHEMA_VERSION) throw new Error(`${family} ${day}: the record datasets were not published; ${dataset} is not either`);
         await b.publish(primary.sources);
@@ -150,7 +153,7 @@ export async function startDerivedSplit(
         await abandon().catch(() => undefined);
         throw e;
       }
-      return [{ family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes }];
+      return [{ family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) }];
     },
   };
 }

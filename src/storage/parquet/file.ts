@@ -10,6 +10,7 @@ import {
 } from 'parquet-wasm';
 import { arrowSchema, columnData, type ColumnSpec, type ColumnValues } from './columns.js';
 import { FileRanges } from './file-ranges.js';
+import { RemoteRanges, remoteFile } from './remote-files.js';
 
 export interface WriteOptions {
   /** Rows per row group: the unit of the read side's sparse index and decode cache. */
@@ -64,10 +65,12 @@ export interface Footer {
 
 /** An open Parquet file: footer parsed once, row groups decoded on demand. */
 export class ParquetFileReader {
-  private constructor(private readonly file: ParquetFile, readonly footer: Footer, private readonly ranges: FileRanges) {}
+  private constructor(private readonly file: ParquetFile, readonly footer: Footer, private readonly ranges: FileRanges | RemoteRanges) {}
 
   static async open(path: string): Promise<ParquetFileReader> {
-    const ranges = await FileRanges.open(path);
+    // A part file of a mounted archive is read by ranges from the bucket, any other from the disk.
+    const remote = remoteFile(path);
+    const ranges = remote ? new RemoteRanges(remote) : await FileRanges.open(path);
     let file: ParquetFile;
     try {
       file = await ParquetFile.fromFile(ranges as unknown as Blob);

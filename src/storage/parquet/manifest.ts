@@ -27,6 +27,27 @@ export const partitionDir = (dataDir: string, family: Family, dataset: AnyDatase
  */
 export const stagingFileName = (dataset: AnyDataset, date: string): string => `_staging-${dataset}-${date}.parquet.partial`;
 export const MANIFEST = '_manifest.json';
+/**
+ * Records a dataset's columns cannot hold exactly, set aside beside its part files: one JSON line per
+ * record, `{market, seq, checkpoint, reason, record}`, `record` being the stored record byte for byte
+ * as JSON. The leading `_` and the suffix keep it out of every engine's `*.parquet` read.
+ */
+export const QUARANTINE = '_quarantine.jsonl';
+
+/** What a partition set aside (manifest field `quarantine`; absent when nothing was). */
+export interface Quarantine {
+  /**
+   * Records set aside (`book_snapshots`: rows left out, the seconds whose book held such a record;
+   * the records themselves are in `book_changes`' file).
+   */
+  readonly records: number;
+  /** Per market, how many. */
+  readonly markets: Readonly<Record<string, number>>;
+  /** The file holding them (QUARANTINE), its size and sha256; absent for `book_snapshots`. */
+  readonly file?: string;
+  readonly bytes?: number;
+  readonly sha256?: string;
+}
 
 /** One market's slice of one row group: the sparse index the reader binary-searches. */
 export interface Segment {
@@ -74,6 +95,8 @@ export interface Manifest {
   readonly sources: Readonly<Record<string, { readonly bytes: number; readonly last_seq: number }>>;
   /** The record index of the stream's primary dataset (book_changes, metrics, catalog), per market. */
   readonly records?: Readonly<Record<string, readonly RecordChunk[]>>;
+  /** Records the columns could not hold exactly, kept in QUARANTINE (see Quarantine). */
+  readonly quarantine?: Quarantine;
   readonly created: string;
 }
 

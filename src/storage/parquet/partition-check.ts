@@ -1,7 +1,7 @@
 // `pmtape verify` for Parquet: every partition's files against its manifest (bytes, sha256, footer
-// row count and schema version: 1 and 2 are both accepted while `compact` migrates a tree) and no
-// data file the manifest does not list. Leftover staging files are removed on
-// --repair; a mismatch is reported with the command that rebuilds the partition.
+// row count and schema version: 1 and 2 are both accepted while `compact` migrates a tree), its
+// quarantine file (records set aside) too, and no data file the manifest does not list. Leftover
+// staging files are removed on --repair; a mismatch is reported with the command that rebuilds it.
 
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -51,6 +51,16 @@ export async function checkPartitions(
         } catch (e) {
           problem = `unreadable: ${(e as Error).message}`;
         }
+        out.push(problem ? { file: path, ok: false, problem: `${problem}; ${fix}` } : { file: path, ok: true });
+      }
+      const q = m.quarantine;
+      if (q?.file) {
+        // The records set aside are kept nowhere else once retention deletes the logs of other markets.
+        const path = join(p.dir, q.file);
+        const bytes = await readFile(path).catch(() => null);
+        const problem = !bytes ? 'missing: the manifest lists records set aside in it'
+          : bytes.length !== q.bytes ? `${bytes.length} bytes, manifest says ${q.bytes}`
+            : createHash('sha256').update(bytes).digest('hex') !== q.sha256 ? 'sha256 differs from the manifest' : undefined;
         out.push(problem ? { file: path, ok: false, problem: `${problem}; ${fix}` } : { file: path, ok: true });
       }
       for (const n of dataFiles) {

@@ -4,11 +4,11 @@
 // parent fsynced. Files and manifest therefore appear together or not at all.
 
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type RecordChunk, type Segment } from './manifest.js';
+import { QUARANTINE, partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Quarantine, type RecordChunk, type Segment } from './manifest.js';
 import { ParquetFileReader } from './file.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
@@ -33,8 +33,17 @@ export { stagingRoot };
 const stagingDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `${f}.${d}.${day}`);
 const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): string => join(stagingRoot(dataDir), `old.${f}.${d}.${day}`);
 
+/**
+ * Every part is numbered, the first too (`-0000`): in name order the parts hold the markets in
+ * order. (Before 2026-11-27 the first part was `<dataset>-<date>.parquet`, which sorts after
+ * `-0001` because `-` comes before `.`; compaction.ts rebuilds such partitions while their logs exist.)
+ */
 export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
-  part === 0 ? `${dataset}-${day}.parquet` : `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
+  `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;
+
+/** True when a partition's files are named as partFileName names them now (in part order). */
+export const currentPartNames = (dataset: AnyDataset, day: string, files: readonly { readonly file: string }[]): boolean =>
+  files.every((f, i) => f.file === partFileName(dataset, day, i));
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
@@ -118,6 +127,9 @@ export class PartitionBuilder {
   readonly dir: string;
   total = 0;
   bytes = 0;
+  /** Records (book_snapshots: rows) set aside, per market (see Quarantine). */
+  readonly setAsideBy: Record<string, number> = {};
+  private aside = { lines: [] as string[], pending: 0, bytes: 0, hash: createHash('sha256'), fh: null as FileHandle | null };
 
   constructor(
     readonly dataDir: string, readonly family: Family, readonly dataset: Dataset, readonly day: string,
@@ -172,9 +184,10 @@ export class PartitionBuilder {
     if (this.sink.length >= this.fileRows) await this.flush();
   }
 
-  private async flush(): Promise<void> {
+  /** `empty`: write a part even without rows (a partition's only file: engines then read the schema). */
+  private async flush(empty = false): Promise<void> {
     const n = this.sink.length;
-    if (n === 0) return;
+    if (n === 0 && !empty) return;
     const base = { family: this.family, dataset: this.dataset, date: this.day };
     const specs = columnsOf(this.family, this.dataset);
     const times = this.sink.column('receive_time') as ArrayLike<number>;
@@ -188,8 +201,9 @@ export class PartitionBuilder {
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
-      file: this.partName(this.files.length), rows: n, bytes: bytes.length,
-      sha256: sha256(bytes), min_time: lo, max_time: hi, schema_version: SCHEMA_VERSION,
+      // The empty file is the partition's only part: its final name even in a split build's share.
+      file: n === 0 ? partFileName(this.dataset, this.day, 0) : this.partName(this.files.length), rows: n, bytes: bytes.length,
+      sha256: sha256(bytes), min_time: n > 0 ? lo : null, max_time: n > 0 ? hi : null, schema_version: SCHEMA_VERSION,
       markets: [...new Set(segments.map((g) => g.market))],
     };
     const path = join(this.dir, entry.file);
@@ -208,12 +222,66 @@ export class PartitionBuilder {
     this.bytes += entry.bytes;
   }
 
+  /** Records set aside so far (book_snapshots: rows). */
+  get setAside(): number {
+    let n = 0;
+    for (const k in this.setAsideBy) n += this.setAsideBy[k];
+    return n;
+  }
+
+  /**
+   * Sets aside what the columns cannot hold: `line` (one JSON line, a whole record) goes to the
+   * partition's QUARANTINE file; without a line it is only counted (book_snapshots' rows).
+   */
+  async quarantine(market: string, line?: string, n = 1): Promise<void> {
+    this.setAsideBy[market] = (this.setAsideBy[market] ?? 0) + n;
+    if (line === undefined) return;
+    const a = this.aside;
+    a.lines.push(line + '\n');
+    a.pending += line.length + 1;
+    if (a.pending >= 1 << 18) await this.writeAside();
+  }
+
+  private async writeAside(): Promise<void> {
+    const a = this.aside;
+    if (a.lines.length === 0) return;
+    const buf = Buffer.from(a.lines.join(''));
+    a.lines = [];
+    a.pending = 0;
+    a.fh ??= await open(join(this.dir, QUARANTINE), 'w');
+    await a.fh.write(buf);
+    a.hash.update(buf);
+    a.bytes += buf.length;
+  }
+
+  /** The manifest's `quarantine` field, after the file (if any) is written out and fsynced. */
+  private async closeAside(): Promise<Quarantine | undefined> {
+    const n = this.setAside;
+    if (n === 0) return undefined;
+    await this.writeAside();
+    const a = this.aside;
+    const markets = Object.fromEntries(Object.entries(this.setAsideBy).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+    if (!a.fh) return { records: n, markets };
+    await a.fh.sync();
+    await a.fh.close();
+    a.fh = null;
+    return { records: n, markets, file: QUARANTINE, bytes: a.bytes, sha256: a.hash.digest('hex') };
+  }
+
+  /** Adds the counts of part files a helper thread built (their quarantine is counted only). */
+  addSetAside(by: Readonly<Record<string, number>>): void {
+    for (const [m, n] of Object.entries(by)) this.setAsideBy[m] = (this.setAsideBy[m] ?? 0) + n;
+  }
+
   /** Writes the last part and the manifest, then swaps the folder into `parquet/`. */
   async publish(sources: Manifest['sources'], records?: Record<string, RecordChunk[]>): Promise<void> {
-    await this.flush();
+    // A day without rows still gets one (empty) file: a partition of only `_manifest.json` made
+    // DuckDB's documented glob fail ("No files found") and polars raise.
+    await this.flush(this.files.length === 0);
+    const quarantine = await this.closeAside();
     await writeManifest(this.dir, {
       family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
-      ...(records ? { records } : {}), created: toIso(Date.now()),
+      ...(records ? { records } : {}), ...(quarantine ? { quarantine } : {}), created: toIso(Date.now()),
     });
     this.onStep?.('manifest');
     const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
@@ -235,8 +303,20 @@ export class PartitionBuilder {
   }
 
   async abandon(): Promise<void> {
+    await this.aside.fh?.close().catch(() => undefined);
+    this.aside.fh = null;
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A partition older code published with no file at all (a day without rows), whose logs are gone so
+ * it cannot be rebuilt: published again with one empty file, the same sources and record index.
+ */
+export async function publishEmpty(dataDir: string, m: Manifest, onStep?: (s: string) => void): Promise<void> {
+  const b = new PartitionBuilder(dataDir, m.family, m.dataset as Dataset, m.date, onStep);
+  await b.start();
+  await b.publish(m.sources, m.records as Record<string, RecordChunk[]> | undefined);
 }
 
 /**

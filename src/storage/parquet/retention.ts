@@ -73,7 +73,20 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
         continue;
       }
     }
+    // A market with records set aside keeps its log: the API serves a day from its log while that
+    // exists, so it goes on answering with every record (the partition lacks the set-aside ones).
+    const aside = new Map<string, string>();
+    if (p.dataset !== 'books') {
+      for (const dir of siblings) {
+        const q = (await readManifest(dir))?.quarantine;
+        if (q?.file) for (const [market, n] of Object.entries(q.markets)) aside.set(market, `${n} record(s) set aside in ${join(dir, q.file)}`);
+      }
+    }
     for (const x of present) {
+      if (aside.has(x.market)) {
+        out.kept.push({ file: x.log, why: `${aside.get(x.market)!}: the log keeps serving them (delete it by hand once they are not needed)` });
+        continue;
+      }
       // The log first: from that instant readers serve the day from Parquet; the index is derived data.
       await unlink(x.log);
       await unlink(indexFilePath(dataDir, { family: p.family, stream, market: x.market }, p.date)).catch(() => undefined);

@@ -1,7 +1,8 @@
 // Stored records → rows of the schema-version-2 datasets (schema.ts). Lossless by construction:
-// records.ts turns these rows back into the same records, and anything that could not come back
-// exactly (a price text that is not a plain decimal, a time finer than a microsecond, a catalogue
-// field of an unexpected type) stops compaction with a message naming market, seq and value.
+// records.ts turns these rows back into the same records, and a record that could not come back
+// exactly (a price text that is not a plain decimal or does not fit its DECIMAL, a time finer than a
+// microsecond, a catalogue field of an unexpected type) is refused with a DecimalError naming market,
+// seq and value; `rowsOrRefusal` (compaction-input.ts) leaves no row of it, and compaction sets it aside.
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
@@ -141,6 +142,11 @@ export class RowSink {
    */
   clear(): void {
     this.length = 0;
+  }
+
+  /** Drops the rows from `n` on (a record refused halfway through its levels leaves none behind). */
+  truncate(n: number): void {
+    if (n < this.length) this.length = n;
   }
 }
 

@@ -9,10 +9,10 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import type { LogKey } from '../types.js';
-import { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
+import { quarantined, readLogDay, rowsOrRefusal, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from './manifest.js';
 import { PartitionBuilder } from './publish.js';
-import { BOOK_CHANGE_TYPES, recordRows, type RowContext, type SourceRecord } from './rows.js';
+import { BOOK_CHANGE_TYPES, type RowContext, type SourceRecord } from './rows.js';
 import { datasetsOfStream, type Stream } from './schema.js';
 
 /** A chunk of the record index closes after this many records or book_changes rows. */
@@ -123,6 +123,7 @@ export async function buildStream(
 ): Promise<PartitionResult[]> {
   const datasets = datasetsOfStream(stream);
   const builders = datasets.map((d) => new PartitionBuilder(dataDir, family, d, day, opts.onStep, opts.fileRows));
+  const sinks = builders.map((b) => b.sink);
   const markets = new Set([...Object.keys(sources), ...Object.keys(legacy?.manifest.sources ?? {})]);
   const fromLegacy = legacy ? await legacyRecords(legacy, new Set([...markets].filter((m) => sources[m] === undefined))) : new Map<string, SourceRecord[]>();
   const sourceInfo: Record<string, { bytes: number; last_seq: number }> = {};
@@ -137,19 +138,25 @@ export async function buildStream(
       const chunks = new ChunkIndex();
       const starts = builders.map((b) => b.sink.length);
       let lastSeq = 0;
+      let primaryBefore = sinks[0].length;
       // Record by record, into every dataset of the stream: a day's records are never all held (a
       // day of deep books held whole was most of compaction's garbage-collection time).
       for await (const sr of fromLog ? readLogDay(dataDir, key, day) : fromLegacy.get(market) ?? []) {
         const { rec } = sr;
-        if (!belongs(stream, rec.type)) throw new Error(`market ${market} seq ${rec.seq}: a ${rec.type} record in the ${stream} stream has no dataset; nothing was published`);
-        let primaryRows = 0;
-        for (const [i, b] of builders.entries()) {
-          const before = b.sink.length;
-          recordRows(family, b.dataset as never, market, sr, ctx, b.sink);
-          if (i === 0) primaryRows = b.sink.length - before;
-        }
-        chunks.add(rec.seq, rec.recv_ts, stream === 'books' && primaryRows > 0 ? primaryRows : 1);
         lastSeq = rec.seq;
+        const refused = belongs(stream, rec.type)
+          ? rowsOrRefusal(family, datasets, sinks, market, sr, ctx)
+          : { dataset: 0, reason: `market ${market} seq ${rec.seq}: a ${rec.type} record in the ${stream} stream has no dataset` };
+        if (refused) {
+          // Set aside whole, in the partition of the dataset that refused it; the day goes on.
+          const line = JSON.stringify({ market, seq: rec.seq, checkpoint: sr.checkpoint, reason: refused.reason, record: rec });
+          if (opts.dryRun) builders[refused.dataset].setAsideBy[market] = (builders[refused.dataset].setAsideBy[market] ?? 0) + 1;
+          else await builders[refused.dataset].quarantine(market, line);
+          continue;
+        }
+        const primaryRows = sinks[0].length - primaryBefore;
+        primaryBefore = sinks[0].length;
+        chunks.add(rec.seq, rec.recv_ts, stream === 'books' && primaryRows > 0 ? primaryRows : 1);
       }
       sourceInfo[market] = fromLog ? { bytes: sources[market], last_seq: lastSeq } : legacy!.manifest.sources[market];
       for (const [i, b] of builders.entries()) {
@@ -164,11 +171,11 @@ export async function buildStream(
     const out: PartitionResult[] = [];
     for (const [i, b] of builders.entries()) {
       if (opts.dryRun) {
-        out.push({ family, dataset: b.dataset, date: day, status: 'would-write', rows: dryRows[i], bytes: 0 });
+        out.push({ family, dataset: b.dataset, date: day, status: 'would-write', rows: dryRows[i], bytes: 0, ...quarantined(b.setAside) });
         continue;
       }
       await b.publish(sourceInfo, i === 0 ? index : undefined);
-      out.push({ family, dataset: b.dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes });
+      out.push({ family, dataset: b.dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) });
     }
     if (!opts.dryRun && legacy && stream === 'books') await retireLegacy(dataDir, legacy.dir, `${family}.books.${day}`);
     return out;

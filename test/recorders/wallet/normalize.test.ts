@@ -128,3 +128,12 @@ t.test('malformed catalogue entries are counted and skipped', async (t) => {
   t.same(listPage({ success: true, data: [1, 2], cursor: 'abc' }), { items: [1, 2], cursor: 'abc' });
   t.equal(listPage({ success: false }), null);
 });
+
+t.test('prices and sizes sent as JSON numbers are stored as their canonical text; text stays byte for byte', async (t) => {
+  // The emulator's sizes, Math.round(r * 200000) / 100 + 1, carry a double's binary noise.
+  const noisy = { marketId: '4821', updateTimestampMs: 1785067205120, version: 7, bids: [[0.52, 6351 / 100 + 1], [0.51, 102318 / 100 + 1], [1e-9, 0.1e1], [0.5, -0]], asks: [[0.53, 51116 / 100 + 1], ['0.540', '64.50999999999999'], [0.55, 1e21]] };
+  t.equal(String(noisy.bids[0][1]), '64.50999999999999', 'JavaScript\'s own text of the double keeps the noise');
+  const [b] = normalizeFrame({ type: 'M', topic: 'predictOrderbook/4821', data: noisy }, 1, outcomesOf) as BookSnapshot[];
+  t.same(b.bids, [['0.52', '64.51'], ['0.51', '1024.18'], ['0.000000001', '1'], ['0.5', '0']]);
+  t.same(b.asks, [['0.53', '512.16'], ['0.540', '64.50999999999999'], ['0.55', '1000000000000000000000']], 'text is kept as sent; 1e21 without an exponent');
+});

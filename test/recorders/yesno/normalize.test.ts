@@ -33,6 +33,13 @@ t.test('the legacy cents format is kept as integer text with units cents', async
   t.notOk('poll_interval_ms' in book);
 });
 
+t.test('a count sent as a JSON number that is not an integer is stored as its canonical text (issue 34)', async (t) => {
+  const [book] = normalizeOrderbook({ orderbook: { yes: [[15, 6351 / 100 + 1], [16, 1e21]], no: [[55, 3]] } }, 5);
+  t.same(book.yes, [['16', '1000000000000000000000'], ['15', '64.51']], 'no binary noise, no exponent');
+  const [fp] = normalizeOrderbook({ orderbook_fp: { yes_dollars: [['0.1500', '100.10']] } }, 5);
+  t.same(fp.yes, [['0.1500', '100.10']], 'text the venue sends as text is kept byte for byte');
+});
+
 t.test('a side that is missing, null or empty is an empty ladder, not an error', async (t) => {
   const [a] = normalizeOrderbook({ orderbook_fp: { yes_dollars: [['0.5000', '1.00']] } }, 1);
   t.same(a.no, []);

@@ -27,6 +27,7 @@ export async function startFaultProxy(target: string, rate: number, seed = 36): 
   const up = new URL(target);
   const r = rng(seed);
   const held: IncomingMessage[] = [];
+  let injected = 0;
   const stats = { requests: 0, faults: Object.fromEntries(FAULTS.map((f) => [f, 0])) as Record<Fault, number>, held: 0, log: [] as string[] };
   const forward = (req: IncomingMessage, res: ServerResponse, fault: Fault | null): void => {
     const out = request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers }, (ures) => {
@@ -54,6 +55,11 @@ export async function startFaultProxy(target: string, rate: number, seed = 36): 
       ures.pipe(res);
     });
     out.on('error', () => req.socket.destroy());
+    // A client gone before its answer (killed, timed out) cuts the upstream request too, as a
+    // network would: the server sees a request body that stops short.
+    res.on('close', () => {
+      if (!res.writableFinished) out.destroy();
+    });
     if (fault === 'truncate-upload') {
       // Half the body reaches the server, then both sides are cut.
       const len = Number(req.headers['content-length'] ?? 0);
@@ -84,7 +90,9 @@ export async function startFaultProxy(target: string, rate: number, seed = 36): 
       req.resume();
       return;
     }
-    const fault = r() < proxy.rate ? FAULTS[Math.floor(r() * FAULTS.length)] : null;
+    // Which requests fail is random (seeded: bursts happen); the kinds take turns, so every kind
+    // is injected once a handful of faults were.
+    const fault = r() < proxy.rate ? FAULTS[injected++ % FAULTS.length] : null;
     if (fault) stats.faults[fault]++;
     if (fault === 'slowdown') {
       req.resume();

@@ -1,0 +1,98 @@
+// `npm run bench -- archive`: publishing a compacted day to a real SeaweedFS (the seaweedfs
+// toolchain) with `archive sync`'s code (local checksums, a HEAD per object, upload, proof, manifests
+// then the day record) vs a plain lib-storage upload of the same files, same part size and
+// concurrency, to the same server, alternating in each round. Target: ≥ 0.8× the plain throughput.
+
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { Test } from 'tap';
+import { DAY_MS, utcDay } from '../../src/schema/time.js';
+import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
+import { syncArchive } from '../../src/storage/index.js';
+import { parseArchiveUrl } from '../../src/config.js';
+import { PART_SIZE } from '../../src/storage/archive/objects.js';
+import { writeFixture } from '../../test/storage/compaction-fixture.js';
+import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../../test/storage/archive/weed.js';
+import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
+
+const log = (s: string): void => void process.stderr.write(`bench archive: ${s}\n`);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+
+export async function run(): Promise<Record<string, unknown>> {
+  const bin = seaweedfs.locate();
+  if (!bin) throw new Error('weed is not built: run `node dist/tools/toolchains/setup.js seaweedfs` first');
+  const rounds = Number(process.env.PMTAPE_BENCH_ARCHIVE_ROUNDS ?? 3);
+  const teardowns: (() => unknown)[] = [];
+  const t = { teardown: (fn: () => unknown) => void teardowns.push(fn) } as unknown as Test;
+  const dataDir = await mkdtemp(join(tmpdir(), 'pmtape-bench-archive-'));
+  try {
+    const day = utcDay(Date.now() - 2 * DAY_MS);
+    log('writing and compacting a day ...');
+    await writeFixture(dataDir, { days: [day], booksPerDay: Number(process.env.PMTAPE_BENCH_ARCHIVE_BOOKS ?? 20_000), coinMarkets: 4, levels: 60, bothOutcomes: true, spanMs: 6 * 3_600_000 });
+    await compactDay(dataDir, day, { threads: 2 });
+    const files: { path: string; rel: string; bytes: number }[] = [];
+    for (const p of await listPartitions(dataDir)) {
+      const m = await readManifest(p.dir);
+      for (const f of m?.files ?? []) files.push({ path: join(p.dir, f.file), rel: `parquet/family=${p.family}/dataset=${p.dataset}/date=${p.date}/${f.file}`, bytes: f.bytes });
+    }
+    const bytes = files.reduce((n, f) => n + f.bytes, 0);
+    log(`${files.length} data files, ${(bytes / 1e6).toFixed(1)} MB; starting weed ...`);
+    const weed = await startWeed(t, bin);
+    await weed.createBucket('bench');
+    process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
+    process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
+    const s3 = testClient(weed.endpoint);
+    teardowns.push(() => s3.destroy());
+
+    const plain = async (prefix: string): Promise<number> => {
+      const t0 = performance.now();
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < files.length) {
+          const f = files[next++];
+          await new Upload({ client: s3, params: { Bucket: 'bench', Key: `${prefix}/${f.rel}`, Body: createReadStream(f.path) }, partSize: PART_SIZE, queueSize: 4 }).done();
+        }
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+      return performance.now() - t0;
+    };
+    const publish = async (prefix: string): Promise<number> => {
+      const url = `s3://bench/${prefix}`;
+      const t0 = performance.now();
+      const r = await syncArchive(dataDir, { url, ...parseArchiveUrl(url, 'bench'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 }, { days: [day] });
+      if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
+      return performance.now() - t0;
+    };
+    const ratios: number[] = [];
+    const plainMs: number[] = [];
+    const publishMs: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      // Alternating which goes first, so neither always meets a warmer server or page cache.
+      const order = i % 2 === 0 ? (['plain', 'publish'] as const) : (['publish', 'plain'] as const);
+      const ms: Record<string, number> = {};
+      for (const which of order) ms[which] = which === 'plain' ? await plain(`plain-${i}`) : await publish(`pub-${i}`);
+      plainMs.push(ms.plain);
+      publishMs.push(ms.publish);
+      ratios.push(ms.plain / ms.publish);
+      log(`round ${i + 1}/${rounds}: plain ${ms.plain.toFixed(0)} ms, publish ${ms.publish.toFixed(0)} ms, ratio ${(ms.plain / ms.publish).toFixed(2)}`);
+    }
+    return {
+      files: files.length,
+      bytes,
+      rounds,
+      plain_mb_s: round(bytes / 1e3 / median(plainMs)),
+      publish_mb_s: round(bytes / 1e3 / median(publishMs)),
+      publish_vs_plain_throughput: round(median(ratios)),
+      ratios: ratios.map((r) => round(r)),
+      target: '≥ 0.8',
+    };
+  } finally {
+    for (const fn of teardowns.reverse()) await fn();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}

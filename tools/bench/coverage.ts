@@ -1,0 +1,115 @@
+// `npm run bench -- coverage`: what one page of `GET /v3/coverage?family=coin&limit=1000` costs the
+// server in CPU, against a page of the markets list of the same run (`/v3/btc/markets?limit=1000`,
+// the same markets from the catalogue view), on a real `pmtape serve` (a child process whose CPU
+// is read from /proc, main thread and thread pool alike). PMTAPE_BENCH_COVERAGE_MARKETS markets
+// (default 2200), each with a catalogue event and a short books log written today: every market
+// counts as live, the worst case for the coverage cache's re-stamping (src/api/query/coverage.ts).
+// Figures: the cold first page (every span read from its log once), warm pages back to back, pages
+// 1.1 s apart (every live log re-stamped), and 20 pages in parallel from one key (how many the
+// per-key limit on expensive requests answered 429). Target: a warm or re-stamped page ≤ 50 ms.
+
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createKey } from '../../src/api/plugins/keys.js';
+import type { CoinMarket } from '../../src/schema/market.js';
+import { openWriter } from '../../src/storage/index.js';
+import { startServe, stopServe } from './serve.js';
+
+const log = (s: string): void => void process.stderr.write(`bench coverage: ${s}\n`);
+const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
+const envNum = (name: string, dflt: number): number => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : dflt;
+};
+
+const market = (id: string): CoinMarket => ({
+  family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: `btc-updown-15m-${id}`, question: 'Bench?',
+  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
+  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
+  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+});
+
+async function writeMarket(dir: string, id: string, t0: number): Promise<void> {
+  const c = await openWriter(dir, { family: 'coin', stream: 'catalog', market: id });
+  await c.append({ type: 'catalog', event: 'listed', changed: [], market: market(id), recv_ts: t0, source_ts: null });
+  await c.close();
+  const b = await openWriter(dir, { family: 'coin', stream: 'books', market: id });
+  await b.append({ type: 'book', token_id: `${id}-up`, units: 'decimal', bids: [['0.40', '10']], asks: [['0.41', '10']], recv_ts: t0 + 1, source_ts: null });
+  for (let i = 0; i < 20; i++) {
+    await b.append({ type: 'book_delta', token_id: `${id}-up`, changes: [{ side: 'bid', price: '0.39', size: String(i + 1) }], recv_ts: t0 + 2 + i, source_ts: null });
+  }
+  await b.close();
+}
+
+/** CPU seconds (user + system) of a process so far, in ms. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime in clock ticks of 10 ms
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const M = Math.round(envNum('PMTAPE_BENCH_COVERAGE_MARKETS', 2200));
+  const PAGES = Math.round(envNum('PMTAPE_BENCH_COVERAGE_PAGES', 20));
+  const root = mkdtempSync(join(tmpdir(), 'pmtape-bench-coverage-'));
+  let proc: Awaited<ReturnType<typeof startServe>>['proc'] | null = null;
+  try {
+    log(`writing ${M} markets`);
+    const t0 = Date.now() - 3_600_000;
+    for (let i = 0; i < M; i += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, M - i) }, (_, k) => writeMarket(root, `m${String(i + k).padStart(6, '0')}`, t0 + (i + k) * 100)));
+    }
+    const { key } = await createKey(root, 'paid', 'bench');
+    const headers = { authorization: `Bearer ${key}` };
+    const s = await startServe(root);
+    proc = s.proc;
+    const pid = s.proc.pid!;
+    const page = async (path: string): Promise<number> => {
+      const res = await fetch(s.url + path, { headers });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const COVERAGE = '/v3/coverage?family=coin&limit=1000';
+    const MARKETS = '/v3/btc/markets?limit=1000';
+    /** Mean server CPU of `n` pages of `path`, `gapMs` apart. */
+    const measure = async (path: string, n: number, gapMs = 0): Promise<number> => {
+      let cpu = 0;
+      for (let i = 0; i < n; i++) {
+        if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
+        const c0 = cpuMs(pid);
+        const status = await page(path);
+        cpu += cpuMs(pid) - c0;
+        if (status !== 200) throw new Error(`${path} answered ${status}`);
+      }
+      return cpu / n;
+    };
+    const coldCoverage = await measure(COVERAGE, 1);
+    await measure(MARKETS, 3); // warm-up of the markets page's own code
+    const markets = await measure(MARKETS, PAGES);
+    const warm = await measure(COVERAGE, PAGES);
+    const restamped = await measure(COVERAGE, Math.max(3, Math.round(PAGES / 2)), 1100);
+    log(`cold ${coldCoverage} ms, warm ${round(warm)} ms, re-stamped ${round(restamped)} ms, markets ${round(markets)} ms a page`);
+    // 20 at once from one key: the per-key limit answers the rest 429 at once.
+    const c0 = cpuMs(pid);
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => page(COVERAGE)));
+    const parallelCpu = cpuMs(pid) - c0;
+    return {
+      markets: M,
+      pages: PAGES,
+      cpu_ms_per_page: {
+        coverage_cold_first: coldCoverage,
+        coverage_warm: round(warm),
+        coverage_restamped: round(restamped),
+        markets_list: round(markets),
+      },
+      coverage_warm_vs_markets: round(warm / Math.max(markets, 0.1), 2),
+      coverage_restamped_vs_markets: round(restamped / Math.max(markets, 0.1), 2),
+      parallel_20_one_key: { ok: statuses.filter((x) => x === 200).length, limited_429: statuses.filter((x) => x === 429).length, cpu_ms: parallelCpu },
+      cpu_clock_resolution_ms: 10,
+      targets: { coverage_page_cpu_ms_max: 50 },
+    };
+  } finally {
+    if (proc) await stopServe(proc);
+    rmSync(root, { recursive: true, force: true });
+  }
+}
