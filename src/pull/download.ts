@@ -9,8 +9,9 @@ import { mkdir, open, rename, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { PullCache } from './cache.js';
 import { dropStaged, readStaged, writeStaged } from './staged.js';
-import { FatalError, get, networkMessage, TransientError, withRetries, type ClientOptions } from './client.js';
-import { fileUrlPath, type LocalPaths } from './paths.js';
+import { FatalError, networkMessage, TransientError, withRetries, type ClientOptions } from './client.js';
+import type { LocalPaths } from './paths.js';
+import type { PullSource } from './source.js';
 
 /** A listing entry that passed validation. */
 export interface FileEntry {
@@ -21,6 +22,7 @@ export interface FileEntry {
 
 export interface DownloadContext {
   readonly client: ClientOptions;
+  readonly source: PullSource;
   readonly cache: PullCache;
   /** Bytes received over the network, as they arrive (progress and the summary). */
   readonly onBytes: (n: number) => void;
@@ -72,7 +74,6 @@ function checkContentRange(header: string | null, from: number, total: number): 
 async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promise<{ sha256: string; resumed: boolean }> {
   const staged = await resumable(e, part);
   let from = staged.from;
-  const url = new URL(`v3/datasets/files/${fileUrlPath(e.path)}`, ctx.client.baseUrl.endsWith('/') ? ctx.client.baseUrl : `${ctx.client.baseUrl}/`);
   let hash: Hash;
   let fh: FileHandle;
   if (from > 0 && from === e.bytes) {
@@ -83,16 +84,15 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
   const signal = ctx.client.signal ? AbortSignal.any([ctx.client.signal, idle.signal]) : idle.signal;
   let timer = setTimeout(() => idle.abort(), ctx.client.idleTimeoutMs);
   try {
-    const headers: Record<string, string> = from > 0 && staged.etag ? { range: `bytes=${from}-`, 'if-range': staged.etag } : {};
-    const res = await get({ ...ctx.client, signal }, url.href, headers, [416]);
+    const res = await ctx.source.open(e.path, from, staged.etag, signal);
     if (res.status === 416) {
-      await res.arrayBuffer().catch(() => undefined);
+      await res.discard();
       await dropStaged(part);
       throw new TransientError(`the server refused the range bytes=${from}- (416); starting over`);
     }
     if (res.status === 206) {
       try {
-        checkContentRange(res.headers.get('content-range'), from, e.bytes);
+        checkContentRange(res.contentRange, from, e.bytes);
       } catch (err) {
         await dropStaged(part); // the next try asks for the whole file
         throw err;
@@ -106,16 +106,16 @@ async function transfer(ctx: DownloadContext, e: FileEntry, part: string): Promi
       from = 0;
       hash = createHash('sha256');
       await mkdir(dirname(part), { recursive: true });
-      await writeStaged(part, { sha256: e.sha256, bytes: e.bytes, etag: res.headers.get('etag') });
+      await writeStaged(part, { sha256: e.sha256, bytes: e.bytes, etag: res.etag });
       fh = await open(part, 'w');
     }
     let at = from;
     try {
       if (!res.body) throw new TransientError('the response has no body');
-      for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+      for await (const chunk of res.body) {
         clearTimeout(timer);
         timer = setTimeout(() => idle.abort(), ctx.client.idleTimeoutMs);
-        if (at + chunk.length > e.bytes) throw new FatalError(`the server sent more than the ${e.bytes} bytes the listing gives`);
+        if (at + chunk.length > e.bytes) throw new FatalError(`${ctx.source.name} sent more than the ${e.bytes} bytes the listing gives`);
         await fh.write(chunk, 0, chunk.length, at);
         hash.update(chunk);
         at += chunk.length;
@@ -158,7 +158,7 @@ export async function download(ctx: DownloadContext, e: FileEntry, paths: LocalP
         await dropStaged(paths.part);
         continue;
       }
-      throw new FatalError(`sha256 mismatch: the server sent ${e.bytes} bytes hashing to ${got.sha256}, the listing says ${e.sha256}`);
+      throw new FatalError(`sha256 mismatch: ${ctx.source.name} sent ${e.bytes} bytes hashing to ${got.sha256}, the listing says ${e.sha256}`);
     }
     ctx.cache.forgetVerified(e.path);
     await dropStaged(paths.part, true);

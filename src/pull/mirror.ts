@@ -6,14 +6,17 @@
 
 import { mkdir, stat } from 'node:fs/promises';
 import { PullCache } from './cache.js';
-import { listDatasets, type ClientOptions, type ListFilters } from './client.js';
+import type { ClientOptions, ListFilters } from './client.js';
 import { download, hashFile, type FileEntry } from './download.js';
 import { localPaths, type LocalPaths } from './paths.js';
+import { httpSource, type PullSource } from './source.js';
 import { retireSuperseded } from './superseded.js';
 
 export interface PullOptions extends Omit<ClientOptions, 'signal'> {
   readonly outDir: string;
   readonly filters: ListFilters;
+  /** Where the files come from; default the pmtape server at `baseUrl`. */
+  readonly source?: PullSource;
   /** Downloads in flight at once. */
   readonly concurrency: number;
   /** Hash every local file again instead of trusting the sidecar's fingerprints. */
@@ -74,7 +77,8 @@ async function upToDate(o: PullOptions, cache: PullCache, e: FileEntry, dest: st
 export async function pull(o: PullOptions): Promise<PullSummary> {
   const client: ClientOptions = { ...o };
   const onRetry = (what: string) => (why: string, ms: number) => o.note(`${what}: ${why}; retrying in ${(ms / 1000).toFixed(1)} s`);
-  const listed = await listDatasets(client, o.filters, onRetry('/v3/datasets'));
+  const source = o.source ?? httpSource(client);
+  const listed = await source.list(o.filters, onRetry(o.source ? source.name : '/v3/datasets'));
   await mkdir(o.outDir, { recursive: true });
   const cache = await PullCache.open(o.outDir);
   const summary: PullSummary = { files: listed.length, downloaded: 0, skipped: 0, bytes: 0, failed: 0 };
@@ -99,6 +103,7 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
 
   const ctx = {
     client,
+    source,
     cache,
     onBytes: (n: number) => {
       summary.bytes += n;

@@ -11,6 +11,7 @@ import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
+import type { ArchiveReader } from './archive/read.js';
 
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
@@ -42,6 +43,7 @@ export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
 export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
 export type { SyncOptions, SyncResult } from './archive/sync.js';
 export type { VerifyCounts } from './archive/verify.js';
+export type { ArchiveReader, ArchivedFile, ArchiveFilters, ObjectBody } from './archive/read.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
 
 /** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
@@ -102,4 +104,9 @@ export async function verifyArchive(archive: ArchiveConfig, days: readonly strin
   } finally {
     s3.destroy();
   }
+}
+
+/** Reads the archive as a consumer: its published files and their bytes (see archive/read.ts). */
+export async function openArchiveReader(archive: ArchiveConfig): Promise<ArchiveReader> {
+  return (await import('./archive/read.js')).openArchiveReader(archive);
 }

@@ -3,7 +3,7 @@
 
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateBucketCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
@@ -27,14 +27,22 @@ export function archiveEnv(endpoint: string, url: string): NodeJS.ProcessEnv {
 }
 
 export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
+  return (await freePorts(1))[0];
+}
+
+/**
+ * `n` distinct free ports, all held open at once and then released together: chosen one at a time
+ * (bind, close, bind again) the kernel may hand the same port out twice.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(Array.from({ length: n }, () => new Promise<Server>((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => res(srv));
+  })));
+  const ports = servers.map((srv) => (srv.address() as { port: number }).port);
+  await Promise.all(servers.map((srv) => new Promise<void>((res) => srv.close(() => res()))));
+  return ports;
 }
 
 /** A client of the test server (no retries of its own beyond the SDK's default). */
@@ -52,13 +60,39 @@ export interface Weed {
   createBucket(name: string): Promise<void>;
 }
 
-export async function startWeed(t: Test, bin: string): Promise<Weed> {
-  const dir = mkdtempSync(join(tmpdir(), 'pmtape-weed-'));
-  const ports = { master: await freePort(), volume: await freePort(), filer: await freePort(), s3: await freePort() };
-  const grpc = { master: await freePort(), volume: await freePort(), filer: await freePort(), s3: await freePort() };
+/** `anonymousRead`: requests without credentials may read and list (a public bucket). */
+export async function startWeed(t: Test, bin: string, opts: { anonymousRead?: boolean } = {}): Promise<Weed> {
+  // A port picked free can still be taken by another process before weed binds it (tests start
+  // several servers at once): weed then exits before it is ready, and is started again on new ports.
+  for (let attempt = 1; ; attempt++) {
+    const [m, v, f, s3, gm, gv, gf, gs] = await freePorts(8);
+    const ports = { master: m, volume: v, filer: f, s3 };
+    const grpc = { master: gm, volume: gv, filer: gf, s3: gs };
+    const dir = mkdtempSync(join(tmpdir(), 'pmtape-weed-')); // each attempt from a clean state
+    const started = await launch(t, bin, dir, ports, grpc, opts);
+    if (started.ready) return started.weed;
+    if (attempt >= 3 || !/address already in use|bind:/i.test(started.stderr)) {
+      throw new Error(`weed did not become ready (exit ${started.exitCode}):\n${started.stderr}`);
+    }
+  }
+}
+
+interface Launch {
+  readonly ready: boolean;
+  readonly weed: Weed;
+  readonly stderr: string;
+  readonly exitCode: number | null;
+}
+
+type Ports = { master: number; volume: number; filer: number; s3: number };
+
+async function launch(t: Test, bin: string, dir: string, ports: Ports, grpc: Ports, opts: { anonymousRead?: boolean }): Promise<Launch> {
   const config = join(dir, 's3.json');
   writeFileSync(config, JSON.stringify({
-    identities: [{ name: 'pmtape-test', credentials: [{ accessKey: ACCESS_KEY, secretKey: SECRET_KEY }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
+    identities: [
+      { name: 'pmtape-test', credentials: [{ accessKey: ACCESS_KEY, secretKey: SECRET_KEY }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] },
+      ...(opts.anonymousRead ? [{ name: 'anonymous', actions: ['Read', 'List'] }] : []),
+    ],
   }));
   const args = [
     `-logdir=${dir}`, 'server', `-dir=${dir}`, '-ip=127.0.0.1', '-ip.bind=127.0.0.1',
@@ -83,7 +117,7 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
       }
       await exited;
     }
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     // weed puts its gRPC sockets in /tmp whatever the flags say.
     for (const p of Object.values(grpc)) for (const k of ['master', 'volume', 'filer', 's3']) rmSync(`/tmp/seaweedfs-${k}-grpc-${p}.sock`, { force: true });
   });
@@ -95,8 +129,8 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
     if (proc.exitCode !== null) return true;
     return client.send(new ListBucketsCommand({})).then(() => true, () => false);
   }, 120_000, 250);
-  if (!ok || proc.exitCode !== null) throw new Error(`weed did not become ready (exit ${proc.exitCode}):\n${stderr}`);
-  return {
+  if (!ok || proc.exitCode !== null) return { ready: false, weed: null as unknown as Weed, stderr, exitCode: proc.exitCode };
+  const weed: Weed = {
     endpoint,
     client,
     async createBucket(name) {
@@ -114,4 +148,5 @@ export async function startWeed(t: Test, bin: string): Promise<Weed> {
       }, 120_000, 250);
     },
   };
+  return { ready: true, weed, stderr, exitCode: null };
 }
