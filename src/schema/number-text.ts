@@ -18,10 +18,18 @@ export const DOUBLE_DIGITS = 15;
 export function doubleText(x: number): string {
   if (!Number.isFinite(x)) throw new RangeError(`${x} is not a finite number`);
   if (x === 0) return '0';
-  return plainText(String(Number(x.toPrecision(DOUBLE_DIGITS))));
+  // From toPrecision's own text: Number() of it would round the largest doubles up to Infinity.
+  return withoutTrailingZeros(plainText(x.toPrecision(DOUBLE_DIGITS)));
 }
 
-/** JavaScript's number text (`"1.5e-7"`, `"1e+21"`, `"-2.5"`) without its exponent. */
+/** `"64.5100000000000"` → `"64.51"`, `"100.000"` → `"100"`; a whole number is left alone. */
+function withoutTrailingZeros(s: string): string {
+  if (!s.includes('.')) return s;
+  const t = s.replace(/0+$/, '');
+  return t.endsWith('.') ? t.slice(0, -1) : t;
+}
+
+/** JavaScript's number text (`"1.50000000000000e-7"`, `"1e+21"`, `"-2.5"`) without its exponent. */
 function plainText(s: string): string {
   const e = s.indexOf('e');
   if (e < 0) return s;
