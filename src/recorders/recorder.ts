@@ -60,8 +60,6 @@ export abstract class Recorder {
   protected lastMessageTs: number | null = null;
   protected stopping = false;
   private readonly openGaps = new Map<string, OpenGap>();
-  /** The span of the last after-the-fact gap written per market (writeClosedGap): one hole, one row. */
-  private readonly lastClosed = new Map<string, { reason: GapReason; start: number; end: number }>();
   private readonly logLimiter = new Map<string, { last: number; suppressed: number }>();
   private readonly unreportedMessages: Record<MessageResult, number> = { ok: 0, ignored: 0, malformed: 0, unknown_type: 0, duplicate: 0 };
   private unreportedTotal = 0;
@@ -165,15 +163,6 @@ export abstract class Recorder {
    * drifted): coverage loses the span, books stay valid. Does not touch an open gap.
    */
   protected writeClosedGap(key: LogKey, reason: GapReason, startTs: number, endTs: number, recvTs: number, detail?: string): void {
-    const start = Math.min(startTs, endTs);
-    // One hole, one closed row: a span of no time (the book was known right at that same
-    // millisecond) removes nothing from coverage, and a span the last such row already covers (the
-    // market's other token found drifted in the same hole) says nothing new. Both were written
-    // before, and counting closed gaps over-counted (26 extra rows in a 120 s faulty run).
-    if (start === endTs) return;
-    const prev = this.lastClosed.get(key.market);
-    if (prev && prev.reason === reason && start >= prev.start && endTs <= prev.end) return;
-    this.lastClosed.set(key.market, { reason, start, end: endTs });
     this.gapCount++;
     recorderGaps.inc({ kind: this.kind, reason });
     const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason, start_ts: Math.min(startTs, endTs), end_ts: endTs, ...(detail ? { detail } : {}) };
