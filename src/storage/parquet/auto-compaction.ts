@@ -29,8 +29,11 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
   let running: Promise<void> | null = null;
   let stopped = false;
   let settled: string[] = [];
+  /** The running worker has said `done`: it is exiting by itself and is not terminated. */
+  let finishing = false;
   const run = (): Promise<void> =>
     new Promise((resolve) => {
+      finishing = false;
       const input: WorkerInput = {
         dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
         // One thread unless the config says 2: the day has a day to be compacted, and the recorders beside it need a core.
@@ -38,7 +41,11 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
         archive: config.storage.archive,
       };
       // The young generation as the snapshot helper's (derived-split.ts): compaction's garbage is short-lived.
-      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 } });
+      // The worker reports through messages only. Its stdout is its own, never the process's: `start`'s
+      // stdout carries the ready line and the request log, and a test runner's protocol (tap) would be
+      // corrupted by whatever a preloaded module prints in the thread when it is terminated.
+      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 }, stdout: true });
+      w.stdout.resume();
       worker = w;
       w.on('message', (m: WorkerMessage) => {
         observe?.(m);
@@ -54,7 +61,10 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
         else if (m.type === 'retention') {
           if (m.deleted) logger.info({ files: m.deleted }, 'deleted logs past retention');
           for (const k of m.kept) logger.error({ file: k.file, why: k.why }, 'log kept past retention');
-        } else settled = m.settled;
+        } else {
+          settled = m.settled;
+          finishing = true;
+        }
       });
       w.on('error', (e: Error) => {
         if (!stopped) logger.error({ err: e.message }, 'compaction failed; retrying later');
@@ -79,7 +89,9 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       clearInterval(timer);
       // Terminating mid-run is safe: a partition appears whole or not at all; staging is cleaned next time.
       const w = worker as Worker | null;
-      if (w) {
+      // A worker past its run is left to exit: terminating a thread that is unwinding native modules
+      // (parquet-wasm, the crc32 addon) crashed the whole process with SIGSEGV once in the suite.
+      if (w && !finishing) {
         await w.terminate();
         // The worker held the data dir's compaction lock under our pid: release it for the next run.
         const lock = join(stagingRoot(config.dataDir), '.lock');

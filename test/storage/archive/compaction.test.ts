@@ -48,9 +48,12 @@ if (bin) {
       info: (_o: object, m?: string) => void logged.push(`info ${m}`),
       error: (o: object, m?: string) => void logged.push(`error ${m} ${JSON.stringify(o)}`),
     };
-    const auto = startAutoCompaction(config, logger, 100);
+    // One run (the first tick), waited for to its end: stopping then never terminates a thread mid-run.
+    let done = false;
+    const auto = startAutoCompaction(config, logger, 3_600_000, (m) => void (m.type === 'done' && (done = true)));
     t.teardown(() => auto.stop());
-    t.ok(await waitFor(async () => logged.includes('info published to the archive'), 120_000, 50), `published in the background: ${logged.join('; ')}`);
+    t.ok(await waitFor(async () => done, 180_000, 50), `the background run ended: ${logged.join('; ')}`);
+    t.ok(logged.includes('info published to the archive'), `published in the background: ${logged.join('; ')}`);
     await auto.stop();
     t.notOk(logged.some((l) => l.startsWith('error')), logged.join('; '));
     t.equal((await readPublished(autoDir, DAY))?.url, autoUrl);
