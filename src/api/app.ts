@@ -28,7 +28,7 @@ import familyRoutes from './routes/family.js';
 import { DESCRIPTORS } from '../families/index.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
-import replayRoutes from './routes/replay.js';
+import replayRoutes from './replay/route.js';
 import streamPlugin from './stream/index.js';
 import liveForward, { type LiveForwardOptions } from './plugins/live-forward.js';
 import pagePlugin from './plugins/page.js';

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { FAMILIES } from '../schema/observation.js';
 import { warmDatasetRows, warmParquet } from '../storage/index.js';
 import { buildApp, type AppOptions } from './app.js';
-import { warmReplay } from './query/replay-warm-up.js';
+import { warmReplay } from './replay/warm-up.js';
 import { ConnectionGuard } from './connection-guard.js';
 
 export interface ApiServer {
@@ -53,7 +53,7 @@ async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boole
       .catch((e: unknown) => void log.warn({ err: e }, 'could not build the markets index at start')),
     warmParquet(dataDir).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the Parquet reader at start')),
   ]);
-  // Then the replay's own code on the day just decoded (replay-warm-up.ts), `serve` only: `start`
+  // Then the replay's own code on the day just decoded (replay/warm-up.ts), `serve` only: `start`
   // warms in the background beside its recorders, and this is up to 1.5 s of a core.
   const decoded = parquet?.decoded ?? null;
   const replayed = replay && decoded

@@ -18,7 +18,7 @@ import type { CoinMarket } from '../../src/schema/market.js';
 import type { Recorded } from '../../src/schema/observation.js';
 import { bookAsOf, snapshotPage, type BookModel } from '../../src/api/query/book-pages.js';
 import { intervalPage } from '../../src/api/query/intervals.js';
-import { marketRecords } from '../../src/api/query/replay-cursor.js';
+import { marketRecords } from '../../src/api/replay/cursor.js';
 import { writeFixture } from './compaction-fixture.js';
 
 const MARKET = '50000';

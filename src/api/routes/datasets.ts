@@ -22,7 +22,7 @@ import { datasetsSkippedEntries } from '../../metrics.js';
 import { sendRemoteFile } from './remote-file.js';
 import { timeParam } from '../query/params.js';
 import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
-import { socketWriter } from './replay.js';
+import { socketWriter } from '../replay/route.js';
 
 const entrySchema = {
   type: 'object',

@@ -15,9 +15,9 @@ import type { FastifyInstance } from 'fastify';
 import { familyOf } from '../../families/index.js';
 import type { Family } from '../../schema/observation.js';
 import { openReader, ParquetStore } from '../../storage/index.js';
-import { replayMarket } from './replay-book.js';
-import { bookLines, type SourceRequest } from './replay-lines.js';
-import { parseTypes } from './replay-plan.js';
+import { replayMarket } from './book.js';
+import { bookLines, type SourceRequest } from './lines.js';
+import { parseTypes } from './plan.js';
 
 export interface ReplayWarmUp {
   readonly rounds: number;

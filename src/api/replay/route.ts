@@ -11,11 +11,11 @@ import { DESCRIPTORS, familyOf, type FamilyDescriptor } from '../../families/ind
 import type { Market } from '../../schema/market.js';
 import { FAMILIES } from '../../schema/observation.js';
 import { timeParam } from '../query/params.js';
-import { replayMarket, type ReplayMarket } from '../query/replay-book.js';
-import { recordedSpan } from '../query/replay-cursor.js';
-import { bookLines, metricLines, type ReplayLine, type SourceRequest } from '../query/replay-lines.js';
-import { mergeSorted } from '../query/replay-merge.js';
-import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from '../query/replay-plan.js';
+import { replayMarket, type ReplayMarket } from './book.js';
+import { recordedSpan } from './cursor.js';
+import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './lines.js';
+import { mergeSorted } from './merge.js';
+import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from './plan.js';
 import { envelope } from '../plugins/error-handler.js';
 import { errorResponses, oneOf, q, typedQuery } from '../schemas.js';
 
