@@ -6,11 +6,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
+import { invalidParameter, PmtapeError } from '../../errors.js';
 import { DESCRIPTORS, familyOf, type FamilyDescriptor } from '../../families/index.js';
 import type { Market } from '../../schema/market.js';
 import { FAMILIES } from '../../schema/observation.js';
 import { timeParam } from '../query/params.js';
+import { checkScope, resolveMarketId } from '../query/resolve-market.js';
 import { replayMarket, type ReplayMarket } from './book.js';
 import { recordedSpan } from './cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './lines.js';
@@ -71,18 +72,14 @@ async function resolveMarkets(app: FastifyInstance, d: FamilyDescriptor, qs: Rep
     if (qs.ticker !== undefined && replay.idParam !== 'ticker') throw invalidParameter('ticker', `does not apply to ${family}; name its markets with market_id`);
     const param = qs.ticker !== undefined ? 'ticker' : 'market_id';
     for (const id of splitIds((qs.ticker ?? qs.market_id)!, param)) {
-      const m = await markets.resolve(family, id);
-      if (m) add(m.market.market_id, m.market);
-      else if (d.booksWithoutCatalog && (await markets.hasBooks(family, id))) add(id, null);
-      else throw notFound(d.routes.unknownMessage(id, d.routes.listUrl('{coin}')));
+      const m = await resolveMarketId(app, d, id);
+      add(m.id, m.market);
     }
   } else {
     if (!replay.byCoin) throw invalidParameter('coin', `does not apply to ${family}; name its markets with ${replay.idParam}`);
     const coin = qs.coin;
+    await checkScope(app, d, coin);
     const all = (await markets.list(family)).map((e) => e.market);
-    if (!all.some((m) => d.keep(m, { coin })) && !app.pmtape.config.coins.includes(coin)) {
-      throw notFound(`Unknown coin '${coin}'; recorded coins: ${app.pmtape.config.coins.join(', ')}.`);
-    }
     for (const m of all) {
       if (!d.keep(m, { coin, window: qs.window })) continue;
       const span = await recordedSpan(await markets.reader(family, 'books', m.market_id));

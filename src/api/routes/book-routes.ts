@@ -15,6 +15,7 @@ import { asOfParam, listParams } from '../query/params.js';
 import { listOf, narrowQuery, oneOf, q, single, typedParams, typedQuery } from '../schemas.js';
 import { nextCursor, resumeOf } from './helpers.js';
 import { cursorMarket } from '../query/cursor.js';
+import { resolvePathMarket, type ResolvedMarket } from '../query/resolve-market.js';
 
 /** Every parameter any family's snapshots route takes; each family accepts its own subset. */
 const SNAPSHOTS_QUERY = typedQuery({
@@ -29,31 +30,6 @@ const LATEST_QUERY = typedQuery({
   include_orderbook: Type.Optional(q.include_orderbook), outcome: Type.Optional(q.outcome),
 });
 
-/** The market a request names: its log id, catalogue entry (null: books only) and cursor scope. */
-interface Resolved {
-  readonly id: string;
-  readonly market: Market | null;
-}
-
-/**
- * Resolves the path to a market with the contract's 404s: an unknown scope (coin), an unknown id, a
- * market of another scope; a yes/no ticker with books but no catalogue entry yet is served by id.
- */
-export async function resolveMarket(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>): Promise<Resolved> {
-  const r = d.routes;
-  const scope = r.scope ? params[r.scope.param] : undefined;
-  if (r.scope) await r.scope.check(app, scope!);
-  const pathId = params[r.idParam];
-  const hit = await app.pmtape.markets.resolve(d.family, pathId);
-  if (hit) {
-    const wrong = r.scope ? r.scope.mismatch(hit.market, scope!, pathId) : null;
-    if (wrong !== null) throw notFound(wrong);
-    return { id: hit.market.market_id, market: hit.market };
-  }
-  if (d.booksWithoutCatalog && (await app.pmtape.markets.hasBooks(d.family, pathId))) return { id: pathId, market: null };
-  throw notFound(r.unknownMessage(pathId, r.listUrl(scope)));
-}
-
 /** `outcome` must be one of the market's labels (400 naming them). */
 export function outcomeOr400(market: Market | null, label: string | undefined): string | undefined {
   if (label === undefined || market === null || !('outcomes' in market)) return label;
@@ -61,7 +37,7 @@ export function outcomeOr400(market: Market | null, label: string | undefined): 
   throw invalidParameter('outcome', `must be one of this market's outcome labels (${market.outcomes.map((o) => o.label).join(', ')})`);
 }
 
-function modelOf(d: FamilyDescriptor, at: Resolved, view: BookView): BookModel {
+function modelOf(d: FamilyDescriptor, at: ResolvedMarket, view: BookView): BookModel {
   const m = d.bookModel(at.id, at.market, view);
   // A family that needs the catalogue resolves only catalogued markets: this is a bug, not bad input.
   if (!m) throw new PmtapeError('internal', `no book model for ${d.family} market ${at.id}`);
@@ -146,7 +122,7 @@ export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
   }, async (req) => {
     const qs = req.query;
     const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
+    const at = await resolvePathMarket(app, d, req.params);
     const view = { depth: qs.depth, outcome: outcomeOr400(at.market, qs.outcome), includeOrderbook: qs.include_orderbook ?? true };
     // The cursor is bound to the query and the market (one cursor never serves another market).
     const cq = { ...qs, _market: at.id };
@@ -192,7 +168,7 @@ export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
       if (body !== undefined) return void reply.type(JSON_TYPE).send(body);
     }
     return (async () => {
-      const at = await resolveMarket(app, d, req.params);
+      const at = await resolvePathMarket(app, d, req.params);
       const outcome = outcomeOr400(at.market, qs.outcome);
       const model = modelOf(d, at, { depth: qs.depth, outcome, includeOrderbook: qs.include_orderbook ?? true });
       const reader = await app.pmtape.markets.reader(d.family, 'books', at.id);

@@ -11,7 +11,8 @@ import type { FamilyDescriptor } from '../../families/descriptor.js';
 import { snapshotPage, type BookModel } from '../query/book-pages.js';
 import { listParams } from '../query/params.js';
 import { listOf, oneOf, q, sampleSchema, typedParams, typedQuery } from '../schemas.js';
-import { outcomeOr400, resolveMarket } from './book-routes.js';
+import { outcomeOr400 } from './book-routes.js';
+import { resolvePathMarket } from '../query/resolve-market.js';
 import { nextCursor, resumeOf } from './helpers.js';
 
 export default function walletExtraRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
@@ -34,7 +35,7 @@ export default function walletExtraRoutes(app: FastifyInstance, d: FamilyDescrip
   }, async (req) => {
     const qs = req.query;
     const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
+    const at = await resolvePathMarket(app, d, req.params);
     const market = at.market!;
     const label = outcomeOr400(market, qs.outcome) ?? ('outcomes' in market ? market.outcomes[0]?.label : undefined);
     const metric = qs.metric;
@@ -68,7 +69,7 @@ export default function walletExtraRoutes(app: FastifyInstance, d: FamilyDescrip
   }, async (req) => {
     const qs = req.query;
     const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
+    const at = await resolvePathMarket(app, d, req.params);
     // No cursor is ever issued here, so any cursor is checked (and refused when foreign).
     if (lp.cursor !== undefined) app.pmtape.cursors.decode(lp.cursor, 'wallet.trades', { ...qs, _market: at.id });
     return { data: [], next_cursor: null };
