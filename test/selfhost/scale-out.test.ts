@@ -8,8 +8,7 @@ import { chmodSync, cpSync, readdirSync, readFileSync, writeFileSync } from 'nod
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { shardHash } from '../../src/recorders/index.js';
-import { decodeMarket } from '../../src/storage/paths.js';
-import { lockHolder } from '../../src/storage/log/lock.js';
+import { decodeMarket, lockHolder } from '../../src/storage/testing.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from './helpers.js';
 import { cliForOtherUser } from './other-user.js';
 

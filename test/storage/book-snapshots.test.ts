@@ -16,7 +16,7 @@ import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, tmpDataDir, writeLog, yesnoMarket } from '../api/helpers.js';
 import { MarketBooks } from '../../src/book/book-state.js';
 import { readLogDay } from '../../src/storage/parquet/compaction-input.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const MIDNIGHT = Date.parse('2026-07-27T00:00:00.000Z');
 const D1 = '2026-07-26';

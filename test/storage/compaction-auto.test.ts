@@ -14,7 +14,7 @@ import { listDays, logFilePath } from '../../src/storage/paths.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { openWriter } from '../../src/storage/index.js';
 import type { WorkerMessage } from '../../src/storage/parquet/compaction-worker.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 t.test('compacts closed days in the background and keeps logs within retention', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-auto-'));

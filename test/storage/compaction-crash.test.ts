@@ -13,7 +13,7 @@ import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { rng, writeFixture } from './compaction-fixture.js';
+import { rng, writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { crashRounds } from './helpers/proc.js';
 
 const child = fileURLToPath(new URL('./compaction-child.js', import.meta.url));

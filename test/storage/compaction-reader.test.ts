@@ -6,7 +6,7 @@ import t from 'tap';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openReader, openWriter, listKeys } from '../../src/storage/index.js';
+import { openReader, openWriter, listKeys } from '../../src/storage/testing.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import { listDays } from '../../src/storage/paths.js';
@@ -15,7 +15,7 @@ import { CompositeReader } from '../../src/storage/read/composite-reader.js';
 import { openLogReader } from '../../src/storage/read/reader.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { LogKey, LogReader, Position, ReadItem } from '../../src/storage/types.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const NOW = Date.now();
 const days = [3, 2, 1].map((k) => utcDay(NOW - k * DAY_MS));

@@ -12,7 +12,7 @@ import { listMarkets } from '../../src/storage/paths.js';
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import type { Family } from '../../src/schema/observation.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const day2 = utcDay(Date.now() - 2 * DAY_MS);
 const day3 = utcDay(Date.now() - 3 * DAY_MS);

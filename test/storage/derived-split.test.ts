@@ -13,7 +13,7 @@ import { partitionDir, readManifest, stagingRoot } from '../../src/storage/parqu
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { partFileName } from '../../src/storage/parquet/publish.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const day = utcDay(Date.now() - 2 * DAY_MS);
 const COIN = ['50000', '50001', '50002', '50003', '50004'];

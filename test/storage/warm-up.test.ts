@@ -13,7 +13,7 @@ import { cachedBlocks, openFiles } from '../../src/storage/parquet/file-ranges.j
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { parquetStore } from '../../src/storage/parquet/reader.js';
 import { warmParquet } from '../../src/storage/parquet/warm-up.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -13,15 +13,11 @@ import { tableFromIPC } from 'apache-arrow';
 import { MarketBooks } from '../../src/book/book-state.js';
 import type { Ladder } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
-import { encodeParquet } from '../../src/storage/parquet/file.js';
-import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
-import { openReader } from '../../src/storage/index.js';
-import { parquetStore } from '../../src/storage/parquet/reader.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import {
+  compactDay, deleteExpiredLogs, encodeParquet, listMarkets, openReader, parquetStore, readLogDay, type ColumnSpec,
+} from '../../src/storage/testing.js';
 import { FAMILIES } from '../../src/schema/observation.js';
-import { listMarkets } from '../../src/storage/paths.js';
-import { writeFixture } from '../../test/storage/compaction-fixture.js';
+import { writeFixture } from '../fixtures/compaction-logs.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { startServe, stopServe } from './serve.js';
 

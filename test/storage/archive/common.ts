@@ -10,7 +10,7 @@ import type { Test } from 'tap';
 import { DAY_MS, utcDay } from '../../../src/schema/time.js';
 import { compactDay } from '../../../src/storage/parquet/compaction.js';
 import { listPartitions, readManifest } from '../../../src/storage/parquet/manifest.js';
-import { writeFixture } from '../compaction-fixture.js';
+import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { runCliOnce } from '../../selfhost/helpers.js';
 import { archiveEnv } from './weed.js';
 

@@ -11,7 +11,7 @@ import { runCliOnce, waitFor } from '../../selfhost/helpers.js';
 import { loadConfig } from '../../../src/config.js';
 import { startAutoCompaction } from '../../../src/storage/parquet/auto-compaction.js';
 import { readPublished } from '../../../src/storage/archive/layout.js';
-import { writeFixture } from '../compaction-fixture.js';
+import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY, archiveCli, listKeys } from './common.js';
 import { archiveEnv, startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
 

@@ -19,7 +19,7 @@ import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, coinMarket } fro
 import { startWeed, ACCESS_KEY, SECRET_KEY, type Weed } from './weed.js';
 import { startFaultProxy } from './fault-proxy.js';
 import { localObjects } from './common.js';
-import { writeFixture } from '../compaction-fixture.js';
+import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const DAY = '2026-07-26';
