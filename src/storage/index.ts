@@ -6,9 +6,9 @@
 import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
 import { parquetStore, type ParquetStore } from './parquet/reader.js';
-import type { RowsRequest } from './parquet/dataset-rows.js';
+import type { RowsRequest } from './compaction/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
-import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+import type { CompactOptions, PartitionResult } from './compaction/compact-day.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
@@ -29,37 +29,37 @@ export { verifyDataDir } from './verify.js';
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/schema.js';
-export { deleteExpiredLogs } from './parquet/retention.js';
+export { deleteExpiredLogs } from './compaction/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
-export { warmDatasetRows, warmParquet } from './parquet/warm-up.js';
+export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';
 // A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
 export { ParquetStore } from './parquet/reader.js';
-export { startAutoCompaction } from './parquet/auto-compaction.js';
-export type { PartitionResult } from './parquet/compaction.js';
+export { startAutoCompaction } from './compaction/auto.js';
+export type { PartitionResult } from './compaction/compact-day.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
 export { archiveLag, type ArchiveLag } from './archive/lag.js';
 export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
 export type { ArchiveReader } from './archive/read.js';
 export { writeFileDurable, writeFileDurableSync } from './durable.js';
 
-/** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
+/** Compacts every closed log of `day` into Parquet partitions (see compaction/compact-day.ts). */
 export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
-  return (await import('./parquet/compaction.js')).compactDay(dataDir, day, opts);
+  return (await import('./compaction/compact-day.js')).compactDay(dataDir, day, opts);
 }
 
 /**
  * One market's rows of a record dataset over a receive-time range as Arrow IPC pieces (see
- * parquet/dataset-rows.ts), read through the process's shared Parquet store. Loaded on first use,
+ * compaction/dataset-rows.ts), read through the process's shared Parquet store. Loaded on first use,
  * as compaction is: a process that never serves one never loads the decoder.
  */
 export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGenerator<Uint8Array> {
-  const { datasetRowsIPC } = await import('./parquet/dataset-rows.js');
+  const { datasetRowsIPC } = await import('./compaction/dataset-rows.js');
   yield* datasetRowsIPC(dataDir, parquetStore(dataDir), req);
 }
 
-/** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */
+/** The closed UTC days that have logs, oldest first (see compaction/compact-day.ts). */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
-  return (await import('./parquet/compaction.js')).closedLogDays(dataDir, now);
+  return (await import('./compaction/compact-day.js')).closedLogDays(dataDir, now);
 }
 
 /** The reader of a logical log for the read side and the stream. */

@@ -16,7 +16,7 @@ export { decodeRecord, encodeFrame, encodeFrameAt, parseFrame, PREFIX_BYTES, wri
 export { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, encodeEntry } from './log/time-index.js';
 // Compaction loaded up front, not on first use as through the door: a benchmark times compaction,
 // not the loading of its modules.
-export { compactDay, readLogDay } from './parquet/compaction.js';
+export { compactDay, readLogDay } from './compaction/compact-day.js';
 export { encodeParquet } from './parquet/file.js';
 export type { ColumnSpec } from './parquet/columns.js';
 export { parquetStore } from './parquet/reader.js';

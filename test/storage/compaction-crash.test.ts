@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay, readLogDay } from '../../src/storage/compaction/compact-day.js';
 import { listMarkets } from '../../src/storage/paths.js';
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';

@@ -7,7 +7,7 @@ import { mkdtemp, readdir, rm, stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listKeys, openReader } from '../../src/storage/testing.js';
-import { closedLogDays, compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
+import { closedLogDays, compactDay, readLogDay } from '../../src/storage/compaction/compact-day.js';
 import { encodeParquet } from '../../src/storage/parquet/file.js';
 import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 import { listPartitions, manifestVersion, partitionDir, readManifest, writeManifest } from '../../src/storage/parquet/manifest.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
 import { normalizeBookData } from '../../src/recorders/wallet/normalize.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { decodeDecimal, encodeDecimal } from '../../src/storage/parquet/decimal.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
 import { columnsOf } from '../../src/storage/parquet/schema.js';

@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import {
   listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type RecordChunk, type ReplayItem,
 } from '../../src/storage/testing.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
+import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
 import { CompositeReader } from '../../src/storage/read/composite-reader.js';
 import { openLogReader } from '../../src/storage/read/reader.js';
 import { heldReaders } from '../../src/storage/read/segment.js';
-import { readFrames } from '../../src/storage/read/scan.js';
+import { readFrames } from '../../src/storage/log/scan.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Recorded } from '../../src/schema/observation.js';

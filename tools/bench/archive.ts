@@ -13,7 +13,7 @@ import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { compactDay, listPartitions, readManifest, PART_SIZE, syncArchive } from '../../src/storage/testing.js';
 import { parseArchiveUrl } from '../../src/config.js';
 import { writeFixture } from '../fixtures/compaction-logs.js';
-import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../../test/storage/archive/weed.js';
+import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../fixtures/weed.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
 const log = (s: string): void => void process.stderr.write(`bench archive: ${s}\n`);

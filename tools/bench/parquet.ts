@@ -136,7 +136,7 @@ function unitsOf(body: Buffer, route: 'replay' | 'rows'): number {
  * rows themselves as one Arrow IPC stream: what DuckDB selects), each from a `serve` started on the
  * compacted day. Cold: the first data request after the server said ready (before that, the server decoded
  * and replayed the first hour of another market, 00:00 of the first one, to warm its code, and kept
- * nothing of it: see src/storage/parquet/warm-up.ts and src/api/replay/warm-up.ts). Warm: the
+ * nothing of it: see src/storage/compaction/warm-up.ts and src/api/replay/warm-up.ts). Warm: the
  * median of 15 after 20 more (the JIT past its first tiers). Another market: the first request for
  * a second market's hour afterwards (its part file not opened yet, the code warm).
  *

@@ -36,7 +36,7 @@ const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): str
 /**
  * Every part is numbered, the first too (`-0000`): in name order the parts hold the markets in
  * order. (Before 2026-11-27 the first part was `<dataset>-<date>.parquet`, which sorts after
- * `-0001` because `-` comes before `.`; compaction.ts rebuilds such partitions while their logs exist.)
+ * `-0001` because `-` comes before `.`; compaction/compact-day.ts rebuilds such partitions while their logs exist.)
  */
 export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
   `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;

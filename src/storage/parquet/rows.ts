@@ -2,7 +2,7 @@
 // records.ts turns these rows back into the same records, and a record that could not come back
 // exactly (a price text that is not a plain decimal or does not fit its DECIMAL, a time finer than a
 // microsecond, a catalogue field of an unexpected type) is refused with a DecimalError naming market,
-// seq and value; `rowsOrRefusal` (compaction-input.ts) leaves no row of it, and compaction sets it aside.
+// seq and value; `rowsOrRefusal` (compaction/input.ts) leaves no row of it, and compaction sets it aside.
 
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';

@@ -5,7 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { FrameHead } from '../log/frame.js';
 import { readFrameAt } from '../log/recovery.js';
-import { readFrameBlocks, readFrames, scanFrames } from './scan.js';
+import { readFrameBlocks, readFrames, scanFrames } from '../log/scan.js';
 import { acquireFile, segmentOf, withFile, type Segment } from './segment.js';
 import type { Position, ReadItem, RecordChunk } from '../types.js';
 

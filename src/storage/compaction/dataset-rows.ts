@@ -16,14 +16,14 @@ import type { Family } from '../../schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../schema/time.js';
 import { openLogReader } from '../read/reader.js';
 import type { LogKey } from '../types.js';
-import { readLogDay, rowsOrRefusal } from './compaction-input.js';
-import { int64At, int64Words, type ColumnValues } from './columns.js';
-import { encodeParquet, parquetToIPC, type ParquetFileReader } from './file.js';
-import type { FileSegment } from './partition-files.js';
-import type { ParquetStore } from './reader.js';
-import { RowSink, type RowContext } from './rows.js';
-import { columnsOf, streamOfDataset, type RowDataset } from './schema.js';
-import { contextOf } from './stream-compaction.js';
+import { readLogDay, rowsOrRefusal } from './input.js';
+import { int64At, int64Words, type ColumnValues } from '../parquet/columns.js';
+import { encodeParquet, parquetToIPC, type ParquetFileReader } from '../parquet/file.js';
+import type { FileSegment } from '../parquet/partition-files.js';
+import type { ParquetStore } from '../parquet/reader.js';
+import { RowSink, type RowContext } from '../parquet/rows.js';
+import { columnsOf, streamOfDataset, type RowDataset } from '../parquet/schema.js';
+import { contextOf } from './stream.js';
 
 export interface RowsRequest {
   readonly family: Family;

@@ -9,8 +9,8 @@
 
 import { stat } from 'node:fs/promises';
 import type { Family } from '../../schema/observation.js';
-import { listPartitions, parquetRoot, readManifest } from './manifest.js';
-import { ParquetStore } from './reader.js';
+import { listPartitions, parquetRoot, readManifest } from '../parquet/manifest.js';
+import { ParquetStore } from '../parquet/reader.js';
 
 export interface ParquetWarmUp {
   /** The Parquet modules were loaded (the data dir has a Parquet tree). */
@@ -22,7 +22,7 @@ export interface ParquetWarmUp {
 /** Loads the Parquet modules and runs one real decode, when the data dir holds compacted days. */
 export async function warmParquet(dataDir: string): Promise<ParquetWarmUp> {
   if (!(await stat(parquetRoot(dataDir)).then(() => true, () => false))) return { loaded: false, decoded: null };
-  await import('./file.js');
+  await import('../parquet/file.js');
   const parts = await listPartitions(dataDir, { dataset: 'book_changes' });
   // Newest first: the day a server is most likely to be asked about, and the current schema.
   parts.sort((a, b) => (a.date < b.date ? 1 : a.date > b.date ? -1 : 0));

@@ -5,16 +5,16 @@
 // then this thread joins in. Blocks of markets are claimed one at a time from a counter both
 // threads share, so whichever thread is free builds the next one. This thread adopts the helper's
 // part files and publishes the partition, still after the records it derives from; meanwhile it
-// goes on with the next streams (compaction.ts). The files hold the same rows as a one-thread
+// goes on with the next streams (compact-day.ts). The files hold the same rows as a one-thread
 // build's, cut into part files at other markets.
 
 import { Worker } from 'node:worker_threads';
 import type { Family } from '../../schema/observation.js';
-import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './input.js';
 import { buildClaimed, type HelperInput, type HelperJob, type HelperMessage } from './derived-worker.js';
-import { manifestVersion, partitionDir, readManifest, type ManifestFile } from './manifest.js';
-import { PartitionBuilder, settleLeftovers } from './publish.js';
-import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Stream } from './schema.js';
+import { manifestVersion, partitionDir, readManifest, type ManifestFile } from '../parquet/manifest.js';
+import { PartitionBuilder, settleLeftovers } from '../parquet/publish.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Stream } from '../parquet/schema.js';
 
 /** Markets whose derived rows each thread built, since the process started (tests check both took part). */
 export const splitCounts = { helper: 0, caller: 0 };
