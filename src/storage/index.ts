@@ -28,7 +28,7 @@ export { verifyDataDir } from './verify.js';
 // Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
-export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/schema.js';
+export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/datasets.js';
 export { deleteExpiredLogs } from './compaction/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';

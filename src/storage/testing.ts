@@ -21,6 +21,6 @@ export { encodeParquet } from './parquet/file.js';
 export type { ColumnSpec } from './parquet/columns.js';
 export { parquetStore } from './parquet/reader.js';
 export { stagingFileName } from './parquet/manifest.js';
-export { columnsOf, type RowDataset } from './parquet/schema.js';
+export { columnsOf, type RowDataset } from './parquet/datasets.js';
 export { encodeDecimal } from './parquet/decimal.js';
 export { PART_SIZE } from './archive/objects.js';

@@ -6,7 +6,7 @@
 
 import t from 'tap';
 import { startSim } from '../../src/sim/server.js';
-import { startRecorders } from '../../src/recorders/index.js';
+import { startRecorders } from '../../src/recorders/host.js';
 import { LogSink } from '../../src/recorders/sink.js';
 import { injectDiskFault, verifyDataDir } from '../../src/storage/testing.js';
 import type { Recorded } from '../../src/schema/observation.js';

@@ -15,7 +15,7 @@ import { normalizeBookData } from '../../src/recorders/wallet/normalize.js';
 import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { decodeDecimal, encodeDecimal } from '../../src/storage/parquet/decimal.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
-import { columnsOf } from '../../src/storage/parquet/schema.js';
+import { columnsOf } from '../../src/storage/parquet/datasets.js';
 import type { BookSnapshot, Observation } from '../../src/schema/observation.js';
 import { duckExpr, polarsExpr } from '../api/engine-text.js';
 import { catalog, keysFor, testApp, testConfig, tmpDataDir, walletMarket, writeLog, T0 } from '../api/helpers.js';

@@ -18,7 +18,7 @@ import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './l
 import { mergeSorted } from './merge.js';
 import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from './plan.js';
 import { envelope } from '../plugins/error-handler.js';
-import { errorResponses, oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, oneOf, queryParam, typedQuery } from '../route-params.js';
 
 /** Most markets one replay merges (each holds a cursor, and a file handle while it reads). */
 export const MAX_REPLAY_MARKETS = 300;
@@ -34,12 +34,12 @@ const querySchema = typedQuery({
   family: oneOf(FAMILIES, { description: 'which family the markets belong to' }),
   market_id: idList('comma list of market ids, condition ids or slugs (coin, wallet-prediction)'),
   ticker: idList('comma list of tickers (yesno-exchange)'),
-  coin: Type.Optional(Type.Unsafe<string>({ ...q.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' })),
-  window: Type.Optional(Type.Unsafe<string>({ ...q.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
-  start_time: Type.String({ ...q.start_time, description: 'inclusive; required' }),
-  end_time: Type.Optional(Type.String({ ...q.end_time, description: 'exclusive; default one second before now' })),
+  coin: Type.Optional(Type.Unsafe<string>({ ...queryParam.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' })),
+  window: Type.Optional(Type.Unsafe<string>({ ...queryParam.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
+  start_time: Type.String({ ...queryParam.start_time, description: 'inclusive; required' }),
+  end_time: Type.Optional(Type.String({ ...queryParam.end_time, description: 'exclusive; default one second before now' })),
   types: Type.Optional(Type.String({ maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' })),
-  depth: Type.Optional(q.depth),
+  depth: Type.Optional(queryParam.depth),
   after: Type.Optional(Type.String({ maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' })),
 });
 type ReplayQuery = Static<typeof querySchema>;

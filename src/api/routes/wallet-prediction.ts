@@ -10,7 +10,7 @@ import { toIso } from '../../schema/time.js';
 import type { FamilyDescriptor } from '../../families/descriptor.js';
 import { snapshotPage, type BookModel } from '../query/book-pages.js';
 import { listParams } from '../query/params.js';
-import { listOf, oneOf, q, sampleSchema, typedParams, typedQuery } from '../schemas.js';
+import { listOf, oneOf, queryParam, sampleSchema, typedParams, typedQuery } from '../route-params.js';
 import { outcomeOr400 } from './book-routes.js';
 import { resolvePathMarket } from '../query/resolve-market.js';
 import { nextCursor, resumeOf } from './helpers.js';
@@ -26,9 +26,9 @@ export default function walletExtraRoutes(app: FastifyInstance, d: FamilyDescrip
       description: 'Samples of one metric series of one outcome; the three metrics are never merged.',
       params,
       querystring: typedQuery({
-        metric: oneOf(['chance', 'price', 'last_trade']), outcome: Type.Optional(q.outcome),
-        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit),
-        cursor: Type.Optional(q.cursor), order: Type.Optional(q.order),
+        metric: oneOf(['chance', 'price', 'last_trade']), outcome: Type.Optional(queryParam.outcome),
+        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
+        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
       }),
       response: { 200: listOf(sampleSchema) },
     },
@@ -61,8 +61,8 @@ export default function walletExtraRoutes(app: FastifyInstance, d: FamilyDescrip
       description: 'Trades are not recorded for this family: always the empty dataset for a known market.',
       params,
       querystring: typedQuery({
-        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit),
-        cursor: Type.Optional(q.cursor), order: Type.Optional(q.order),
+        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
+        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
       }),
       response: { 200: listOf({ type: 'object' }) },
     },

@@ -9,7 +9,7 @@ import type { Family } from '../../schema/observation.js';
 import type { ManifestFile } from '../parquet/manifest.js';
 import { PartitionBuilder } from '../parquet/publish.js';
 import { addMarket } from './derived.js';
-import type { Dataset, Stream } from '../parquet/schema.js';
+import type { Dataset, Stream } from '../parquet/datasets.js';
 
 export interface HelperInput {
   readonly dataDir: string;

@@ -15,7 +15,7 @@ import { bookSnapshotRows } from '../parquet/book-snapshots.js';
 import { quarantined, type CompactOptions, type PartitionResult } from './input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from '../parquet/manifest.js';
 import { PartitionBuilder, currentPartNames, settleLeftovers } from '../parquet/publish.js';
-import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/schema.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/datasets.js';
 import { contextOf } from './stream.js';
 
 async function current(dir: string, primary: Manifest): Promise<Manifest | null> {

@@ -11,7 +11,7 @@ import { readFrames } from '../log/scan.js';
 import type { LogKey } from '../types.js';
 import { recordRows, type RowContext, type RowSink, type SourceRecord } from '../parquet/rows.js';
 import { DecimalError } from '../parquet/decimal.js';
-import type { Dataset } from '../parquet/schema.js';
+import type { Dataset } from '../parquet/datasets.js';
 import { open } from 'node:fs/promises';
 
 /**

@@ -10,7 +10,7 @@ import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import { listPartitions, partitionDir, partitionRel, readManifest } from '../parquet/manifest.js';
 import { isPublished } from '../archive/layout.js';
 import { indexFilePath, logFilePath } from '../paths.js';
-import { datasetsOfStream, streamOfDataset } from '../parquet/schema.js';
+import { datasetsOfStream, streamOfDataset } from '../parquet/datasets.js';
 
 export interface RetentionResult {
   readonly deleted: string[];

@@ -13,7 +13,7 @@ import { quarantined, readLogDay, rowsOrRefusal, type CompactOptions, type Parti
 import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from '../parquet/manifest.js';
 import { PartitionBuilder } from '../parquet/publish.js';
 import { BOOK_CHANGE_TYPES, type RowContext, type SourceRecord } from '../parquet/rows.js';
-import { datasetsOfStream, type Stream } from '../parquet/schema.js';
+import { datasetsOfStream, type Stream } from '../parquet/datasets.js';
 
 /** A chunk of the record index closes after this many records or book_changes rows. */
 export const CHUNK_RECORDS = 1024;
