@@ -3,7 +3,7 @@
 // reads). Everything that can fail on input fails before the first byte, with the usual envelope;
 // a storage failure later ends the stream with an `error` line. The last line carries a resume token.
 
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import { invalidParameter, PmtapeError } from '../../errors.js';
@@ -12,6 +12,7 @@ import type { Market } from '../../schema/market.js';
 import { FAMILIES } from '../../schema/observation.js';
 import { timeParam } from '../query/params.js';
 import { checkScope, resolveMarketId } from '../query/resolve-market.js';
+import { socketWriter } from '../query/socket-writer.js';
 import { replayMarket, type ReplayMarket } from './book.js';
 import { recordedSpan } from './cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './lines.js';
@@ -119,29 +120,6 @@ class LineBuffer {
     this.used = 0;
     return out;
   }
-}
-
-/** Writes to the raw response, waiting for `drain` when the socket is full; false once the client is gone. */
-export function socketWriter(reply: FastifyReply): { write(chunk: Buffer): Promise<boolean>; gone(): boolean } {
-  const raw = reply.raw;
-  let closed = false;
-  raw.on('close', () => (closed = true));
-  return {
-    gone: () => closed || raw.destroyed,
-    write: (chunk) => {
-      if (closed || raw.destroyed) return Promise.resolve(false);
-      if (raw.write(chunk)) return Promise.resolve(true);
-      return new Promise((resolve) => {
-        const done = (): void => {
-          raw.off('drain', done);
-          raw.off('close', done);
-          resolve(!closed && !raw.destroyed);
-        };
-        raw.on('drain', done);
-        raw.on('close', done);
-      });
-    },
-  };
 }
 
 export default async function replayRoutes(app: FastifyInstance): Promise<void> {

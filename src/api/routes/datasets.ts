@@ -22,7 +22,7 @@ import { datasetsSkippedEntries } from '../../metrics.js';
 import { sendRemoteFile } from './remote-file.js';
 import { timeParam } from '../query/params.js';
 import { errorResponses, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
-import { socketWriter } from '../replay/route.js';
+import { socketWriter } from '../query/socket-writer.js';
 
 const entrySchema = {
   type: 'object',

@@ -8,8 +8,8 @@
 import { streamMessages } from '../../metrics.js';
 import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, Position } from '../../storage/index.js';
-import type { FeedSubscriber, MarketFeed } from '../stream/hub.js';
-import { StreamTracker, type ModelFactory } from '../stream/market.js';
+import type { FeedSubscriber, MarketFeed } from './hub.js';
+import { StreamTracker, type ModelFactory } from './market.js';
 
 /** Where a subscription starts, once `from` has been resolved (a cursor resolves to a seq). */
 export type StartPoint =
