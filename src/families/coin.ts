@@ -10,7 +10,7 @@ import { catalogImporter } from '../recorders/catalog/import.js';
 import { clobImporter } from '../recorders/clob/import.js';
 import { coinSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type LevelsText, type ReplayMarket } from '../api/query/replay-book.js';
+import { ReplayBook, type LevelsText, type ReplayMarket } from '../api/replay/book.js';
 import type { Recorded } from '../schema/observation.js';
 import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
 import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';

@@ -11,7 +11,7 @@ import type { Importer } from '../recorders/importer.js';
 import type { SourceFactory } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
 import type { IntervalPage, IntervalRequest } from '../api/query/intervals.js';
-import type { ReplayBook, ReplayMarket } from '../api/query/replay-book.js';
+import type { ReplayBook, ReplayMarket } from '../api/replay/book.js';
 import type { LogReader } from '../storage/index.js';
 
 /** One view of a market's books: levels per side, outcome label (wallet), with or without levels. */

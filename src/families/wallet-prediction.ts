@@ -7,7 +7,7 @@ import { walletKind } from '../recorders/wallet/feed.js';
 import { walletImporter } from '../recorders/wallet/import.js';
 import { walletSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type ReplayMarket } from '../api/query/replay-book.js';
+import { ReplayBook, type ReplayMarket } from '../api/replay/book.js';
 import type { Recorded } from '../schema/observation.js';
 import { walletMarketRecord, walletSnapshot } from '../api/query/shapes.js';
 import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../api/json-schemas.js';

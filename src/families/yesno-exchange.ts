@@ -8,7 +8,7 @@ import { yesnoKind } from '../recorders/yesno/feed.js';
 import { yesnoImporter } from '../recorders/yesno/import.js';
 import { yesnoSource } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type Change } from '../api/query/replay-book.js';
+import { ReplayBook, type Change } from '../api/replay/book.js';
 import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
 import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
 import { overlaps } from '../api/routes/helpers.js';

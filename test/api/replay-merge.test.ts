@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { mergeSorted } from '../../src/api/query/replay-merge.js';
+import { mergeSorted } from '../../src/api/replay/merge.js';
 
 type Item = { k: number; src: number; i: number };
 const cmp = (a: Item, b: Item): number => a.k - b.k;

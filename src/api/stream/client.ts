@@ -11,7 +11,7 @@ import type { Family } from '../../schema/observation.js';
 import type { FeedSubscriber, MarketFeed, StreamHub } from './hub.js';
 import type { ModelFactory, StreamTarget } from './market.js';
 import { errorMessage, parseClientMessage, subscribedMessage, unsubscribedMessage, type PreparedMessage, type StreamRequest } from './protocol.js';
-import { handover, type StartPoint } from './replay.js';
+import { handover, type StartPoint } from './handover.js';
 
 export interface StreamLimits {
   /** Bytes waiting on one socket beyond which the client is "too far behind" (closed with 1008). */

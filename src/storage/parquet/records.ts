@@ -7,7 +7,7 @@ import type { Family, Level, Recorded } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from './decimal.js';
 import type { ColumnSpec } from './columns.js';
 import { CATALOG_FIELDS, decimalsOf } from './rows.js';
-import { columnsOf, scalesOf, type Dataset } from './schema.js';
+import { columnsOf, scalesOf, type Dataset } from './datasets.js';
 
 /** One decoded row group: a plain JS array per column (nulls as null), times in epoch ms. */
 export type Columns = Record<string, unknown[]>;

@@ -5,11 +5,11 @@
 import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
-import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './replay-book.js';
-import { marketRecords, recordAtOrAfter } from './replay-cursor.js';
+import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './book.js';
+import { marketRecords, recordAtOrAfter } from './cursor.js';
 import { alignUp } from '../../book/interval-grid.js';
 import { GAP_LOOKAHEAD_MS, GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
-import { compareKeys, type LineKey, type ReplayTypes } from './replay-plan.js';
+import { compareKeys, type LineKey, type ReplayTypes } from './plan.js';
 
 /** One output line: its position and its JSON text (without the newline). */
 export interface ReplayLine extends LineKey {
