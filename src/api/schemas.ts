@@ -4,9 +4,9 @@
 
 import { Type, type TSchema, type TProperties, type TObject, type TUnsafe } from 'typebox';
 import type { MarketStatus } from '../schema/market.js';
-import { paramShapes } from './json-schemas.js';
+import { paramShapes } from './response-schemas.js';
 
-export * from './json-schemas.js';
+export * from './response-schemas.js';
 
 const time = { maxLength: 64, description: 'ISO 8601 UTC or integer epoch milliseconds' } as const;
 

@@ -10,8 +10,8 @@ import type { RecorderKind } from '../recorders/recorder.js';
 import type { Importer } from '../recorders/importer.js';
 import type { SourceFactory } from '../recorders/backfill-sources.js';
 import type { BookModel } from '../api/query/book-pages.js';
-import type { IntervalPage, IntervalRequest } from '../api/query/intervals.js';
-import type { ReplayBook, ReplayMarket } from '../api/replay/book.js';
+import type { IntervalPage, IntervalRequest } from '../families/coin/intervals.js';
+import type { ReplayBook, ReplayMarket } from '../book/replay-book.js';
 import type { LogReader } from '../storage/index.js';
 
 /** One view of a market's books: levels per side, outcome label (wallet), with or without levels. */

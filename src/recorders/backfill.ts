@@ -9,7 +9,7 @@ import type { Market } from '../schema/market.js';
 import { openWriter } from '../storage/index.js';
 import { inShard } from './index.js';
 import type { Source } from './backfill-sources.js';
-import { familyOf } from '../families/index.js';
+import { familyOf } from '../families/registry.js';
 
 /** Market logs written at once. */
 const WRITERS = 8;

@@ -4,10 +4,10 @@
 // markets, snapshots and latest on a seeded data dir through the shared code path.
 
 import t from 'tap';
-import { DESCRIPTORS, FAMILY_REGISTRY, IMPORTERS, RECORDER_KINDS, familyOf } from '../../src/families/index.js';
+import { DESCRIPTORS, FAMILY_REGISTRY, IMPORTERS, RECORDER_KINDS, familyOf } from '../../src/families/registry.js';
 import { FAMILIES, type Family } from '../../src/schema/observation.js';
 import type { Market } from '../../src/schema/market.js';
-import type { ReplayMarket } from '../../src/api/replay/book.js';
+import type { ReplayMarket } from '../../src/book/replay-book.js';
 import { coinMarket, keysFor, seedAll, testApp, testConfig, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 
 const SAMPLE: Record<Family, Market> = { coin: coinMarket, 'wallet-prediction': walletMarket, 'yesno-exchange': yesnoMarket };

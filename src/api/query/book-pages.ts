@@ -6,7 +6,7 @@
 import { MarketBooks, type TokenView } from '../../book/book-state.js';
 import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, LogView, Position, ReadItem, ReplayFrom } from '../../storage/index.js';
-import type { BookSource } from './shapes.js';
+import type { BookSource } from '../../book/book-model.js';
 import type { CursorPos } from './cursor.js';
 
 /** How one family turns records into snapshots. */

@@ -7,7 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { familyOf } from '../../families/index.js';
+import { familyOf } from '../../families/registry.js';
 import { planAllows } from '../plugins/auth.js';
 import type { Plan } from '../plugins/keys.js';
 import { clipCoverage, CoverageCache } from '../query/coverage.js';

@@ -2,11 +2,11 @@
 // Exported for the live stream, which must send "the snapshot object exactly as REST": call the same
 // function with the same book state (a `MarketBooks` after applying the record) and the record.
 
-import type { TokenView } from '../../book/book-state.js';
-import { mirrorLevels } from '../../book/book-state.js';
-import type { CoinMarket, WalletMarket, YesNoMarket } from '../../schema/market.js';
-import type { Level, Recorded, YesNoBook } from '../../schema/observation.js';
-import { toIso, toIsoOrNull } from '../../schema/time.js';
+import type { TokenView } from './book-state.js';
+import { mirrorLevels } from './book-state.js';
+import type { CoinMarket, WalletMarket, YesNoMarket } from '../schema/market.js';
+import type { Level, Recorded, YesNoBook } from '../schema/observation.js';
+import { toIso, toIsoOrNull } from '../schema/time.js';
 
 /** Anything that shows a token's current valid book: a live `MarketBooks` or a frozen copy. */
 export interface BookSource {

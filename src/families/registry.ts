@@ -6,9 +6,9 @@ import type { Family } from '../schema/observation.js';
 import type { RecorderKind } from '../recorders/recorder.js';
 import type { Importer } from '../recorders/importer.js';
 import type { FamilyDescriptor } from './descriptor.js';
-import { coinFamily } from './coin.js';
-import { walletFamily } from './wallet-prediction.js';
-import { yesnoFamily } from './yesno-exchange.js';
+import { coinFamily } from './coin/family.js';
+import { walletFamily } from './wallet-prediction/family.js';
+import { yesnoFamily } from './yesno-exchange/family.js';
 
 export type { FamilyDescriptor } from './descriptor.js';
 

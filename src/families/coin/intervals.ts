@@ -10,8 +10,8 @@ import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
 import type { LogReader, LogView } from '../../storage/index.js';
-import { coinSnapshot, type BookShapeOptions } from './shapes.js';
-import type { CursorPos } from './cursor.js';
+import { coinSnapshot, type BookShapeOptions } from '../../book/book-model.js';
+import type { CursorPos } from '../../api/query/cursor.js';
 
 export const INTERVAL_MS: Record<string, number> = { '1s': 1000, '1m': 60_000, '5m': 300_000, '1h': 3_600_000 };
 

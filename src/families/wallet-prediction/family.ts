@@ -2,17 +2,17 @@
 // over its own CTF-style venue. The stored book is priced in the first outcome; `outcome=<label>`
 // serves the mirrored view. Mounted under `/v3/wallet-prediction` and its alias `/v3/partner-venue`.
 
-import type { Market, WalletMarket } from '../schema/market.js';
-import { walletKind } from '../recorders/wallet/feed.js';
-import { walletImporter } from '../recorders/wallet/import.js';
-import { walletSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type ReplayMarket } from '../api/replay/book.js';
-import type { Recorded } from '../schema/observation.js';
-import { walletMarketRecord, walletSnapshot } from '../api/query/shapes.js';
-import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { BookView, FamilyDescriptor } from './descriptor.js';
+import type { Market, WalletMarket } from '../../schema/market.js';
+import { walletKind } from '../../recorders/wallet/feed.js';
+import { walletImporter } from '../../recorders/wallet/import.js';
+import { walletSource } from '../../recorders/backfill-sources.js';
+import type { BookModel } from '../../api/query/book-pages.js';
+import { ReplayBook, type ReplayMarket } from '../../book/replay-book.js';
+import type { Recorded } from '../../schema/observation.js';
+import { walletMarketRecord, walletSnapshot } from '../../book/book-model.js';
+import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../../api/response-schemas.js';
+import { overlaps } from '../../api/routes/helpers.js';
+import type { BookView, FamilyDescriptor } from '../descriptor.js';
 
 /** Snapshots of the first outcome's stored book; other outcomes are mirrored when shaped. */
 export function walletModel(market: WalletMarket, opts: BookView = {}): BookModel {
@@ -104,6 +104,6 @@ export const walletFamily: FamilyDescriptor = {
     },
     schemas: { market: walletMarketSchema, snapshot: walletSnapshotSchema },
     // Loaded when the routes are mounted: recorders and commands that look the family up never load it.
-    extra: async () => (await import('../api/routes/wallet-prediction.js')).default,
+    extra: async () => (await import('../../api/routes/series-routes.js')).default,
   },
 };

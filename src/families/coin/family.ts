@@ -2,21 +2,21 @@
 // `catalog` REST. Markets live under `/v3/{coin}`; a path id may be the market id, condition id or
 // slug; snapshots may be sampled on an interval grid.
 
-import { notFound } from '../errors.js';
-import type { CoinMarket, Market } from '../schema/market.js';
-import { catalogKind } from '../recorders/catalog/feed.js';
-import { clobKind } from '../recorders/clob/feed.js';
-import { catalogImporter } from '../recorders/catalog/import.js';
-import { clobImporter } from '../recorders/clob/import.js';
-import { coinSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type LevelsText, type ReplayMarket } from '../api/replay/book.js';
-import type { Recorded } from '../schema/observation.js';
-import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
-import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { FamilyDescriptor } from './descriptor.js';
+import { notFound } from '../../errors.js';
+import type { CoinMarket, Market } from '../../schema/market.js';
+import { catalogKind } from '../../recorders/catalog/feed.js';
+import { clobKind } from '../../recorders/clob/feed.js';
+import { catalogImporter } from '../../recorders/catalog/import.js';
+import { clobImporter } from '../../recorders/clob/import.js';
+import { coinSource } from '../../recorders/backfill-sources.js';
+import type { BookModel } from '../../api/query/book-pages.js';
+import { ReplayBook, type LevelsText, type ReplayMarket } from '../../book/replay-book.js';
+import type { Recorded } from '../../schema/observation.js';
+import { INTERVAL_MS, intervalPage } from '../../families/coin/intervals.js';
+import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../../book/book-model.js';
+import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../../api/response-schemas.js';
+import { overlaps } from '../../api/routes/helpers.js';
+import type { FamilyDescriptor } from '../descriptor.js';
 
 /** Every book-changing record of the market's outcome tokens is a snapshot of all its books. */
 export function coinModel(market: CoinMarket, opts: BookShapeOptions = {}): BookModel {

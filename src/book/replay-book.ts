@@ -3,12 +3,12 @@
 // the `interval` snapshot rules of book/interval-grid.ts (a bucket is served only when the books were valid
 // from its start through its end; never forward-filled across a gap).
 
-import { MarketBooks } from '../../book/book-state.js';
-import type { GapLookahead } from '../../book/gap-lookahead.js';
-import { IntervalGrid } from '../../book/interval-grid.js';
-import type { Market } from '../../schema/market.js';
-import type { Family, Ladder, Level, Recorded } from '../../schema/observation.js';
-import { IsoFormatter } from '../../schema/time.js';
+import { MarketBooks } from './book-state.js';
+import type { GapLookahead } from './gap-lookahead.js';
+import { IntervalGrid } from './interval-grid.js';
+import type { Market } from '../schema/market.js';
+import type { Family, Ladder, Level, Recorded } from '../schema/observation.js';
+import { IsoFormatter } from '../schema/time.js';
 
 /** The ISO texts of every replay line (one formatter: JS runs one line at a time). */
 export const replayIso = new IsoFormatter();

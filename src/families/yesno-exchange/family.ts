@@ -2,17 +2,17 @@
 // order books kept in the venue's native text and units. A ticker's books may be recorded before
 // its catalogue entry, so snapshots need only the ticker.
 
-import type { Market, YesNoMarket } from '../schema/market.js';
-import type { Recorded, YesNoBook } from '../schema/observation.js';
-import { yesnoKind } from '../recorders/yesno/feed.js';
-import { yesnoImporter } from '../recorders/yesno/import.js';
-import { yesnoSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type Change } from '../api/replay/book.js';
-import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { FamilyDescriptor } from './descriptor.js';
+import type { Market, YesNoMarket } from '../../schema/market.js';
+import type { Recorded, YesNoBook } from '../../schema/observation.js';
+import { yesnoKind } from '../../recorders/yesno/feed.js';
+import { yesnoImporter } from '../../recorders/yesno/import.js';
+import { yesnoSource } from '../../recorders/backfill-sources.js';
+import type { BookModel } from '../../api/query/book-pages.js';
+import { ReplayBook, type Change } from '../../book/replay-book.js';
+import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../../book/book-model.js';
+import { yesnoMarketSchema, yesnoSnapshotSchema } from '../../api/response-schemas.js';
+import { overlaps } from '../../api/routes/helpers.js';
+import type { FamilyDescriptor } from '../descriptor.js';
 
 /** Every stored yes/no book is complete: no replay, each one is a snapshot. */
 export function yesnoModel(ticker: string, opts: BookShapeOptions = {}): BookModel {
