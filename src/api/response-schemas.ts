@@ -1,18 +1,9 @@
-// Plain JSON Schema pieces, without TypeBox: the response shapes of API.md (fast serialization and the
-// OpenAPI document) and the parameter shapes a family descriptor declares. The family descriptors
-// import only this module, so the recorders and commands that look them up never load TypeBox.
+// The API's own response schemas in plain JSON Schema (fast serialization and the OpenAPI document):
+// pages and single objects, metric samples, coverage, and the error envelope. Each family's market
+// and snapshot schemas live in its folder (src/families/<family>/response-schemas.ts); the pieces
+// they share are src/families/json-parts.ts.
 
-const str = { type: 'string' } as const;
-const strOrNull = { type: ['string', 'null'] } as const;
-const numOrNull = { type: ['number', 'null'] } as const;
-
-/** Parameter shapes families choose from (routes type them through TypeBox in schemas.ts). */
-export const paramShapes = {
-  depth: { type: 'integer', minimum: 1, maximum: 1000, description: 'levels per side (default all)' },
-  status: { type: 'string', enum: ['upcoming', 'open', 'closed', 'resolved', 'cancelled'] },
-  window: { type: 'string', pattern: '^[0-9]{1,4}[smhd]$', maxLength: 8 },
-  coin: { type: 'string', pattern: '^[a-z0-9]{1,16}$' },
-} as const;
+import { gapSchema, str, strOrNull } from '../families/json-parts.js';
 
 export const listOf = (item: object): object => ({
   type: 'object',
@@ -22,82 +13,9 @@ export const listOf = (item: object): object => ({
 
 export const single = (item: object): object => ({ type: 'object', properties: { data: item }, required: ['data'] });
 
-const numLevels = { type: 'array', items: { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 } } as const;
-const outcomes = {
-  type: 'array',
-  items: { type: 'object', properties: { label: str, token_id: str }, required: ['label', 'token_id'] },
-} as const;
-
-export const walletMarketSchema = {
-  type: 'object',
-  properties: {
-    topic_id: str, market_id: str, condition_id: str, outcomes, coin: str, window: strOrNull,
-    start_time: strOrNull, end_time: strOrNull, created_time: strOrNull, updated_time: strOrNull,
-    status: str, resolution: strOrNull, winning_outcome: strOrNull, resolved_time: strOrNull,
-    volume: numOrNull, liquidity: numOrNull, participants: { type: ['integer', 'null'] },
-    chain: {
-      type: ['object', 'null'],
-      properties: { chain_id: { type: 'integer' }, exchange_contract: str },
-    },
-  },
-} as const;
-
-export const walletSnapshotSchema = {
-  type: 'object',
-  properties: {
-    market_id: str, outcome: str, token_id: str, source_time: strOrNull, receive_time: str,
-    seq: { type: 'integer' }, bids: numLevels, asks: numLevels, stale: { type: 'boolean' },
-  },
-} as const;
-
 export const sampleSchema = {
   type: 'object',
   properties: { time: str, metric: str, outcome: str, value: { type: 'number' }, seq: { type: 'integer' } },
-} as const;
-
-export const coinMarketSchema = {
-  type: 'object',
-  properties: {
-    market_id: str, event_id: strOrNull, condition_id: str, question: str, outcomes,
-    start_time: strOrNull, end_time: strOrNull, status: str, native: {},
-  },
-} as const;
-
-export const coinSnapshotSchema = {
-  type: 'object',
-  properties: {
-    market_id: str, source_time: strOrNull, receive_time: str, seq: { type: 'integer' },
-    books: {
-      type: 'array',
-      items: { type: 'object', properties: { outcome: str, token_id: str, bids: numLevels, asks: numLevels } },
-    },
-    stale: { type: 'boolean' },
-  },
-} as const;
-
-export const gapSchema = {
-  type: 'object',
-  properties: { start: str, end: strOrNull, reason: str },
-} as const;
-
-export const yesnoMarketSchema = {
-  type: 'object',
-  properties: {
-    ticker: str, event_ticker: str, series_ticker: str, title: str, status: str,
-    open_time: strOrNull, close_time: strOrNull, result: str, native: {},
-  },
-} as const;
-
-const ladderText = { type: 'object', properties: { prices: { type: 'array', items: str }, sizes: { type: 'array', items: str } } } as const;
-
-export const yesnoSnapshotSchema = {
-  type: 'object',
-  properties: {
-    ticker: str, observed_time: str, receive_time: str, seq: { type: 'integer' }, units: str,
-    yes: ladderText, no: ladderText,
-    levels: { type: 'object', properties: { yes: { type: 'integer' }, no: { type: 'integer' } } },
-    stale: { type: 'boolean' },
-  },
 } as const;
 
 const datasetSpan = {

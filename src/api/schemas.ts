@@ -1,10 +1,10 @@
 // JSON schemas of every route: querystrings (unknown parameters rejected) and path params, typed
-// with TypeBox for the handlers, and the responses (json-schemas.ts, re-exported here). Shapes
+// with TypeBox for the handlers, and the responses (response-schemas.ts, re-exported here). Shapes
 // follow API.md exactly.
 
 import { Type, type TSchema, type TProperties, type TObject, type TUnsafe } from 'typebox';
 import type { MarketStatus } from '../schema/market.js';
-import { paramShapes } from './response-schemas.js';
+import { paramShapes } from '../families/json-parts.js';
 
 export * from './response-schemas.js';
 

@@ -144,10 +144,6 @@ export abstract class ReplayBook {
           this.levels(out, b.token_id, 'ask', b.asks, true);
         }
         return out.length > 0 ? { is_snapshot: true, changes: out } : null;
-      case 'yesno_book':
-        this.levels(out, undefined, 'yes', rec.yes, false);
-        this.levels(out, undefined, 'no', rec.no, false);
-        return { is_snapshot: true, changes: out };
       case 'book_delta':
         if (changed.length === 0) return null; // a delta to an invalid book is not applied
         for (const c of rec.changes) out.push({ token_id: rec.token_id, outcome: this.outcomes.get(rec.token_id) ?? null, side: c.side, price: Number(c.price), size: Number(c.size) });

@@ -6,7 +6,7 @@
 import { MarketBooks } from '../../book/book-state.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Gap, Recorded } from '../../schema/observation.js';
-import type { BookModel } from '../query/book-pages.js';
+import type { BookModel } from '../../book/book-model.js';
 import { familyOf } from '../../families/registry.js';
 import { bookMessage, gapMessage } from './protocol.js';
 
