@@ -48,7 +48,7 @@ export abstract class ReplayBook {
   readonly books = new MarketBooks();
   protected readonly outcomes = new Map<string, string>();
   validSince: number | null = null;
-  /** The record a snapshot of the current state names (as intervals.ts chooses it). */
+  /** The record a snapshot of the current state names (as families/coin/intervals.ts chooses it). */
   lastBook: Recorded | null = null;
   /** Seq of the newest record applied, or -1. */
   lastSeq = -1;

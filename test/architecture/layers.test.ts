@@ -1,6 +1,7 @@
 // The source tree is a house of floors, drawn from its imports (type-only ones included, since a
 // circle of types is still two modules that cannot be understood apart), at two scales:
-// - files: no import circles;
+// - files: no import circles (so every file stands on a floor above all it imports, and no arrow
+//   between files can run back up);
 // - folders (each entry of src/: a folder or a top-level file): every import between two of them runs
 //   down the floors of LAYERS, never sideways or back up, so the folders cannot form a circle either.
 // The test reads src/ as text, so it fails naming the circle or the arrow the moment a change makes one.
