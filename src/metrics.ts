@@ -17,8 +17,7 @@ const PREFIX = { prefix: 'pmtape_' };
 // handles, version) but its GC histogram, which `collectDefaultMetrics` cannot leave out: that one
 // observes every collection (a `PerformanceObserver` of `gc` entries), and Node's work for each
 // entry lands right after the collection's pause. Under load a young-generation collection comes
-// every few ms, so it lengthened exactly the stalls that make the API's p99 (docs/api.md, c4 p99:
-// 1.6× a bare route's with the observer alone, and ~25 % of serve's tail). It is opt-in
+// every few ms, so it lengthened exactly the stalls that make the API's p99 (docs/api.md). It is opt-in
 // (PMTAPE_GC_METRICS=on, `enableGcMetrics`). The list is prom-client's own, so a default metric
 // added by a later version is served too; a module it moved fails at startup, not silently.
 for (const name of client.collectDefaultMetrics.metricsList) if (name !== 'gc') defaultMetric(name)(registry, PREFIX);

@@ -5,12 +5,12 @@
 // from the literal's root map weakly, and a tick record lives for microseconds, so a full garbage
 // collection that finds none alive frees those maps; the next record makes new ones. Two such
 // collections and the literal's property-define sites in `nextTick` are megamorphic for good: each
-// record is then built in the runtime (`DefineKeyedOwnPropertyInLiteral`), about 0.35 µs instead of
-// a few ns. A bare Fastify process rarely gets there; `serve` always did while loading its modules
+// record is then built in the runtime (`DefineKeyedOwnPropertyInLiteral`), far slower than the
+// inline path. A bare Fastify process rarely gets there; `serve` always did while loading its modules
 // and compiling its route schemas (`%DebugPrint(process.nextTick)` showed the slots MEGAMORPHIC).
-// At ~9 ticks a request (Node's streams and HTTP code) that was 3.3 µs of every request in the
-// profile, against 0.2 µs in a bare server: a tenth of the latest route's CPU. Every CLI process
-// gets the fix (the recorders too), though only the API's cost was measured.
+// Node's streams and HTTP code take several ticks a request, so every request paid it (the cost
+// measured: docs/benchmarks.md, "Figures behind the code"). Every CLI process gets the fix (the
+// recorders too), though only the API's cost was measured.
 //
 // How: one real tick record is captured (an async-hooks `init` sees it, enabled for that single call
 // only) and kept, so its maps, and with them the transitions, can never be collected. Imported first

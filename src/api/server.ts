@@ -23,10 +23,9 @@ export interface ApiServer {
  * No allocation-site pretenuring in a serving process. V8 moves an allocation site to the old
  * generation when most of its objects survive a young collection, which a burst of requests
  * waiting on disk (a cold start, a slow page) easily causes. Node's request objects then start in
- * the old generation, pointing at young ones (headers, buffers) that every scavenge must keep:
- * measured on `orderbook/latest`, 2.4 MB survived each scavenge, 8 – 10 µs of GC per request and
- * a third less throughput, in most server runs and for as long as the process lived. With the
- * flag: 26 KB per scavenge, under 1 µs per request. The flag is read at each collection, so
+ * the old generation, pointing at young ones (headers, buffers) that every scavenge must keep, in
+ * most server runs and for as long as the process lived (measured on `orderbook/latest`:
+ * docs/benchmarks.md, "Figures behind the code"). The flag is read at each collection, so
  * setting it at start is enough; nothing else in the process depends on it.
  */
 export function tuneGcForServing(): void {
@@ -35,8 +34,8 @@ export function tuneGcForServing(): void {
 
 /**
  * What every first request would otherwise pay, paid at start (see `StartOptions.warmUp`): the
- * catalogue view of every family (built from the catalog logs: 240 ms for the Parquet benchmark's
- * day) and the Parquet read path (warm-up.ts). A failure is logged and the server starts anyway:
+ * catalogue view of every family (built from the catalog logs, which grows with the days
+ * recorded) and the Parquet read path (warm-up.ts). A failure is logged and the server starts anyway:
  * the requests that need the same data report it in their answers.
  */
 async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boolean): Promise<void> {
@@ -54,12 +53,12 @@ async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boole
     warmParquet(dataDir).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the Parquet reader at start')),
   ]);
   // Then the replay's own code on the day just decoded (replay/warm-up.ts), `serve` only: `start`
-  // warms in the background beside its recorders, and this is up to 1.5 s of a core.
+  // warms in the background beside its recorders, and this takes a core for a while.
   const decoded = parquet?.decoded ?? null;
   const replayed = replay && decoded
     ? await warmReplay(app, dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the replay at start'))
     : undefined;
-  // And the dataset rows' read, which is the decoder alone (up to 1 s of a core).
+  // And the dataset rows' read, which is the decoder alone.
   const rows = replay && decoded
     ? await warmDatasetRows(dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the dataset rows at start'))
     : undefined;

@@ -13,7 +13,7 @@ export function register(program: Command): void {
     .action(async (opts: { dataDir?: string; config?: string; kinds?: string }) => {
       const config = configFrom(opts);
       const { default: pino } = await import('pino');
-      const { startRecorders } = await import('../recorders/index.js');
+      const { startRecorders } = await import('../recorders/host.js');
       const logger = pino({ level: config.logLevel }, pino.destination(1));
       const kinds = opts.kinds ? opts.kinds.split(',').map((k) => k.trim()).filter(Boolean) : undefined;
       const host = await startRecorders(config, { logger, kinds });

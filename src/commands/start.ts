@@ -18,7 +18,7 @@ export interface Service {
  */
 export async function startService(config: Config): Promise<Service> {
   const { default: pino } = await import('pino');
-  const { startRecorders } = await import('../recorders/index.js');
+  const { startRecorders } = await import('../recorders/host.js');
   const { startApi } = await import('../api/server.js');
   // pino JSON lines on stdout, beside the first-key lines and `ready <url>` (see serverLogger in
   // src/api/app.ts), buffered as `serve`'s are: the request log writes a line per request.

@@ -7,7 +7,7 @@ import { LockedError } from '../errors.js';
 import type { CatalogEvent, Family } from '../schema/observation.js';
 import type { Market } from '../schema/market.js';
 import { openWriter } from '../storage/index.js';
-import { inShard } from './index.js';
+import { inShard } from './host.js';
 import type { Source } from './backfill-sources.js';
 import { familyOf } from '../families/registry.js';
 import { backfillOf } from './venues.js';

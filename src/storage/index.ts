@@ -1,69 +1,65 @@
-// The storage layer's public entry: everything outside src/storage imports from here.
-// `openReader` is the one function the read side and the stream use; it may later span compacted
-// (Parquet) days too, so keep callers on it rather than on `openLogReader`.
+// The storage layer's door for the product: everything outside src/storage (recorders, API,
+// commands, pull) imports from here and nothing else, and it names only what they use. Readers go
+// through `openReader`, which serves a key's compacted days from Parquet and the rest from its logs.
+// Tests and benchmarks that drive storage's internals use src/storage/testing.ts instead.
 
 import { openLogReader } from './read/reader.js';
 import { compositeReader } from './read/composite-reader.js';
 import { parquetStore, type ParquetStore } from './parquet/reader.js';
-import type { RowsRequest } from './parquet/dataset-rows.js';
+import type { RowsRequest } from './compaction/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
-import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+import type { CompactOptions, PartitionResult } from './compaction/compact-day.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
 import type { ArchiveReader } from './archive/read.js';
 
-export * from './types.js';
+export type {
+  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, WriterOptions,
+} from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { freeBytes } from './disk-space.js';
 export { acquireLock } from './log/lock.js';
-export { openLogReader } from './read/reader.js';
-export { indexCacheBytes, setIndexCacheBytes } from './read/segment.js';
+export { setIndexCacheBytes } from './read/segment.js';
 export { LogChanges, type LogChangeSubscription } from './read/log-changes.js';
 export { logStamp, logStampSync, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
-export {
-  decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, listMarkets, lockFilePath,
-  logFilePath, logsRoot, marketDir, streamDir,
-} from './paths.js';
-export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
+export { listMarkets, logsRoot, streamDir } from './paths.js';
+export { verifyDataDir } from './verify.js';
 // Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
-export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
-export { DATASETS, ROW_DATASETS, type Dataset, type RowDataset } from './parquet/schema.js';
-export type { RowsRequest } from './parquet/dataset-rows.js';
-export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
+export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
+export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/datasets.js';
+export { deleteExpiredLogs } from './compaction/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
-export { warmDatasetRows, warmParquet, type ParquetWarmUp } from './parquet/warm-up.js';
+export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';
 // A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
 export { ParquetStore } from './parquet/reader.js';
-export { startAutoCompaction } from './parquet/auto-compaction.js';
-export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
+export { startAutoCompaction } from './compaction/auto.js';
+export type { PartitionResult } from './compaction/compact-day.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
-export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
+export { archiveLag, type ArchiveLag } from './archive/lag.js';
 export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
-export type { SyncOptions, SyncResult } from './archive/sync.js';
-export type { VerifyCounts } from './archive/verify.js';
-export type { ArchiveReader, ArchivedFile, ArchiveFilters, ObjectBody } from './archive/read.js';
-export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
+export type { ArchiveReader } from './archive/read.js';
+export { writeFileDurable, writeFileDurableSync } from './durable.js';
 
-/** Compacts every closed log of `day` into Parquet partitions (see parquet/compaction.ts). */
+/** Compacts every closed log of `day` into Parquet partitions (see compaction/compact-day.ts). */
 export async function compactDay(dataDir: string, day: string, opts: CompactOptions = {}): Promise<PartitionResult[]> {
-  return (await import('./parquet/compaction.js')).compactDay(dataDir, day, opts);
+  return (await import('./compaction/compact-day.js')).compactDay(dataDir, day, opts);
 }
 
 /**
  * One market's rows of a record dataset over a receive-time range as Arrow IPC pieces (see
- * parquet/dataset-rows.ts), read through the process's shared Parquet store. Loaded on first use,
+ * compaction/dataset-rows.ts), read through the process's shared Parquet store. Loaded on first use,
  * as compaction is: a process that never serves one never loads the decoder.
  */
 export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGenerator<Uint8Array> {
-  const { datasetRowsIPC } = await import('./parquet/dataset-rows.js');
+  const { datasetRowsIPC } = await import('./compaction/dataset-rows.js');
   yield* datasetRowsIPC(dataDir, parquetStore(dataDir), req);
 }
 
-/** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */
+/** The closed UTC days that have logs, oldest first (see compaction/compact-day.ts). */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
-  return (await import('./parquet/compaction.js')).closedLogDays(dataDir, now);
+  return (await import('./compaction/compact-day.js')).closedLogDays(dataDir, now);
 }
 
 /** The reader of a logical log for the read side and the stream. */
@@ -76,7 +72,6 @@ export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts:
   return (await import('./archive/sync.js')).syncArchive(dataDir, archive, opts);
 }
 
-export type { ArchiveMount } from './archive/mount.js';
 export { remoteFile, type RemoteFile } from './parquet/remote-files.js';
 
 /** Mounts the archive's closed days into a reader's data dir (see archive/mount.ts). */

@@ -8,7 +8,7 @@ import { writeFileDurable } from './durable.js';
 import { isLockedByLiveProcess } from './log/lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
 import { readIndexFile } from './log/recovery.js';
-import { scanFrames } from './read/scan.js';
+import { scanFrames } from './log/scan.js';
 import { readFileStart } from './log/file-header.js';
 import { forgetSegment } from './read/segment.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES, IndexEntries } from './log/time-index.js';

@@ -11,12 +11,10 @@ import { tableFromIPC, type Table } from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
 import { duckExpr, polarsExpr } from './engine-text.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { columnsOf, ROW_DATASETS, type RowDataset } from '../../src/storage/parquet/schema.js';
+import { compactDay, deleteExpiredLogs, columnsOf, ROW_DATASETS, type RowDataset } from '../../src/storage/testing.js';
 import type { Family } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs } from '../../src/schema/time.js';
-import { writeFixture } from '../storage/compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, type Tap } from './helpers.js';
 
 const DAY = '2026-07-26';

@@ -6,9 +6,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { listDays } from '../../src/storage/paths.js';
+import { compactDay, deleteExpiredLogs, listDays } from '../../src/storage/testing.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 import { REPO } from '../selfhost/helpers.js';
 

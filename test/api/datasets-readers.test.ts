@@ -9,10 +9,7 @@ import { REPO } from '../selfhost/helpers.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pl from 'nodejs-polars';
 import { duckExpr, polarsExpr } from './engine-text.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
-import { columnsOf, type Dataset } from '../../src/storage/parquet/schema.js';
+import { compactDay, deleteExpiredLogs, listPartitions, readManifest, columnsOf, type Dataset } from '../../src/storage/testing.js';
 import type { Family } from '../../src/schema/observation.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0 } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/testing.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir } from './helpers.js';
 
 const DAY = '2026-07-26';

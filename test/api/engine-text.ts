@@ -4,7 +4,7 @@
 // the two agree on every value of every dataset.
 
 import pl from 'nodejs-polars';
-import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
+import type { ColumnSpec } from '../../src/storage/testing.js';
 
 /** The DuckDB select expression of a column as text. */
 export function duckExpr(c: ColumnSpec): string {

@@ -9,7 +9,7 @@
 
 import t from 'tap';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/testing.js';
 import type { BookCheckpoint, Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, tmpDataDir, writeLog } from './helpers.js';
 import { get, iso, startReplayServer, T0 } from './replay-helpers.js';

@@ -5,7 +5,7 @@
 
 import t from 'tap';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/testing.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, keysFor, testApp, testConfig, tmpDataDir, writeLog, T0 } from './helpers.js';
 

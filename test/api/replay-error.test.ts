@@ -6,7 +6,7 @@ import t from 'tap';
 import http from 'node:http';
 import { mkdirSync, renameSync, rmdirSync } from 'node:fs';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { logFilePath } from '../../src/storage/index.js';
+import { logFilePath } from '../../src/storage/testing.js';
 import { bookRecords, catalog, coinMarket, tmpDataDir, writeLog } from './helpers.js';
 import { get, startReplayServer, tokenOf } from './replay-helpers.js';
 

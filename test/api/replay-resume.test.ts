@@ -3,9 +3,7 @@
 // and a replay reads the same over open logs, a compacted day, and both at once.
 
 import t from 'tap';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { listDays } from '../../src/storage/paths.js';
+import { compactDay, deleteExpiredLogs, listDays } from '../../src/storage/testing.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { bookRecords, catalog, coinMarket, tmpDataDir, writeLog } from './helpers.js';
 import { coinMarket2, get, iso, readPartly, seedReplay, startReplayServer, T0, tokenOf } from './replay-helpers.js';

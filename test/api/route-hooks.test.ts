@@ -8,7 +8,7 @@ import { mkdirSync, renameSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { buildApp } from '../../src/api/app.js';
-import { logFilePath } from '../../src/storage/index.js';
+import { logFilePath } from '../../src/storage/testing.js';
 import { utcDay } from '../../src/schema/time.js';
 import { bookRecords, catalog, coinMarket, keysFor, testConfig, tmpDataDir, writeLog } from './helpers.js';
 

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { revokeKey } from '../../src/api/plugins/keys.js';
 import { WebSocketServer } from 'ws';
-import { streamOfServer } from '../../src/api/stream/index.js';
+import { streamOfServer } from '../../src/api/stream/route.js';
 import { StreamClient } from '../../src/api/stream/client.js';
 import { StreamHub } from '../../src/api/stream/hub.js';
 import { streamModels } from '../../src/api/stream/market.js';

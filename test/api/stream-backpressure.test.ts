@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import type { Socket } from 'node:net';
-import { streamOfServer } from '../../src/api/stream/index.js';
+import { streamOfServer } from '../../src/api/stream/route.js';
 import { streamDisconnects } from '../../src/metrics.js';
 
 const disconnects = async (reason: string): Promise<number> =>

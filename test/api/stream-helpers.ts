@@ -13,7 +13,7 @@ import WebSocket from 'ws';
 import { loadConfig } from '../../src/config.js';
 import { createKey, KeyStore } from '../../src/api/plugins/keys.js';
 import { MarketsIndex } from '../../src/api/query/markets-index.js';
-import streamPlugin, { type StreamSettings } from '../../src/api/stream/index.js';
+import streamPlugin, { type StreamSettings } from '../../src/api/stream/route.js';
 import type { CoinMarket, Market, WalletMarket, YesNoMarket } from '../../src/schema/market.js';
 import type { Family, Observation } from '../../src/schema/observation.js';
 import { openWriter } from '../../src/storage/index.js';

@@ -2,7 +2,7 @@
 // seq, gap messages, history-to-live handover without gaps or duplicates, follower lifetime.
 
 import t from 'tap';
-import { streamOfServer } from '../../src/api/stream/index.js';
+import { streamOfServer } from '../../src/api/stream/route.js';
 import {
   bookObs, ChildWriter, coinMarket, deltaObs, gapObs, makeKeys, sleep, startServer, tempDir, TestClient, writeCatalog,
   yesnoMarket,

@@ -3,7 +3,7 @@
 // given as `from` continues exactly where the page stopped, then carries on live.
 
 import t from 'tap';
-import { streamOfServer } from '../../src/api/stream/index.js';
+import { streamOfServer } from '../../src/api/stream/route.js';
 import { bookObs, ChildWriter, coinMarket, deltaObs, gapObs, makeKeys, sleep, startServer, tempDir, TestClient, walletMarket, writeCatalog } from './stream-helpers.js';
 
 type Page = { data: Record<string, unknown>[]; next_cursor: string | null };

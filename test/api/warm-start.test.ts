@@ -12,11 +12,8 @@ import { pino } from 'pino';
 import { startApi } from '../../src/api/server.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { partitionDir } from '../../src/storage/parquet/manifest.js';
-import { parquetStore } from '../../src/storage/parquet/reader.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { writeFixture } from '../storage/compaction-fixture.js';
+import { compactDay, partitionDir, parquetStore, deleteExpiredLogs } from '../../src/storage/testing.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { testConfig, tmpDataDir } from './helpers.js';
 
 /** A logger at info that keeps its JSON lines. */

@@ -13,7 +13,7 @@ import { listMarkets, openWriter } from '../../src/storage/index.js';
 import { loadConfig } from '../../src/config.js';
 import { buildApp } from '../../src/api/app.js';
 import { createKey } from '../../src/api/plugins/keys.js';
-import { inShard } from '../../src/recorders/index.js';
+import { inShard } from '../../src/recorders/host.js';
 import type { Family, Recorded } from '../../src/schema/observation.js';
 import type { Market } from '../../src/schema/market.js';
 import { readLog, sleep, tempDir } from './helpers.js';

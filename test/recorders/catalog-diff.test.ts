@@ -5,7 +5,7 @@
 import t from 'tap';
 import { UnwrittenCatalog } from '../../src/recorders/catalog-diff.js';
 import { LogSink } from '../../src/recorders/sink.js';
-import { injectDiskFault } from '../../src/storage/log/disk-faults.js';
+import { injectDiskFault } from '../../src/storage/testing.js';
 import type { CatalogEvent } from '../../src/schema/observation.js';
 import { coinMarket } from '../api/helpers.js';
 import { readAll, tempDir, waitFor } from './helpers.js';

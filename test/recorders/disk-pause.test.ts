@@ -6,10 +6,9 @@
 
 import t from 'tap';
 import { startSim } from '../../src/sim/server.js';
-import { startRecorders } from '../../src/recorders/index.js';
+import { startRecorders } from '../../src/recorders/host.js';
 import { LogSink } from '../../src/recorders/sink.js';
-import { injectDiskFault } from '../../src/storage/log/disk-faults.js';
-import { verifyDataDir } from '../../src/storage/index.js';
+import { injectDiskFault, verifyDataDir } from '../../src/storage/testing.js';
 import type { Recorded } from '../../src/schema/observation.js';
 import { book } from '../storage/helpers/records.js';
 import { gapsOf, readAll, simConfig, tempDir, violations, waitFor } from './helpers.js';

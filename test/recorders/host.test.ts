@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { statusDir, statusPath, writeStatus } from '../../src/recorders/status.js';
 import { startSim } from '../../src/sim/server.js';
-import { inShard, shardHash, startRecorders } from '../../src/recorders/index.js';
+import { inShard, shardHash, startRecorders } from '../../src/recorders/host.js';
 import { readAll, simConfig, sleep, tempDir, waitFor } from './helpers.js';
 
 t.test('shards partition market ids: each id in exactly one of n shards, stable', async (t) => {

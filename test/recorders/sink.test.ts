@@ -5,10 +5,8 @@
 import t from 'tap';
 import { LogSink } from '../../src/recorders/sink.js';
 import type { Trade } from '../../src/schema/observation.js';
-import type { LogKey } from '../../src/storage/types.js';
-import { openReader } from '../../src/storage/index.js';
+import { type LogKey, FILE_HEADER_BYTES, openReader } from '../../src/storage/testing.js';
 import { readLog, tempDir } from './helpers.js';
-import { FILE_HEADER_BYTES } from '../../src/storage/log/file-header.js';
 
 const key: LogKey = { family: 'coin', stream: 'books', market: 'sink-test' };
 const trade = (recv: number, price = '0.5'): Trade => ({ type: 'trade', recv_ts: recv, source_ts: null, token_id: 'T', price });
@@ -106,7 +104,7 @@ t.test('writes of a frame are issued at endFrame, settle and closeKey', async (t
 t.test('pmtape_log_bytes_written_total counts the bytes each stream appended to its log', async (t) => {
   const { logBytesWritten } = await import('../../src/metrics.js');
   const { statSync } = await import('node:fs');
-  const { logFilePath } = await import('../../src/storage/index.js');
+  const { logFilePath } = await import('../../src/storage/testing.js');
   const bytesOf = async (stream: string): Promise<number> =>
     (await logBytesWritten.get()).values.find((v) => v.labels.stream === stream)?.value ?? 0;
   const dir = tempDir();

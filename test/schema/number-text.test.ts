@@ -4,7 +4,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { doubleText } from '../../src/schema/number-text.js';
-import { encodeDecimal } from '../../src/storage/parquet/decimal.js';
+import { encodeDecimal } from '../../src/storage/testing.js';
 
 t.test('noise of doubles is dropped; exponents are written out; -0 is 0', async (t) => {
   const cases: [number, string][] = [

@@ -12,7 +12,7 @@ import { createKey } from '../../src/api/plugins/keys.js';
 import { freeBytes, verifyDataDir } from '../../src/storage/index.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { smallFs } from '../storage/helpers/small-fs.js';
-import { writeFixture } from '../storage/compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { gapsOf, readAll, simConfig, violations } from '../recorders/helpers.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from './helpers.js';
 

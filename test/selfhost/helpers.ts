@@ -119,16 +119,7 @@ export async function getJson(url: string, key?: string): Promise<{ status: numb
   return { status: res.status, body };
 }
 
-/** Polls `fn` until it returns a truthy value or `timeoutMs` passes (then returns the last value). */
-export async function waitFor<T>(fn: () => Promise<T>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last = await fn();
-  while (!last && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, everyMs));
-    last = await fn();
-  }
-  return last;
-}
+export { waitFor } from '../../tools/fixtures/wait.js';
 
 /** The key printed on a `key <key>` line, or null. */
 export function keyFrom(stdout: string): string | null {

@@ -8,11 +8,9 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, relative, sep } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { writeFixture } from '../storage/compaction-fixture.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { stagingFileName } from '../../src/storage/parquet/manifest.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
+import { compactDay, stagingFileName, DATASETS } from '../../src/storage/testing.js';
 import { FAMILIES } from '../../src/schema/observation.js';
-import { DATASETS } from '../../src/storage/parquet/schema.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { REPO, tempDir } from './helpers.js';
 

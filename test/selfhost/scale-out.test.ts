@@ -7,9 +7,8 @@ import t from 'tap';
 import { chmodSync, cpSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { shardHash } from '../../src/recorders/index.js';
-import { decodeMarket } from '../../src/storage/paths.js';
-import { lockHolder } from '../../src/storage/log/lock.js';
+import { shardHash } from '../../src/recorders/host.js';
+import { decodeMarket, lockHolder } from '../../src/storage/testing.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from './helpers.js';
 import { cliForOtherUser } from './other-user.js';
 

@@ -12,7 +12,7 @@ import { startSim } from '../../src/sim/server.js';
 import { MarketModel } from '../../src/sim/market-model.js';
 import { gammaMarket } from '../../src/sim/catalog.js';
 import { rng } from '../../src/sim/faults.js';
-import { startRecorders } from '../../src/recorders/index.js';
+import { startRecorders } from '../../src/recorders/host.js';
 import { normalizeClob } from '../../src/recorders/clob/normalize.js';
 import { normalizeCatalogMarket } from '../../src/recorders/catalog/normalize.js';
 import { MarketBooks } from '../../src/book/book-state.js';

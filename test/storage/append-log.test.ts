@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { LockedError, StorageError } from '../../src/errors.js';
 import type { Observation } from '../../src/schema/observation.js';
-import { listDays, listKeys, lockFilePath, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/index.js';
+import { listDays, listKeys, lockFilePath, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/testing.js';
 import { book, trade } from './helpers/records.js';
 import { helperPath, kill9, startNode } from './helpers/proc.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { StorageError } from '../../src/errors.js';
 import type { Observation, Recorded } from '../../src/schema/observation.js';
-import { checkLogFile, listDays, logFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/index.js';
+import { checkLogFile, listDays, logFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/testing.js';
 import { book, mixed, trade } from './helpers/records.js';
 import { helperPath, kill9, startNode } from './helpers/proc.js';
 

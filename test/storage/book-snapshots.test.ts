@@ -9,14 +9,14 @@
 import t from 'tap';
 import { rm } from 'node:fs/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
+import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, tmpDataDir, writeLog, yesnoMarket } from '../api/helpers.js';
 import { MarketBooks } from '../../src/book/book-state.js';
-import { readLogDay } from '../../src/storage/parquet/compaction-input.js';
-import { writeFixture } from './compaction-fixture.js';
+import { readLogDay } from '../../src/storage/compaction/input.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const MIDNIGHT = Date.parse('2026-07-27T00:00:00.000Z');
 const D1 = '2026-07-26';

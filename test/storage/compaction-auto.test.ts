@@ -7,14 +7,14 @@ import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
-import { startAutoCompaction } from '../../src/storage/parquet/auto-compaction.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { startAutoCompaction } from '../../src/storage/compaction/auto.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listDays, logFilePath } from '../../src/storage/paths.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { openWriter } from '../../src/storage/index.js';
-import type { WorkerMessage } from '../../src/storage/parquet/compaction-worker.js';
-import { writeFixture } from './compaction-fixture.js';
+import type { WorkerMessage } from '../../src/storage/compaction/worker.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 t.test('compacts closed days in the background and keeps logs within retention', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-auto-'));

@@ -1,7 +1,7 @@
 // Child process of the compaction crash test: compacts one day of a data dir, printing each
 // publication step; with a step name as third argument it stops there (and waits to be killed).
 
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 
 const [dataDir, day, holdAt] = process.argv.slice(2);
 await compactDay(dataDir, day, {

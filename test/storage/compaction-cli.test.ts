@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 const run = async (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {

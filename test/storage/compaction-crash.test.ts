@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { rng, writeFixture } from './compaction-fixture.js';
+import { rng, writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { crashRounds } from './helpers/proc.js';
 
 const child = fileURLToPath(new URL('./compaction-child.js', import.meta.url));

@@ -7,12 +7,12 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay, readLogDay } from '../../src/storage/compaction/compact-day.js';
 import { listMarkets } from '../../src/storage/paths.js';
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import type { Family } from '../../src/schema/observation.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const day2 = utcDay(Date.now() - 2 * DAY_MS);
 const day3 = utcDay(Date.now() - 3 * DAY_MS);

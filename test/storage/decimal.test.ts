@@ -6,7 +6,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeDecimal, encodeDecimal, parseDecimal } from '../../src/storage/parquet/decimal.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { openWriter } from '../../src/storage/index.js';
 import { logFilePath } from '../../src/storage/paths.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';

@@ -7,13 +7,13 @@ import { cp, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { DEFAULT_SPLIT_BLOCK_BYTES, DerivedHelper, setSplitBlockBytes, splitCounts, startDerivedSplit } from '../../src/storage/parquet/derived-split.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
+import { DEFAULT_SPLIT_BLOCK_BYTES, DerivedHelper, setSplitBlockBytes, splitCounts, startDerivedSplit } from '../../src/storage/compaction/derived-split.js';
 import { partitionDir, readManifest, stagingRoot } from '../../src/storage/parquet/manifest.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { partFileName } from '../../src/storage/parquet/publish.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const day = utcDay(Date.now() - 2 * DAY_MS);
 const COIN = ['50000', '50001', '50002', '50003', '50004'];

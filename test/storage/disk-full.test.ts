@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DiskError, StorageError } from '../../src/errors.js';
-import { checkLogFile, listDays, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/index.js';
+import { checkLogFile, listDays, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/testing.js';
 import { injectDiskFault } from '../../src/storage/log/disk-faults.js';
 import { book } from './helpers/records.js';
 import { smallFs } from './helpers/small-fs.js';

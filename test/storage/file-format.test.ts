@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { logFilePath, indexFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/index.js';
+import { logFilePath, indexFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/testing.js';
 import { FILE_HEADER_BYTES, FORMAT_VERSION } from '../../src/storage/log/file-header.js';
 import { encodeFrame, parseFrame } from '../../src/storage/log/frame.js';
 import { decodeEntry, IndexEntries, ENTRY_BYTES } from '../../src/storage/log/time-index.js';

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { applyConfig } from '../../src/commands/common.js';
-import { indexCacheBytes } from '../../src/storage/index.js';
+import { indexCacheBytes } from '../../src/storage/testing.js';
 
 t.test('PMTAPE_INDEX_CACHE_BYTES reaches the segment cache through config', async (t) => {
   t.equal(loadConfig({}, {}).storage.indexCacheBytes, 64 * 1024 * 1024, 'default 64 MiB');

@@ -6,8 +6,8 @@ import t from 'tap';
 import { mkdtemp, readdir, rm, stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listKeys, openReader } from '../../src/storage/index.js';
-import { closedLogDays, compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
+import { listKeys, openReader } from '../../src/storage/testing.js';
+import { closedLogDays, compactDay, readLogDay } from '../../src/storage/compaction/compact-day.js';
 import { encodeParquet } from '../../src/storage/parquet/file.js';
 import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
 import { listPartitions, manifestVersion, partitionDir, readManifest, writeManifest } from '../../src/storage/parquet/manifest.js';
@@ -18,7 +18,7 @@ import { indexFilePath, listMarkets, logFilePath } from '../../src/storage/paths
 import { FAMILIES, type Family } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { LogReader, ReadItem } from '../../src/storage/types.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeMarket, encodeMarket, isDayClosed, listMarkets, logFilePath, openWriter } from '../../src/storage/index.js';
+import { decodeMarket, encodeMarket, isDayClosed, listMarkets, logFilePath, openWriter } from '../../src/storage/testing.js';
 
 t.test('any market id encodes to one safe segment and decodes back', async (t) => {
   fc.assert(

@@ -11,8 +11,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { tableFromIPC, type Table } from 'apache-arrow';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
+import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
 import { readManifest, partitionDir } from '../../src/storage/parquet/manifest.js';
 import { logFilePath } from '../../src/storage/paths.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';

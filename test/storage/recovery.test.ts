@@ -6,7 +6,7 @@ import t from 'tap';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkLogFile, logFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/index.js';
+import { checkLogFile, logFilePath, openReader, openWriter, verifyDataDir, type LogKey } from '../../src/storage/testing.js';
 import { book, trade } from './helpers/records.js';
 
 const key: LogKey = { family: 'yesno-exchange', stream: 'books', market: 'KXBTC15M-26MAR14-B' };

@@ -6,13 +6,15 @@ import t from 'tap';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type RecordChunk, type ReplayItem } from '../../src/storage/index.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import {
+  listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type RecordChunk, type ReplayItem,
+} from '../../src/storage/testing.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
+import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
 import { CompositeReader } from '../../src/storage/read/composite-reader.js';
 import { openLogReader } from '../../src/storage/read/reader.js';
 import { heldReaders } from '../../src/storage/read/segment.js';
-import { readFrames } from '../../src/storage/read/scan.js';
+import { readFrames } from '../../src/storage/log/scan.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Recorded } from '../../src/schema/observation.js';
@@ -20,7 +22,7 @@ import type { BookModel } from '../../src/book/book-model.js';
 import { bookAsOf, snapshotPage } from '../../src/api/query/book-pages.js';
 import { intervalPage } from '../../src/families/coin/intervals.js';
 import { marketRecords } from '../../src/api/replay/cursor.js';
-import { writeFixture } from './compaction-fixture.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const MARKET = '50000';
 const books: LogKey = { family: 'coin', stream: 'books', market: MARKET };

@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { MarketBooks } from '../../src/book/book-state.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, T0, tmpDataDir, writeLog } from '../api/helpers.js';

@@ -6,9 +6,9 @@
 import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { partitionDir, readManifest, writeManifest } from '../../src/storage/parquet/manifest.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
 import { rm } from 'node:fs/promises';
 import type { Observation } from '../../src/schema/observation.js';
 import { catalog, coinMarket, T0, tmpDataDir, writeLog, yesnoMarket } from '../api/helpers.js';

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { indexFilePath, logFilePath, openWriter, type LogKey } from '../../src/storage/index.js';
+import { indexFilePath, logFilePath, openWriter, type LogKey } from '../../src/storage/testing.js';
 import { book, trade } from './helpers/records.js';
 import { cliPath } from './helpers/proc.js';
 

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { indexFilePath, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/index.js';
+import { indexFilePath, logFilePath, openReader, openWriter, type LogKey } from '../../src/storage/testing.js';
 import { mixed } from './helpers/records.js';
 import { cliPath, crashRounds, kill9, startNode } from './helpers/proc.js';
 

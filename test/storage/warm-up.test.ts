@@ -1,4 +1,4 @@
-// `serve` warms the Parquet read path before it says ready (src/storage/parquet/warm-up.ts): the
+// `serve` warms the Parquet read path before it says ready (src/storage/compaction/warm-up.ts): the
 // modules are loaded and one record chunk of the newest compacted books day is really decoded, yet
 // nothing of that read is kept: the process-wide store decoded nothing, no file stays open and no
 // block stays cached, so the first request still reads its own data cold.
@@ -8,12 +8,12 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { cachedBlocks, openFiles } from '../../src/storage/parquet/file-ranges.js';
 import { partitionDir, readManifest } from '../../src/storage/parquet/manifest.js';
 import { parquetStore } from '../../src/storage/parquet/reader.js';
-import { warmParquet } from '../../src/storage/parquet/warm-up.js';
-import { writeFixture } from './compaction-fixture.js';
+import { warmParquet } from '../../src/storage/compaction/warm-up.js';
+import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

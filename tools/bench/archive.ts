@@ -10,13 +10,10 @@ import { join } from 'node:path';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Test } from 'tap';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { listPartitions, readManifest } from '../../src/storage/parquet/manifest.js';
-import { syncArchive } from '../../src/storage/index.js';
+import { compactDay, listPartitions, readManifest, PART_SIZE, syncArchive } from '../../src/storage/testing.js';
 import { parseArchiveUrl } from '../../src/config.js';
-import { PART_SIZE } from '../../src/storage/archive/objects.js';
-import { writeFixture } from '../../test/storage/compaction-fixture.js';
-import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../../test/storage/archive/weed.js';
+import { writeFixture } from '../fixtures/compaction-logs.js';
+import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../fixtures/weed.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
 const log = (s: string): void => void process.stderr.write(`bench archive: ${s}\n`);

@@ -13,15 +13,11 @@ import { tableFromIPC } from 'apache-arrow';
 import { MarketBooks } from '../../src/book/book-state.js';
 import type { Ladder } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, readLogDay } from '../../src/storage/parquet/compaction.js';
-import { encodeParquet } from '../../src/storage/parquet/file.js';
-import type { ColumnSpec } from '../../src/storage/parquet/columns.js';
-import { openReader } from '../../src/storage/index.js';
-import { parquetStore } from '../../src/storage/parquet/reader.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
+import {
+  compactDay, deleteExpiredLogs, encodeParquet, listMarkets, openReader, parquetStore, readLogDay, type ColumnSpec,
+} from '../../src/storage/testing.js';
 import { FAMILIES } from '../../src/schema/observation.js';
-import { listMarkets } from '../../src/storage/paths.js';
-import { writeFixture } from '../../test/storage/compaction-fixture.js';
+import { writeFixture } from '../fixtures/compaction-logs.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { startServe, stopServe } from './serve.js';
 
@@ -140,7 +136,7 @@ function unitsOf(body: Buffer, route: 'replay' | 'rows'): number {
  * rows themselves as one Arrow IPC stream: what DuckDB selects), each from a `serve` started on the
  * compacted day. Cold: the first data request after the server said ready (before that, the server decoded
  * and replayed the first hour of another market, 00:00 of the first one, to warm its code, and kept
- * nothing of it: see src/storage/parquet/warm-up.ts and src/api/replay/warm-up.ts). Warm: the
+ * nothing of it: see src/storage/compaction/warm-up.ts and src/api/replay/warm-up.ts). Warm: the
  * median of 15 after 20 more (the JIT past its first tiers). Another market: the first request for
  * a second market's hour afterwards (its part file not opened yet, the code warm).
  *

@@ -11,10 +11,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { countLines, startServe, stopServe } from './serve.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { openWriter } from '../../src/storage/index.js';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
-import { writeFixture } from '../../test/storage/compaction-fixture.js';
+import { compactDay, deleteExpiredLogs, openWriter } from '../../src/storage/index.js';
+import { writeFixture } from '../fixtures/compaction-logs.js';
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 const log = (s: string): void => void process.stderr.write(`bench replay: ${s}\n`);

@@ -12,10 +12,10 @@ import { dirname, join } from 'node:path';
 import { crc32c } from '@node-rs/crc32';
 import type { BookSnapshot, Trade } from '../../src/schema/observation.js';
 import { utcDay } from '../../src/schema/time.js';
-import { checkLogFile, logFilePath, openLogReader, openWriter, type LogKey } from '../../src/storage/index.js';
-import { decodeRecord, encodeFrame, encodeFrameAt, parseFrame, PREFIX_BYTES, writeI64 } from '../../src/storage/log/frame.js';
-import { DEFAULT_INDEX_EVERY_BYTES, IndexEntries, encodeEntry } from '../../src/storage/log/time-index.js';
-import { FILE_HEADER_BYTES } from '../../src/storage/log/file-header.js';
+import {
+  checkLogFile, decodeRecord, DEFAULT_INDEX_EVERY_BYTES, encodeEntry, encodeFrame, encodeFrameAt, FILE_HEADER_BYTES, IndexEntries,
+  logFilePath, openLogReader, openWriter, parseFrame, PREFIX_BYTES, writeI64, type LogKey,
+} from '../../src/storage/testing.js';
 
 const SCALE = Number(process.env.PMTAPE_BENCH_SCALE ?? 1);
 const DAY0 = Date.UTC(2026, 5, 1);

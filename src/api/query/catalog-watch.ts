@@ -2,9 +2,8 @@
 // the last refresh, and the stream folders' listings, without a file system call per market.
 //
 // Why: a refresh that stamps every market's catalog log (a listing of its folder and one stat)
-// costs about 31 µs of CPU per market, and market folders are never removed. Measured here with
-// 20,000 markets (two weeks of coin windows): 1.0 – 1.4 s of CPU and 0.7 – 1 s of wall time per
-// refresh, which `serve` runs every second while requests need the view. With watches, a refresh
+// grows with every market ever recorded, since market folders are never removed, and `serve` runs
+// one every second while requests need the view (`npm run bench -- markets`). With watches, a refresh
 // touches only the markets a watch reported, the unwatched markets due for their periodic check,
 // and a listing whose folder changed.
 //

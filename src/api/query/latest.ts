@@ -141,9 +141,8 @@ export class LatestBooks {
    * last check, and no check running that a notice asked for. When the safety net's re-check is
    * due, `peek` starts it in the background and still answers: the net bounds how long a lost event
    * can go unnoticed, and without a notice the book in memory is the newest one known. (Before, the
-   * due check sent every request arriving during it down the full path, about 4 % of them under
-   * load, and those waits kept requests alive across young-generation collections: 2.4 MB promoted
-   * per scavenge, 8 µs of GC per request.)
+   * due check sent every request arriving during it down the full path, and those waits kept
+   * requests alive across young-generation collections, each of which then promoted them.)
    */
   peek(cacheKey: string): BookPoint | undefined {
     const e = this.cache.get(cacheKey);

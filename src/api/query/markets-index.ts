@@ -7,9 +7,8 @@
 // system call per market: folder watches (catalog-watch.ts) report the markets whose logs were
 // written in the last two UTC days, and every other market is stamped (storage's `logStamp`: a
 // listing of its folder and one stat, compared with the stamp taken when it was last read) only
-// when its periodic check is due, every RECHECK_MS. Measured with 20,000 markets
-// (`npm run bench -- markets`, docs/api.md): a refresh 8.9 ms of CPU; stamping every market each
-// refresh (before watches) 1.0 s, reading every market's newest event (before stamps) 5.9 s.
+// when its periodic check is due, every RECHECK_MS: the cost of a refresh follows the markets that
+// changed, not the markets known (`npm run bench -- markets` compares the three ways; docs/api.md).
 //
 // Safety nets: a market is stamped at least every RECHECK_MS whatever its watch says (file systems
 // that report no events), a recent market whose watch could not be set is stamped every refresh,
@@ -96,8 +95,7 @@ export class MarketsIndex {
     const id = `${family}\u0000${stream}\u0000${market}`;
     const hit = this.readers.get(id);
     if (hit) return hit;
-    // `await` keeps this working whether openReader is sync or async (Parquet spanning may make it so).
-    const r = await openReader(this.dataDir, { family, stream, market });
+    const r = openReader(this.dataDir, { family, stream, market }); // compacted days included
     if (this.readers.size >= 5000) this.readers.delete(this.readers.keys().next().value as string);
     this.readers.set(id, r);
     return r;

@@ -6,18 +6,19 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
+import { invalidParameter, PmtapeError } from '../../errors.js';
 import { DESCRIPTORS, familyOf, type FamilyDescriptor } from '../../families/registry.js';
 import type { Market } from '../../schema/market.js';
 import { FAMILIES } from '../../schema/observation.js';
 import { timeParam } from '../query/params.js';
+import { checkScope, resolveMarketId } from '../query/resolve-market.js';
 import { replayMarket, type ReplayMarket } from '../../book/replay-book.js';
 import { recordedSpan } from './cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './lines.js';
 import { mergeSorted } from './merge.js';
 import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from './plan.js';
 import { envelope } from '../plugins/error-handler.js';
-import { errorResponses, oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, oneOf, queryParam, typedQuery } from '../route-params.js';
 
 /** Most markets one replay merges (each holds a cursor, and a file handle while it reads). */
 export const MAX_REPLAY_MARKETS = 300;
@@ -33,12 +34,12 @@ const querySchema = typedQuery({
   family: oneOf(FAMILIES, { description: 'which family the markets belong to' }),
   market_id: idList('comma list of market ids, condition ids or slugs (coin, wallet-prediction)'),
   ticker: idList('comma list of tickers (yesno-exchange)'),
-  coin: Type.Optional(Type.Unsafe<string>({ ...q.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' })),
-  window: Type.Optional(Type.Unsafe<string>({ ...q.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
-  start_time: Type.String({ ...q.start_time, description: 'inclusive; required' }),
-  end_time: Type.Optional(Type.String({ ...q.end_time, description: 'exclusive; default one second before now' })),
+  coin: Type.Optional(Type.Unsafe<string>({ ...queryParam.coin, description: 'instead of ids: every market of this coin whose recorded books overlap the range' })),
+  window: Type.Optional(Type.Unsafe<string>({ ...queryParam.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
+  start_time: Type.String({ ...queryParam.start_time, description: 'inclusive; required' }),
+  end_time: Type.Optional(Type.String({ ...queryParam.end_time, description: 'exclusive; default one second before now' })),
   types: Type.Optional(Type.String({ maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' })),
-  depth: Type.Optional(q.depth),
+  depth: Type.Optional(queryParam.depth),
   after: Type.Optional(Type.String({ maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' })),
 });
 type ReplayQuery = Static<typeof querySchema>;
@@ -71,18 +72,14 @@ async function resolveMarkets(app: FastifyInstance, d: FamilyDescriptor, qs: Rep
     if (qs.ticker !== undefined && replay.idParam !== 'ticker') throw invalidParameter('ticker', `does not apply to ${family}; name its markets with market_id`);
     const param = qs.ticker !== undefined ? 'ticker' : 'market_id';
     for (const id of splitIds((qs.ticker ?? qs.market_id)!, param)) {
-      const m = await markets.resolve(family, id);
-      if (m) add(m.market.market_id, m.market);
-      else if (d.booksWithoutCatalog && (await markets.hasBooks(family, id))) add(id, null);
-      else throw notFound(d.routes.unknownMessage(id, d.routes.listUrl('{coin}')));
+      const m = await resolveMarketId(app, d, id);
+      add(m.id, m.market);
     }
   } else {
     if (!replay.byCoin) throw invalidParameter('coin', `does not apply to ${family}; name its markets with ${replay.idParam}`);
     const coin = qs.coin;
+    await checkScope(app, d, coin);
     const all = (await markets.list(family)).map((e) => e.market);
-    if (!all.some((m) => d.keep(m, { coin })) && !app.pmtape.config.coins.includes(coin)) {
-      throw notFound(`Unknown coin '${coin}'; recorded coins: ${app.pmtape.config.coins.join(', ')}.`);
-    }
     for (const m of all) {
       if (!d.keep(m, { coin, window: qs.window })) continue;
       const span = await recordedSpan(await markets.reader(family, 'books', m.market_id));

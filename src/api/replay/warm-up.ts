@@ -1,9 +1,9 @@
 // Running the replay's own code before `serve` says `ready`. Loading the Parquet modules and one
-// decode (storage/parquet/warm-up.ts) left the first replay of a compacted day paying for the rest
+// decode (storage/compaction/warm-up.ts) left the first replay of a compacted day paying for the rest
 // of its code's first runs: rebuilding records, the book state, the line texts and the interval
-// sampler all start in V8's interpreter and reach its optimizing tier only after many calls. On the
-// Parquet benchmark's hour that first request took 150 – 190 ms against 45 – 55 ms for the next
-// market's (data just as cold, code warm).
+// sampler all start in V8's interpreter and reach its optimizing tier only after many calls, so the
+// first request took several times the next market's (data just as cold, code warm; `npm run bench
+// -- parquet` times both).
 //
 // So the server replays an hour of the market the Parquet warm-up decoded, from the start of the
 // chunk it decoded (so that the hour holds records whatever the market's hours), a few rounds, each

@@ -13,47 +13,23 @@ import { JSON_TYPE } from '../query/latest-body.js';
 import type { BookModel } from '../../book/book-model.js';
 import { bookAsOf, snapshotPage } from '../query/book-pages.js';
 import { asOfParam, listParams } from '../query/params.js';
-import { listOf, narrowQuery, oneOf, q, single, typedParams, typedQuery } from '../schemas.js';
+import { listOf, narrowQuery, oneOf, queryParam, single, typedParams, typedQuery } from '../route-params.js';
 import { nextCursor, resumeOf } from './helpers.js';
 import { cursorMarket } from '../query/cursor.js';
+import { resolvePathMarket, type ResolvedMarket } from '../query/resolve-market.js';
 
 /** Every parameter any family's snapshots route takes; each family accepts its own subset. */
 const SNAPSHOTS_QUERY = typedQuery({
-  start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit),
-  cursor: Type.Optional(q.cursor), order: Type.Optional(q.order), depth: Type.Optional(q.depth),
-  include_orderbook: Type.Optional(q.include_orderbook), outcome: Type.Optional(q.outcome), interval: Type.Optional(Type.String()),
+  start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
+  cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order), depth: Type.Optional(queryParam.depth),
+  include_orderbook: Type.Optional(queryParam.include_orderbook), outcome: Type.Optional(queryParam.outcome), interval: Type.Optional(Type.String()),
 });
 
 /** Every parameter any family's latest route takes. */
 const LATEST_QUERY = typedQuery({
-  depth: Type.Optional(q.depth), as_of: Type.Optional(q.as_of), clock: Type.Optional(q.clock),
-  include_orderbook: Type.Optional(q.include_orderbook), outcome: Type.Optional(q.outcome),
+  depth: Type.Optional(queryParam.depth), as_of: Type.Optional(queryParam.as_of), clock: Type.Optional(queryParam.clock),
+  include_orderbook: Type.Optional(queryParam.include_orderbook), outcome: Type.Optional(queryParam.outcome),
 });
-
-/** The market a request names: its log id, catalogue entry (null: books only) and cursor scope. */
-interface Resolved {
-  readonly id: string;
-  readonly market: Market | null;
-}
-
-/**
- * Resolves the path to a market with the contract's 404s: an unknown scope (coin), an unknown id, a
- * market of another scope; a yes/no ticker with books but no catalogue entry yet is served by id.
- */
-export async function resolveMarket(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>): Promise<Resolved> {
-  const r = d.routes;
-  const scope = r.scope ? params[r.scope.param] : undefined;
-  if (r.scope) await r.scope.check(app, scope!);
-  const pathId = params[r.idParam];
-  const hit = await app.pmtape.markets.resolve(d.family, pathId);
-  if (hit) {
-    const wrong = r.scope ? r.scope.mismatch(hit.market, scope!, pathId) : null;
-    if (wrong !== null) throw notFound(wrong);
-    return { id: hit.market.market_id, market: hit.market };
-  }
-  if (d.booksWithoutCatalog && (await app.pmtape.markets.hasBooks(d.family, pathId))) return { id: pathId, market: null };
-  throw notFound(r.unknownMessage(pathId, r.listUrl(scope)));
-}
 
 /** `outcome` must be one of the market's labels (400 naming them). */
 export function outcomeOr400(market: Market | null, label: string | undefined): string | undefined {
@@ -62,10 +38,10 @@ export function outcomeOr400(market: Market | null, label: string | undefined): 
   throw invalidParameter('outcome', `must be one of this market's outcome labels (${market.outcomes.map((o) => o.label).join(', ')})`);
 }
 
-function modelOf(d: FamilyDescriptor, at: Resolved, view: BookView): BookModel {
-  const m = d.bookModel(at.id, at.market, view);
+function modelOf(descriptor: FamilyDescriptor, target: ResolvedMarket, view: BookView): BookModel {
+  const m = descriptor.bookModel(target.id, target.market, view);
   // A family that needs the catalogue resolves only catalogued markets: this is a bug, not bad input.
-  if (!m) throw new PmtapeError('internal', `no book model for ${d.family} market ${at.id}`);
+  if (!m) throw new PmtapeError('internal', `no book model for ${descriptor.family} market ${target.id}`);
   return m;
 }
 
@@ -80,7 +56,7 @@ interface LatestKeys {
 
 /**
  * Keys of the fast path, made once per catalogue entry: a key built per request is a new string
- * that every cache lookup must flatten and hash again (0.3 µs a request in the profile).
+ * that every cache lookup must flatten and hash again, on every request of the fast path.
  */
 const latestKeys = new WeakMap<Market, LatestKeys>();
 
@@ -105,112 +81,112 @@ function bodyKeyOf(k: LatestKeys, depth: number | undefined, includeOrderbook: b
  * and belongs to the path's scope proves the scope known (its check passes for a scope that holds
  * a market), so that check is skipped here.
  */
-function latestNow(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>, qs: { depth?: number; include_orderbook?: boolean; outcome?: string }): Buffer | undefined {
-  const r = d.routes;
-  const pathId = params[r.idParam];
-  const hit = app.pmtape.markets.resolveNow(d.family, pathId);
+function latestNow(app: FastifyInstance, descriptor: FamilyDescriptor, params: Record<string, string>, query: { depth?: number; include_orderbook?: boolean; outcome?: string }): Buffer | undefined {
+  const routes = descriptor.routes;
+  const pathId = params[routes.idParam];
+  const hit = app.pmtape.markets.resolveNow(descriptor.family, pathId);
   if (!hit) return undefined;
   const market = hit.market;
-  if (r.scope && r.scope.mismatch(market, params[r.scope.param], pathId) !== null) return undefined;
-  if (qs.outcome !== undefined && !('outcomes' in market && market.outcomes.some((o) => o.label === qs.outcome))) return undefined;
-  const keys = latestKeysOf(d.family, market);
+  if (routes.scope && routes.scope.mismatch(market, params[routes.scope.param], pathId) !== null) return undefined;
+  if (query.outcome !== undefined && !('outcomes' in market && market.outcomes.some((o) => o.label === query.outcome))) return undefined;
+  const keys = latestKeysOf(descriptor.family, market);
   const point = app.pmtape.latest.peek(keys.key);
   if (point === undefined) return undefined;
-  const live = app.pmtape.status.connectedNow(d.family, market.market_id);
+  const live = app.pmtape.status.connectedNow(descriptor.family, market.market_id);
   if (live === undefined) return undefined;
-  return app.pmtape.latestBodies.peek(bodyKeyOf(keys, qs.depth, qs.include_orderbook, qs.outcome), point.rec, market, point.gapOpen || !live);
+  return app.pmtape.latestBodies.peek(bodyKeyOf(keys, query.depth, query.include_orderbook, query.outcome), point.rec, market, point.gapOpen || !live);
 }
 
 /** Registers the family's book routes on `app` (mounted under each of the family's prefixes). */
-export function bookRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
-  const r = d.routes;
+export function bookRoutes(app: FastifyInstance, descriptor: FamilyDescriptor): void {
+  const routes = descriptor.routes;
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
-  const config = { plan: d.plan };
-  const paramNames = [...(r.scope ? [r.scope.param] : []), r.idParam];
+  const config = { plan: descriptor.plan };
+  const paramNames = [...(routes.scope ? [routes.scope.param] : []), routes.idParam];
   const params = typedParams(paramNames);
-  const route = `${r.name}.snapshots`;
-  const sampling = d.sampling;
+  const route = `${routes.name}.snapshots`;
+  const sampling = descriptor.sampling;
 
-  api.get(`${r.marketPath}/snapshots`, {
+  api.get(`${routes.marketPath}/snapshots`, {
     config,
     schema: {
-      description: r.describe.snapshots,
+      description: routes.describe.snapshots,
       params,
       querystring: narrowQuery(SNAPSHOTS_QUERY, {
-        depth: r.depth,
-        include_orderbook: Type.Boolean({ default: r.includeOrderbook.snapshots }),
-        outcome: r.outcomes ? q.outcome : false,
+        depth: routes.depth,
+        include_orderbook: Type.Boolean({ default: routes.includeOrderbook.snapshots }),
+        outcome: routes.outcomes ? queryParam.outcome : false,
         interval: sampling ? oneOf(['raw', ...Object.keys(sampling.intervals)], { default: 'raw' }) : false,
       }),
-      response: { 200: r.schemas.snapshotsPage ?? listOf(r.schemas.snapshot) },
+      response: { 200: routes.schemas.snapshotsPage ?? listOf(routes.schemas.snapshot) },
     },
   }, async (req) => {
-    const qs = req.query;
-    const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
-    const view = { depth: qs.depth, outcome: outcomeOr400(at.market, qs.outcome), includeOrderbook: qs.include_orderbook ?? true };
+    const query = req.query;
+    const list = listParams(query);
+    const target = await resolvePathMarket(app, descriptor, req.params);
+    const view = { depth: query.depth, outcome: outcomeOr400(target.market, query.outcome), includeOrderbook: query.include_orderbook ?? true };
     // The cursor is bound to the query and the market (one cursor never serves another market).
-    const cq = { ...qs, _market: at.id };
-    const reader = await app.pmtape.markets.reader(d.family, 'books', at.id);
-    if (sampling === undefined || qs.interval === 'raw' || qs.interval === undefined) {
-      const resume = resumeOf(app, route, cq, lp);
-      const page = await snapshotPage(reader, modelOf(d, at, view), { order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume });
+    const cursorScope = { ...query, _market: target.id };
+    const reader = await app.pmtape.markets.reader(descriptor.family, 'books', target.id);
+    if (sampling === undefined || query.interval === 'raw' || query.interval === undefined) {
+      const resume = resumeOf(app, route, cursorScope, list);
+      const page = await snapshotPage(reader, modelOf(descriptor, target, view), { order: list.order, limit: list.limit, start: list.start, end: list.end, resume });
       // `mk` names the market for the stream's `from`, which cannot check the query digest (protocol.ts).
-      return { data: page.items, next_cursor: nextCursor(app, route, cq, page.next && { ...page.next, mk: cursorMarket(d.family, at.id) }) };
+      return { data: page.items, next_cursor: nextCursor(app, route, cursorScope, page.next && { ...page.next, mk: cursorMarket(descriptor.family, target.id) }) };
     }
     let resume: number | undefined;
-    if (lp.cursor !== undefined) {
-      const pos = app.pmtape.cursors.decode(lp.cursor, route, cq);
+    if (list.cursor !== undefined) {
+      const pos = app.pmtape.cursors.decode(list.cursor, route, cursorScope);
       if (typeof pos.bucket !== 'number') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
       resume = pos.bucket;
     }
-    const page = await sampling.page(reader, at.market!, {
-      intervalMs: sampling.intervals[qs.interval], order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume,
-      now: Date.now(), connected: await app.pmtape.status.isConnected(d.family, at.id),
+    const page = await sampling.page(reader, target.market!, {
+      intervalMs: sampling.intervals[query.interval], order: list.order, limit: list.limit, start: list.start, end: list.end, resume,
+      now: Date.now(), connected: await app.pmtape.status.isConnected(descriptor.family, target.id),
     }, view);
-    return { data: page.items, next_cursor: nextCursor(app, route, cq, page.next), gaps: page.gaps };
+    return { data: page.items, next_cursor: nextCursor(app, route, cursorScope, page.next), gaps: page.gaps };
   });
 
-  api.get(`${r.marketPath}/orderbook/latest`, {
+  api.get(`${routes.marketPath}/orderbook/latest`, {
     config,
     schema: {
-      description: r.describe.latest,
+      description: routes.describe.latest,
       params,
       querystring: narrowQuery(LATEST_QUERY, {
-        depth: r.depth,
-        include_orderbook: r.includeOrderbook.latest === null ? false : Type.Boolean({ default: r.includeOrderbook.latest }),
-        outcome: r.outcomes ? q.outcome : false,
+        depth: routes.depth,
+        include_orderbook: routes.includeOrderbook.latest === null ? false : Type.Boolean({ default: routes.includeOrderbook.latest }),
+        outcome: routes.outcomes ? queryParam.outcome : false,
       }),
-      response: { 200: single(r.schemas.snapshot) },
+      response: { 200: single(routes.schemas.snapshot) },
     },
   }, (req, reply) => {
     // Not an async function: an unchanged market is answered synchronously, with no promise and
     // no microtask; everything else takes the async full path below.
-    const qs = req.query;
-    const asOf = qs.as_of === undefined ? undefined : asOfParam(qs);
+    const query = req.query;
+    const asOf = query.as_of === undefined ? undefined : asOfParam(query);
     if (asOf === undefined) {
-      const body = latestNow(app, d, req.params, qs);
+      const body = latestNow(app, descriptor, req.params, query);
       if (body !== undefined) return void reply.type(JSON_TYPE).send(body);
     }
     return (async () => {
-      const at = await resolveMarket(app, d, req.params);
-      const outcome = outcomeOr400(at.market, qs.outcome);
-      const model = modelOf(d, at, { depth: qs.depth, outcome, includeOrderbook: qs.include_orderbook ?? true });
-      const reader = await app.pmtape.markets.reader(d.family, 'books', at.id);
-      const key = `${d.family}|${at.id}`;
+      const target = await resolvePathMarket(app, descriptor, req.params);
+      const outcome = outcomeOr400(target.market, query.outcome);
+      const model = modelOf(descriptor, target, { depth: query.depth, outcome, includeOrderbook: query.include_orderbook ?? true });
+      const reader = await app.pmtape.markets.reader(descriptor.family, 'books', target.id);
+      const key = `${descriptor.family}|${target.id}`;
       const point = asOf === undefined
-        ? await app.pmtape.latest.get(key, reader, modelOf(d, at, {}))
-        : await bookAsOf(reader, model, asOf, qs.clock === 'source' ? 'source' : 'receive');
+        ? await app.pmtape.latest.get(key, reader, modelOf(descriptor, target, {}))
+        : await bookAsOf(reader, model, asOf, query.clock === 'source' ? 'source' : 'receive');
       if (!point) {
         throw notFound(asOf === undefined
-          ? `No book recorded yet for ${r.noun} '${at.id}'.`
-          : `No book recorded for ${r.noun} '${at.id}' at or before ${toIso(asOf)}.`);
+          ? `No book recorded yet for ${routes.noun} '${target.id}'.`
+          : `No book recorded for ${routes.noun} '${target.id}' target or before ${toIso(asOf)}.`);
       }
-      const live = asOf === undefined ? await app.pmtape.status.isConnected(d.family, at.id) : true;
+      const live = asOf === undefined ? await app.pmtape.status.isConnected(descriptor.family, target.id) : true;
       const stale = point.gapOpen || !live;
       if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
       // The newest book is shaped and serialized (by this route's response schema) once per change.
-      const text = app.pmtape.latestBodies.body(bodyKey(key, qs.depth, qs.include_orderbook, outcome), point.rec, at.market, stale,
+      const text = app.pmtape.latestBodies.body(bodyKey(key, query.depth, query.include_orderbook, outcome), point.rec, target.market, stale,
         () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
       return reply.type(JSON_TYPE).send(text);
     })();

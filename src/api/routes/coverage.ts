@@ -13,7 +13,7 @@ import { planAllows } from '../plugins/auth.js';
 import type { Plan } from '../plugins/keys.js';
 import { clipCoverage, CoverageCache } from '../query/coverage.js';
 import { listParams } from '../query/params.js';
-import { coverageSchema, listOf, oneOf, q, typedQuery } from '../schemas.js';
+import { coverageSchema, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
 import type { IndexedMarket } from '../query/markets-index.js';
 import { LogChanges } from '../../storage/index.js';
 
@@ -45,7 +45,7 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
         family: Type.Optional(oneOf(FAMILIES)),
         market_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
         ticker: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor),
+        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit), cursor: Type.Optional(queryParam.cursor),
       }),
       response: { 200: { oneOf: [{ type: 'object', properties: { data: coverageSchema }, required: ['data'], additionalProperties: false }, listOf(coverageSchema)] } },
     },

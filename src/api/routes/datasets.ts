@@ -21,7 +21,7 @@ import {
 import { datasetsSkippedEntries } from '../../metrics.js';
 import { sendRemoteFile } from './remote-file.js';
 import { timeParam } from '../query/params.js';
-import { errorResponses, listOf, oneOf, q, typedQuery } from '../schemas.js';
+import { errorResponses, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
 import { socketWriter } from '../replay/route.js';
 
 const entrySchema = {
@@ -51,15 +51,15 @@ const PATH = /^family=([a-z-]+)\/dataset=([a-z_]+)\/date=(\d{4}-\d{2}-\d{2})\/([
 const LIST_QUERY = typedQuery({
   family: Type.Optional(oneOf(FAMILIES)),
   dataset: Type.Optional(oneOf(DATASETS)),
-  start_date: DATE, end_date: DATE, limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor),
+  start_date: DATE, end_date: DATE, limit: Type.Optional(queryParam.limit), cursor: Type.Optional(queryParam.cursor),
 });
 const ROWS_QUERY = typedQuery({
   family: oneOf(FAMILIES, { description: 'the family of the market' }),
   dataset: oneOf(ROW_DATASETS, { description: 'which dataset\'s rows (book_snapshots: use /v3/replay types=book_snapshot_25_1s or the files)' }),
   market_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'market id, condition id or slug (coin, wallet-prediction)' })),
   ticker: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'the market (yesno-exchange)' })),
-  start_time: Type.String({ ...q.start_time, description: 'receive time, inclusive; required' }),
-  end_time: Type.String({ ...q.end_time, description: 'receive time, exclusive; required' }),
+  start_time: Type.String({ ...queryParam.start_time, description: 'receive time, inclusive; required' }),
+  end_time: Type.String({ ...queryParam.end_time, description: 'receive time, exclusive; required' }),
 });
 /** The longest range one rows request covers (it reads one partition or log per day). */
 const MAX_ROWS_DAYS = 31;

@@ -7,15 +7,15 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FamilyDescriptor } from '../../families/descriptor.js';
 import { listParams } from '../query/params.js';
-import { listOf, narrowQuery, q, typedParams, typedQuery } from '../schemas.js';
+import { listOf, narrowQuery, queryParam, typedParams, typedQuery } from '../route-params.js';
 import { PmtapeError } from '../../errors.js';
 import type { IndexedMarket } from '../query/markets-index.js';
 import type { ListParams, Query } from '../query/params.js';
 
 /** Every parameter any family's market list takes; each family accepts its common ones plus its filters. */
 const MARKETS_QUERY = typedQuery({
-  limit: Type.Optional(q.limit), cursor: Type.Optional(q.cursor), order: Type.Optional(q.order),
-  start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time),
+  limit: Type.Optional(queryParam.limit), cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
+  start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time),
   coin: Type.Optional(Type.String()), window: Type.Optional(Type.String()), status: Type.Optional(Type.String()), series: Type.Optional(Type.String()),
 });
 

@@ -13,8 +13,9 @@ import type { FamilyDescriptor } from '../../families/descriptor.js';
 import type { BookModel } from '../../book/book-model.js';
 import { snapshotPage } from '../query/book-pages.js';
 import { listParams } from '../query/params.js';
-import { listOf, oneOf, q, sampleSchema, typedParams, typedQuery } from '../schemas.js';
-import { outcomeOr400, resolveMarket } from './book-routes.js';
+import { listOf, oneOf, queryParam, sampleSchema, typedParams, typedQuery } from '../route-params.js';
+import { outcomeOr400 } from './book-routes.js';
+import { resolvePathMarket } from '../query/resolve-market.js';
 import { nextCursor, resumeOf } from './helpers.js';
 
 export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics: readonly [string, ...string[]]): void {
@@ -28,16 +29,16 @@ export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics:
       description: 'Samples of one metric series of one outcome; the three metrics are never merged.',
       params,
       querystring: typedQuery({
-        metric: oneOf(metrics), outcome: Type.Optional(q.outcome),
-        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit),
-        cursor: Type.Optional(q.cursor), order: Type.Optional(q.order),
+        metric: oneOf(metrics), outcome: Type.Optional(queryParam.outcome),
+        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
+        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
       }),
       response: { 200: listOf(sampleSchema) },
     },
   }, async (req) => {
     const qs = req.query;
     const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
+    const at = await resolvePathMarket(app, d, req.params);
     const market = at.market!;
     const label = outcomeOr400(market, qs.outcome) ?? ('outcomes' in market ? market.outcomes[0]?.label : undefined);
     const metric = qs.metric;
@@ -63,15 +64,15 @@ export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics:
       description: 'Trades are not recorded for this family: always the empty dataset for a known market.',
       params,
       querystring: typedQuery({
-        start_time: Type.Optional(q.start_time), end_time: Type.Optional(q.end_time), limit: Type.Optional(q.limit),
-        cursor: Type.Optional(q.cursor), order: Type.Optional(q.order),
+        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
+        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
       }),
       response: { 200: listOf({ type: 'object' }) },
     },
   }, async (req) => {
     const qs = req.query;
     const lp = listParams(qs);
-    const at = await resolveMarket(app, d, req.params);
+    const at = await resolvePathMarket(app, d, req.params);
     // No cursor is ever issued here, so any cursor is checked (and refused when foreign).
     if (lp.cursor !== undefined) app.pmtape.cursors.decode(lp.cursor, `${d.routes.name}.trades`, { ...qs, _market: at.id });
     return { data: [], next_cursor: null };

@@ -13,7 +13,7 @@ import type { ArchiveConfig } from '../../config.js';
 import { writeFileDurable } from '../durable.js';
 import { MANIFEST, type Manifest } from '../parquet/manifest.js';
 import { addRemoteResolver, type RemoteFile } from '../parquet/remote-files.js';
-import { streamOfDataset } from '../parquet/schema.js';
+import { streamOfDataset } from '../parquet/datasets.js';
 import { encodeMarket, streamDir } from '../paths.js';
 import { archiveClient, explain, withRetries, type S3Client } from './client.js';
 import { dayRecordsPrefix, objectKey, sha256Hex, type DayRecord } from './layout.js';

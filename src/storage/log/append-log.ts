@@ -177,7 +177,7 @@ export class AppendLog implements LogWriter {
   /**
    * `keep`: the batch holds the record until its fsync to build the resolved Recorded. Without it
    * nothing references the record after encoding, so on hot paths it dies young instead of being
-   * promoted by every scavenge of its 100 ms wait (a quarter of a recorder's CPU was that GC).
+   * promoted by every scavenge of its 100 ms wait (GC that was a large part of a recorder's CPU).
    */
   private appendOne(obs: Observation, opts: AppendOptions | undefined, keep: boolean): Promise<Recorded | undefined> {
     const refused = this.refusal();

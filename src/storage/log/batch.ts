@@ -87,8 +87,8 @@ export interface Batch {
 export const newBatch = (): Batch => ({ segments: [], records: 0, firstRecvMs: 0, bytes: 0, firstAt: 0, resolves: [], rejects: [], values: [], seqs: [] });
 
 /**
- * `{ ...obs, seq }` falls off V8's fast clone path (~1 µs a record); assign-then-set stays on it
- * (~0.1 µs). Spread only for an own `__proto__` key, which assign would turn into a prototype.
+ * `{ ...obs, seq }` falls off V8's fast clone path, once per record appended; assign-then-set stays
+ * on it. Spread only for an own `__proto__` key, which assign would turn into a prototype.
  */
 export function recordOf(obs: Observation, seq: number): Recorded {
   const r = (Object.hasOwn(obs, '__proto__') ? { ...obs } : Object.assign({}, obs)) as Recorded & { seq: number };

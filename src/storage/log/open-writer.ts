@@ -11,7 +11,7 @@ import { acquireLock } from './lock.js';
 import { listDays, lockFilePath, logFilePath, marketDir } from '../paths.js';
 import { recoverLogFile } from './recovery.js';
 import { lastCompactedSeq } from '../parquet/manifest.js';
-import { datasetsOfStream } from '../parquet/schema.js';
+import { datasetsOfStream } from '../parquet/datasets.js';
 import { DEFAULT_INDEX_EVERY_BYTES, ENTRY_BYTES } from './time-index.js';
 import type { LogKey, LogWriter, WriterOptions } from '../types.js';
 

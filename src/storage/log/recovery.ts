@@ -6,7 +6,7 @@
 
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { FRAME_OVERHEAD, MAX_FRAME_BYTES, PREFIX_BYTES, decodeRecord, parseFrame, type FrameHead } from './frame.js';
-import { scanFrames, type ScanStop } from '../read/scan.js';
+import { scanFrames, type ScanStop } from './scan.js';
 import { ENTRY_BYTES, IndexEntries, decodeEntry, encodeEntry, entryFlagsOf, type IndexEntry } from './time-index.js';
 import { indexPathOf } from '../paths.js';
 import { isFirstFrameOffset, readFileStart } from './file-header.js';

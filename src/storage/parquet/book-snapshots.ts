@@ -13,7 +13,7 @@ import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import type { LogView } from '../types.js';
 import { DecimalError, encodeDecimal, type Unscaled } from './decimal.js';
 import type { RowSink } from './rows.js';
-import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './schema.js';
+import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './datasets.js';
 
 
 /** Names of the level fields in a refused value's message, made once. */

@@ -103,9 +103,3 @@ export function decodeDecimal(unscaled: Unscaled, scale: number, form: number): 
   const head = noLead ? '' : intPart;
   return decimals ? `${head}.${frac}` : head;
 }
-
-/** Canonical text (no trailing zeros) of an unscaled value: used where no text form is kept. */
-export function canonicalDecimal(unscaled: Unscaled, scale: number): string {
-  const full = decodeDecimal(unscaled, scale, scale);
-  return full.includes('.') ? full.replace(/0+$/, '').replace(/\.$/, '') : full;
-}

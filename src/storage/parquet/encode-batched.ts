@@ -1,7 +1,7 @@
 // A part file written batch by batch. `encodeParquet` hands the whole file to the WebAssembly writer
-// as one Arrow IPC stream: for a day of book_snapshots that is a 78 MB buffer in JavaScript and as
-// much again in WebAssembly memory, all of it fresh memory. On the development VM a fresh page costs
-// 10-18 µs (the bench measures it), and those copies were a third of a compaction's time. Here the
+// as one Arrow IPC stream: for a day of book_snapshots that is a buffer the size of the whole file
+// in JavaScript and as much again in WebAssembly memory, all of it fresh memory, whose page faults
+// `npm run bench -- parquet` counts. Here the
 // same rows go to parquet-wasm's streaming writer in batches of 8,192 rows: the IPC bytes of one
 // batch at a time, the writer holding at most a row group, and the file is the same (same
 // schema, row groups, encodings, statistics and metadata; the compaction tests read it back).

@@ -6,7 +6,7 @@ import { readFile, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
 import { dayStartMs } from '../../schema/time.js';
-import { DATASET_FOLDERS, type AnyDataset } from './schema.js';
+import { DATASET_FOLDERS, type AnyDataset } from './datasets.js';
 import { isDurableTemp, writeFileDurable } from '../durable.js';
 
 export const parquetRoot = (dataDir: string): string => join(dataDir, 'parquet');

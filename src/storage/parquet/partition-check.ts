@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { listPartitions, manifestVersion, readManifest, readdirOrEmpty, removeStaging, MANIFEST } from './manifest.js';
-import { SCHEMA_VERSION } from './schema.js';
+import { SCHEMA_VERSION } from './datasets.js';
 import type { FileCheck } from '../types.js';
 import { isDurableTemp } from '../durable.js';
 

@@ -13,7 +13,7 @@ import { ParquetFileReader } from './file.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
 import { fsyncDir } from '../durable.js';
-import { SCHEMA_VERSION, columnsOf, type AnyDataset, type Dataset } from './schema.js';
+import { SCHEMA_VERSION, columnsOf, type AnyDataset, type Dataset } from './datasets.js';
 import { RowSink } from './rows.js';
 
 /** Rows per row group: large enough for dictionaries and ZSTD to pay off, small enough to decode in a few ms. */
@@ -21,8 +21,8 @@ export const ROW_GROUP_ROWS = 16_384;
 /**
  * `book_changes` rows are narrow and many: each row group carries its own dictionary pages, and at
  * 16,384 rows the size column's dictionary (sizes rarely repeat within a few thousand changes) cost
- * as much as the values. 65,536 rows made the same rows 26 % smaller (4.88 → 3.6 bytes a change on
- * the benchmark's 50-level books); decoding one group stays a few ms.
+ * as much as the values. 65,536 rows make the same rows markedly smaller (`npm run bench -- parquet`
+ * reports bytes a change); decoding one group stays quick.
  */
 export const BOOK_CHANGES_ROW_GROUP_ROWS = 65_536;
 export const rowGroupRowsOf = (dataset: AnyDataset): number => (dataset === 'book_changes' ? BOOK_CHANGES_ROW_GROUP_ROWS : ROW_GROUP_ROWS);
@@ -36,7 +36,7 @@ const retiredDir = (dataDir: string, f: Family, d: AnyDataset, day: string): str
 /**
  * Every part is numbered, the first too (`-0000`): in name order the parts hold the markets in
  * order. (Before 2026-11-27 the first part was `<dataset>-<date>.parquet`, which sorts after
- * `-0001` because `-` comes before `.`; compaction.ts rebuilds such partitions while their logs exist.)
+ * `-0001` because `-` comes before `.`; compaction/compact-day.ts rebuilds such partitions while their logs exist.)
  */
 export const partFileName = (dataset: AnyDataset, day: string, part: number): string =>
   `${dataset}-${day}-${String(part).padStart(4, '0')}.parquet`;

@@ -11,7 +11,7 @@ import { LRUCache } from 'lru-cache';
 import type { Family, Recorded } from '../../schema/observation.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest } from './manifest.js';
 import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
-import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './schema.js';
+import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './datasets.js';
 import { int64At, int64Words } from './columns.js';
 import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
 

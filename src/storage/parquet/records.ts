@@ -8,7 +8,7 @@ import { decodeDecimal, type Unscaled } from './decimal.js';
 import type { ColumnSpec } from './columns.js';
 import { CATALOG_FIELDS } from '../../schema/market.js';
 import { decimalsOf } from './rows.js';
-import { columnsOf, scalesOf, type Dataset } from './schema.js';
+import { columnsOf, scalesOf, type Dataset } from './datasets.js';
 
 /** One decoded row group: a plain JS array per column (nulls as null), times in epoch ms. */
 export type Columns = Record<string, unknown[]>;

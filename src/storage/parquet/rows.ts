@@ -1,14 +1,14 @@
-// Stored records → rows of the schema-version-2 datasets (schema.ts). Lossless by construction:
+// Stored records → rows of the schema-version-2 datasets (datasets.ts). Lossless by construction:
 // records.ts turns these rows back into the same records, and a record that could not come back
 // exactly (a price text that is not a plain decimal or does not fit its DECIMAL, a time finer than a
 // microsecond, a catalogue field of an unexpected type) is refused with a DecimalError naming market,
-// seq and value; `rowsOrRefusal` (compaction-input.ts) leaves no row of it, and compaction sets it aside.
+// seq and value; `rowsOrRefusal` (compaction/input.ts) leaves no row of it, and compaction sets it aside.
 
 import { CATALOG_FIELDS } from '../../schema/market.js';
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
 import type { ChunkedDoubles, ColumnSpec } from './columns.js';
-import { scalesOf, type Dataset } from './schema.js';
+import { scalesOf, type Dataset } from './datasets.js';
 
 /** Column kinds held as raw doubles (NaN = null) while every value is a safe number. */
 const NUMERIC = new Set<ColumnSpec['kind']>(['decimal', 'ts', 'int64', 'int32', 'f64']);
@@ -24,8 +24,7 @@ const CHUNK_MASK = CHUNK_ROWS - 1;
  * `reset`, so the fields of a record are set once for all its level rows. Numeric columns live in
  * chunks of 8,192 doubles, NaN for null: pushing millions of values into plain arrays cost more than
  * writing the Parquet, and one array doubled as it grew wrote every value twice into fresh memory
- * (on the development VM a fresh page costs 10-18 µs; `grow` was the second-largest item of a
- * compaction profile). Chunks are kept for the next file, and the batched writer hands each one to
+ * (fresh pages are expensive on a VM; `grow` stood high in a compaction profile). Chunks are kept for the next file, and the batched writer hands each one to
  * the Parquet writer as it is, without a copy. A bigint (a decimal past 2^53) turns its column into a
  * plain array.
  */
@@ -139,7 +138,7 @@ export class RowSink {
   /**
    * Drops every row (after they were written out). Numeric chunks stay for the next rows, and so do
    * the plain arrays, overwritten from the start: emptied, each file grew them again from nothing,
-   * and their growth was 28 % of a compaction's page faults (fresh memory, 3 µs a page here).
+   * and their growth was a large share of a compaction's page faults (fresh memory each time).
    */
   clear(): void {
     this.length = 0;

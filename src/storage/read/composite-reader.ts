@@ -6,7 +6,7 @@
 import { utcDay } from '../../schema/time.js';
 import { listDays } from '../paths.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
-import type { Stream as Dataset } from '../parquet/schema.js';
+import type { Stream as Dataset } from '../parquet/datasets.js';
 import type { DaySource } from './log-day.js';
 import { ParquetDay } from './parquet-day.js';
 import type { FileLogReader } from './reader.js';

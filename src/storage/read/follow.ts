@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { marketDir } from '../paths.js';
-import { readFrames } from './scan.js';
+import { readFrames } from '../log/scan.js';
 import type { Segment } from './segment.js';
 import type { LogKey, Position, ReadItem } from '../types.js';
 

@@ -5,7 +5,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import type { FrameHead } from '../log/frame.js';
 import { readFrameAt } from '../log/recovery.js';
-import { readFrameBlocks, readFrames, scanFrames } from './scan.js';
+import { readFrameBlocks, readFrames, scanFrames } from '../log/scan.js';
 import { acquireFile, segmentOf, withFile, type Segment } from './segment.js';
 import type { Position, ReadItem, RecordChunk } from '../types.js';
 
@@ -15,8 +15,9 @@ export const PASS_CHUNK_MAX = 256 * 1024;
 /**
  * forwardRecords reads this much log at a time, into a ring of three buffers per pass (scan.ts).
  * Its chunks keep bytes and decode a record when it is taken: decoded at once, 32 KiB of records
- * lived long enough to be promoted out of the young generation (a whole-day replay of 10 markets
- * grew RSS by up to 50 MB), and 8 KiB reads cost a thread-pool round trip per 70 records.
+ * lived long enough to be promoted out of the young generation (a whole-day replay grew the
+ * server's RSS: `npm run bench -- replay`), and smaller reads cost a thread-pool round trip per few
+ * dozen records.
  */
 const RECORDS_READ = 32 * 1024;
 

@@ -4,7 +4,7 @@
 
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { LRUCache } from 'lru-cache';
-import { scanFrames } from './scan.js';
+import { scanFrames } from '../log/scan.js';
 import { readFrameAt } from '../log/recovery.js';
 import { indexPathOf } from '../paths.js';
 import { readFileStart } from '../log/file-header.js';

@@ -7,7 +7,7 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSim } from '../../../src/sim/server.js';
-import { startRecorders } from '../../../src/recorders/index.js';
+import { startRecorders } from '../../../src/recorders/host.js';
 import { loadConfig } from '../../../src/config.js';
 import { buildApp } from '../../../src/api/app.js';
 import { createKey } from '../../../src/api/plugins/keys.js';

@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { startSim } from '../../../src/sim/server.js';
-import { startRecorders } from '../../../src/recorders/index.js';
+import { startRecorders } from '../../../src/recorders/host.js';
 import type { CatalogEvent, Recorded } from '../../../src/schema/observation.js';
 import type { CoinMarket } from '../../../src/schema/market.js';
 import { readAll, simConfig, sleep, tempDir } from '../helpers.js';

@@ -7,8 +7,8 @@
 
 import t from 'tap';
 import { startSim } from '../../../src/sim/server.js';
-import { startRecorders } from '../../../src/recorders/index.js';
-import { injectDiskFault } from '../../../src/storage/log/disk-faults.js';
+import { startRecorders } from '../../../src/recorders/host.js';
+import { injectDiskFault } from '../../../src/storage/testing.js';
 import type { CatalogEvent, Recorded } from '../../../src/schema/observation.js';
 import type { CoinMarket } from '../../../src/schema/market.js';
 import { marketsIn, normalizeCatalogMarket } from '../../../src/recorders/catalog/normalize.js';

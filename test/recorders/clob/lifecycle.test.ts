@@ -5,7 +5,7 @@
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { startSim } from '../../../src/sim/server.js';
-import { startRecorders } from '../../../src/recorders/index.js';
+import { startRecorders } from '../../../src/recorders/host.js';
 import { statusPath } from '../../../src/recorders/status.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 import { gapsOf, readAll, simConfig, sleep, tempDir, violations, waitFor } from '../helpers.js';

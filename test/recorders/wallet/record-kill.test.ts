@@ -8,8 +8,7 @@ import { startSim } from '../../../src/sim/server.js';
 import { midWindow } from '../yesno/harness.js';
 import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
-import { listMarkets, openReader } from '../../../src/storage/index.js';
-import type { LogKey } from '../../../src/storage/types.js';
+import { type LogKey, listMarkets, openReader } from '../../../src/storage/testing.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 
 const CLI = fileURLToPath(new URL('../../../cli.js', import.meta.url));

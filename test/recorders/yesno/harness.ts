@@ -10,8 +10,7 @@ import type { SimOptions } from '../../../src/sim/mount.js';
 import { loadConfig, type Config } from '../../../src/config.js';
 import { LogSink } from '../../../src/recorders/sink.js';
 import type { RecorderDeps, RecorderError, RecorderLogger } from '../../../src/recorders/recorder.js';
-import { openReader } from '../../../src/storage/index.js';
-import type { LogKey } from '../../../src/storage/types.js';
+import { type LogKey, openReader } from '../../../src/storage/testing.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 
 export interface Harness {

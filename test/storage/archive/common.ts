@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { Test } from 'tap';
 import { DAY_MS, utcDay } from '../../../src/schema/time.js';
-import { compactDay } from '../../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { listPartitions, readManifest } from '../../../src/storage/parquet/manifest.js';
-import { writeFixture } from '../compaction-fixture.js';
+import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { runCliOnce } from '../../selfhost/helpers.js';
-import { archiveEnv } from './weed.js';
+import { archiveEnv } from '../../../tools/fixtures/weed.js';
 
 export const DAY = utcDay(Date.now() - 3 * DAY_MS);
 

@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { runCliOnce, waitFor } from '../../selfhost/helpers.js';
 import { loadConfig } from '../../../src/config.js';
-import { startAutoCompaction } from '../../../src/storage/parquet/auto-compaction.js';
+import { startAutoCompaction } from '../../../src/storage/compaction/auto.js';
 import { readPublished } from '../../../src/storage/archive/layout.js';
-import { writeFixture } from '../compaction-fixture.js';
+import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY, archiveCli, listKeys } from './common.js';
-import { archiveEnv, startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { archiveEnv, startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Test } from 'tap';
 import { REPO } from '../../selfhost/helpers.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 import { archiveCli, compactedDay } from './common.js';
 
 const SCRIPT = join(REPO, 'test', 'storage', 'archive', 'engines_read.py');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { listPartitions, readManifest } from '../../../src/storage/parquet/manifest.js';
 import { REPO } from '../../selfhost/helpers.js';
-import { ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 import { DAY } from './common.js';
 import { BUCKET, PREFIX, engine, publishedDay } from './engines-helpers.js';
 

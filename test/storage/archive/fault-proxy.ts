@@ -5,7 +5,7 @@
 
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rng } from '../compaction-fixture.js';
+import { rng } from '../../../tools/fixtures/compaction-logs.js';
 
 export type Fault = 'slowdown' | 'reset-before' | 'reset-after' | 'truncate-response' | 'truncate-upload';
 const FAULTS: Fault[] = ['slowdown', 'reset-before', 'reset-after', 'truncate-response', 'truncate-upload'];

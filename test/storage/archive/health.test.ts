@@ -9,7 +9,7 @@ import { waitFor } from '../../selfhost/helpers.js';
 import { loadConfig } from '../../../src/config.js';
 import { DAY, archiveCli, compactedDay } from './common.js';
 import { startFaultProxy } from './fault-proxy.js';
-import { startWeed } from './weed.js';
+import { startWeed } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');
 

@@ -8,7 +8,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { requireTool } from '../../helpers/toolchains.js';
 import { tmpDataDir } from '../../api/helpers.js';
 import { runCli, runCliOnce, waitFor } from '../../selfhost/helpers.js';
-import { startWeed, archiveEnv } from './weed.js';
+import { startWeed, archiveEnv } from '../../../tools/fixtures/weed.js';
 import { getObject } from './common.js';
 
 const bin = requireTool(t, 'seaweedfs');

@@ -11,11 +11,11 @@ import { requireTool } from '../../helpers/toolchains.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
 import { startApi } from '../../../src/api/server.js';
 import { syncArchive } from '../../../src/storage/index.js';
-import { compactDay } from '../../../src/storage/parquet/compaction.js';
-import { deleteExpiredLogs } from '../../../src/storage/parquet/retention.js';
+import { compactDay } from '../../../src/storage/compaction/compact-day.js';
+import { deleteExpiredLogs } from '../../../src/storage/compaction/retention.js';
 import { bookRecords, keysFor, seedAll, testConfig, tmpDataDir, writeLog, T0 } from '../../api/helpers.js';
 import { runCli, runCliOnce } from '../../selfhost/helpers.js';
-import { startWeed, archiveEnv, ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { startWeed, archiveEnv, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const DAY = '2026-07-26';

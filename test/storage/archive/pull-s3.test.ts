@@ -12,7 +12,7 @@ import { dirname, join, relative } from 'node:path';
 import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { requireTool } from '../../helpers/toolchains.js';
 import { runCliOnce } from '../../selfhost/helpers.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 import { archiveCli, compactedDay, localObjects } from './common.js';
 
 // Weed plus a dozen CLI runs: minutes on a busy 2-core machine.

@@ -8,10 +8,10 @@ import { existsSync } from 'node:fs';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { requireTool } from '../../helpers/toolchains.js';
 import { DAY_MS, dayStartMs } from '../../../src/schema/time.js';
-import { deleteExpiredLogs } from '../../../src/storage/parquet/retention.js';
+import { deleteExpiredLogs } from '../../../src/storage/compaction/retention.js';
 import { parseArchiveUrl } from '../../../src/config.js';
 import { syncArchive } from '../../../src/storage/index.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY } from './weed.js';
+import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
 import { startFaultProxy } from './fault-proxy.js';
 import { DAY, archiveCli, compactedDay, getObject, listKeys, localObjects } from './common.js';
 

@@ -1,20 +1,20 @@
-// `book_snapshots` built beside the record datasets instead of after them. On the benchmark's day the
-// snapshots were two thirds of a compaction (one row per valid second and book, 112 columns to
-// encode) and ran alone on one core after the records. Both read the same closed logs, so a helper
+// `book_snapshots` built beside the record datasets instead of after them. The snapshots are most of
+// a compaction's work (one row per valid second and book, a hundred-odd columns to encode) and ran
+// alone on one core after the records. Both read the same closed logs, so a helper
 // thread (derived-worker.ts) starts on the snapshots while this thread writes the record datasets;
 // then this thread joins in. Blocks of markets are claimed one at a time from a counter both
 // threads share, so whichever thread is free builds the next one. This thread adopts the helper's
 // part files and publishes the partition, still after the records it derives from; meanwhile it
-// goes on with the next streams (compaction.ts). The files hold the same rows as a one-thread
+// goes on with the next streams (compact-day.ts). The files hold the same rows as a one-thread
 // build's, cut into part files at other markets.
 
 import { Worker } from 'node:worker_threads';
 import type { Family } from '../../schema/observation.js';
-import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './input.js';
 import { buildClaimed, type HelperInput, type HelperJob, type HelperMessage } from './derived-worker.js';
-import { manifestVersion, partitionDir, readManifest, type ManifestFile } from './manifest.js';
-import { PartitionBuilder, settleLeftovers } from './publish.js';
-import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Stream } from './schema.js';
+import { manifestVersion, partitionDir, readManifest, type ManifestFile } from '../parquet/manifest.js';
+import { PartitionBuilder, settleLeftovers } from '../parquet/publish.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Stream } from '../parquet/datasets.js';
 
 /** Markets whose derived rows each thread built, since the process started (tests check both took part). */
 export const splitCounts = { helper: 0, caller: 0 };
@@ -84,8 +84,8 @@ export class DerivedHelper {
   }
 
   private start(): Worker {
-    // A young generation of 96 MB (V8's default is 16 – 48): the snapshot rows make a great deal of
-    // short-lived garbage, and fewer scavenges measured 5 – 10 % off the compaction's time.
+    // A young generation of 96 MB, above V8's default: the snapshot rows make a great deal of
+    // short-lived garbage, and fewer scavenges shorten the compaction (`npm run bench -- parquet`).
     const w = new Worker(new URL('./derived-worker.js', import.meta.url), { workerData: 'derived-helper', resourceLimits: { maxYoungGenerationSizeMb: 96 } });
     w.on('message', (m: HelperMessage) => {
       const j = this.waiting.get(m.job);

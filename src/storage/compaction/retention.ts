@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { readFile, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { listPartitions, partitionDir, partitionRel, readManifest } from './manifest.js';
+import { listPartitions, partitionDir, partitionRel, readManifest } from '../parquet/manifest.js';
 import { isPublished } from '../archive/layout.js';
 import { indexFilePath, logFilePath } from '../paths.js';
-import { datasetsOfStream, streamOfDataset } from './schema.js';
+import { datasetsOfStream, streamOfDataset } from '../parquet/datasets.js';
 
 export interface RetentionResult {
   readonly deleted: string[];

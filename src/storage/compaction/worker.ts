@@ -4,7 +4,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { closedLogDays, compactDay } from './compaction.js';
+import { closedLogDays, compactDay } from './compact-day.js';
 import { deleteExpiredLogs } from './retention.js';
 import type { ArchiveConfig } from '../../config.js';
 

@@ -1,6 +1,6 @@
-// JSON schemas of every route: querystrings (unknown parameters rejected) and path params, typed
-// with TypeBox for the handlers, and the responses (response-schemas.ts, re-exported here). Shapes
-// follow API.md exactly.
+// The parameters every route accepts: querystrings (unknown parameters rejected) and path params,
+// as TypeBox schemas that type the handlers and are plain JSON Schema to Ajv. The response schemas
+// (response-schemas.ts) are re-exported here. Shapes follow API.md exactly.
 
 import { Type, type TSchema, type TProperties, type TObject, type TUnsafe } from 'typebox';
 import type { MarketStatus } from '../schema/market.js';
@@ -15,7 +15,7 @@ export const oneOf = <T extends string>(values: readonly T[], opts: Record<strin
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...opts });
 
 /** Query parameters shared by the routes (TypeBox: typed for handlers, plain JSON Schema for Ajv). */
-export const q = {
+export const queryParam = {
   limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100 }),
   cursor: Type.String({ maxLength: 4096, description: 'next_cursor of the previous page' }),
   start_time: Type.String({ ...time, description: 'inclusive; ISO 8601 UTC or epoch ms' }),

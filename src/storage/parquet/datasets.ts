@@ -1,4 +1,4 @@
-// The one schema of each (family, dataset) Parquet pair, schema version 2: normalized, typed tables
+// The columns of each (family, dataset) Parquet pair, schema version 2: normalized, typed tables
 // (Tardis-style `book_changes`, `trades`, `metrics`, `gaps`, `catalog`) with no JSON blob outside
 // `catalog.native`. Every column here is documented in docs (datasets page); rows.ts fills them and
 // records.ts rebuilds the stored records from them exactly.
@@ -110,8 +110,8 @@ function bookSnapshots(f: Family): ColumnSpec[] {
   const yn = FAMILY_TABLES[f].snapshots === 'yesno';
   const [bid, ask] = yn ? ['yes', 'no'] : ['bid', 'ask'];
   // The level columns are PLAIN under ZSTD, no dictionary: a level's value repeats second after
-  // second while the book holds, and a dictionary page per row group cost both bytes and time (on
-  // the bench's coin day: 5.7 MB written in 1.25 s with dictionaries, 3.1 MB in 0.59 s without).
+  // second while the book holds, and a dictionary page per row group cost both bytes and time
+  // (`npm run bench -- parquet` writes the benchmark's coin day both ways).
   const levels: ColumnSpec[] = [];
   for (let i = 0; i < SNAPSHOT_DEPTH; i++) {
     levels.push(

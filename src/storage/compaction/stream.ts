@@ -9,11 +9,11 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import type { LogKey } from '../types.js';
-import { quarantined, readLogDay, rowsOrRefusal, type CompactOptions, type PartitionResult } from './compaction-input.js';
-import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from './manifest.js';
-import { PartitionBuilder } from './publish.js';
-import { BOOK_CHANGE_TYPES, type RowContext, type SourceRecord } from './rows.js';
-import { datasetsOfStream, type Stream } from './schema.js';
+import { quarantined, readLogDay, rowsOrRefusal, type CompactOptions, type PartitionResult } from './input.js';
+import { manifestVersion, partitionDir, readManifest, stagingRoot, type Manifest, type RecordChunk } from '../parquet/manifest.js';
+import { PartitionBuilder } from '../parquet/publish.js';
+import { BOOK_CHANGE_TYPES, type RowContext, type SourceRecord } from '../parquet/rows.js';
+import { datasetsOfStream, type Stream } from '../parquet/datasets.js';
 
 /** A chunk of the record index closes after this many records or book_changes rows. */
 export const CHUNK_RECORDS = 1024;
@@ -38,7 +38,7 @@ export async function legacyPartition(dataDir: string, family: Family, stream: S
 async function legacyRecords(p: LegacyPartition, want: ReadonlySet<string>): Promise<Map<string, SourceRecord[]>> {
   const out = new Map<string, SourceRecord[]>();
   if (want.size === 0) return out;
-  const { ParquetFileReader } = await import('./file.js');
+  const { ParquetFileReader } = await import('../parquet/file.js');
   for (const f of p.manifest.files) {
     const r = await ParquetFileReader.open(join(p.dir, f.file));
     try {

@@ -1,16 +1,16 @@
 // Warming the Parquet read path before a server says `ready`. In a fresh process the first read of
-// a compacted day paid for loading apache-arrow and the parquet-wasm module (150 – 200 ms on the
-// development VM), for compiling each WebAssembly function on its first call, and for running the
-// decode in the engines' slowest tiers: 0.5 – 0.9 s for a one-hour range that costs about 0.1 s
-// once that code has run once. `warmParquet` pays this at start instead: it loads the modules, then
+// a compacted day paid for loading apache-arrow and the parquet-wasm module, for compiling each
+// WebAssembly function on its first call, and for running the decode in the engines' slowest tiers:
+// several times what the same range costs once that code has run once (`npm run bench -- parquet`,
+// cold and warm). `warmParquet` pays this at start instead: it loads the modules, then
 // decodes one record chunk of the newest compacted books partition through a private store that is
 // closed at once. Nothing it decoded or read stays in the process (closing a file drops its blocks, see
 // file-ranges.ts), so the first request still reads its own files, footers and row groups cold.
 
 import { stat } from 'node:fs/promises';
 import type { Family } from '../../schema/observation.js';
-import { listPartitions, parquetRoot, readManifest } from './manifest.js';
-import { ParquetStore } from './reader.js';
+import { listPartitions, parquetRoot, readManifest } from '../parquet/manifest.js';
+import { ParquetStore } from '../parquet/reader.js';
 
 export interface ParquetWarmUp {
   /** The Parquet modules were loaded (the data dir has a Parquet tree). */
@@ -22,7 +22,7 @@ export interface ParquetWarmUp {
 /** Loads the Parquet modules and runs one real decode, when the data dir holds compacted days. */
 export async function warmParquet(dataDir: string): Promise<ParquetWarmUp> {
   if (!(await stat(parquetRoot(dataDir)).then(() => true, () => false))) return { loaded: false, decoded: null };
-  await import('./file.js');
+  await import('../parquet/file.js');
   const parts = await listPartitions(dataDir, { dataset: 'book_changes' });
   // Newest first: the day a server is most likely to be asked about, and the current schema.
   parts.sort((a, b) => (a.date < b.date ? 1 : a.date > b.date ? -1 : 0));
@@ -46,7 +46,7 @@ export async function warmParquet(dataDir: string): Promise<ParquetWarmUp> {
  * Runs `GET /v3/datasets/rows`'s read (dataset-rows.ts) on the hour of book changes from `at.from`,
  * up to `rounds` times or until `budgetMs` have passed, each round through a private store closed at
  * once (nothing decoded stays). The decoder's WebAssembly starts in its baseline tier and is
- * recompiled where it runs hot: run once, the first request's hour took 40 – 60 ms here; warm, 6 – 15.
+ * recompiled where it runs hot, so a request served by cold code takes several times a warm one.
  */
 export async function warmDatasetRows(
   dataDir: string,

@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
-import { bookSnapshotRows } from './book-snapshots.js';
-import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
-import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
-import { PartitionBuilder, currentPartNames, settleLeftovers } from './publish.js';
-import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
-import { contextOf } from './stream-compaction.js';
+import { bookSnapshotRows } from '../parquet/book-snapshots.js';
+import { quarantined, type CompactOptions, type PartitionResult } from './input.js';
+import { manifestVersion, partitionDir, readManifest, type Manifest } from '../parquet/manifest.js';
+import { PartitionBuilder, currentPartNames, settleLeftovers } from '../parquet/publish.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/datasets.js';
+import { contextOf } from './stream.js';
 
 async function current(dir: string, primary: Manifest): Promise<Manifest | null> {
   const m = await readManifest(dir);

@@ -7,18 +7,18 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { listPartitions, manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
-import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from './schema.js';
-import { buildStream, legacyPartition, type LegacyPartition } from './stream-compaction.js';
+import { listPartitions, manifestVersion, partitionDir, readManifest, type Manifest } from '../parquet/manifest.js';
+import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/datasets.js';
+import { buildStream, legacyPartition, type LegacyPartition } from './stream.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
-import { buildDerived } from './derived-compaction.js';
-import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from './publish.js';
+import { buildDerived } from './derived.js';
+import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from '../parquet/publish.js';
 import { acquireLock } from '../log/lock.js';
 import { DISK_ERROR_CODES, LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
 
-export { readLogDay, type CompactOptions, type PartitionResult } from './compaction-input.js';
-import type { CompactOptions, PartitionResult } from './compaction-input.js';
+export { readLogDay, type CompactOptions, type PartitionResult } from './input.js';
+import type { CompactOptions, PartitionResult } from './input.js';
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 

@@ -1,6 +1,6 @@
 // Compaction inside `start`: once a UTC day has closed and its grace period has passed, compact
 // it (and any earlier closed day not yet compacted), then apply retention. The work runs in a
-// worker thread (see compaction-worker.ts), one run at a time; a failure is logged and retried at
+// worker thread (see worker.ts), one run at a time; a failure is logged and retried at
 // the next tick, never thrown into the service, and a failed day or partition never holds up the
 // days and partitions after it. Stopping mid-run is safe: publication is atomic.
 
@@ -8,9 +8,9 @@ import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockHolder } from '../log/lock.js';
-import { stagingRoot } from './manifest.js';
+import { stagingRoot } from '../parquet/manifest.js';
 import type { Config } from '../../config.js';
-import type { WorkerInput, WorkerMessage } from './compaction-worker.js';
+import type { WorkerInput, WorkerMessage } from './worker.js';
 
 interface Logger {
   info(obj: object, msg?: string): void;
@@ -44,7 +44,7 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       // The worker reports through messages only. Its stdout is its own, never the process's: `start`'s
       // stdout carries the ready line and the request log, and a test runner's protocol (tap) would be
       // corrupted by whatever a preloaded module prints in the thread when it is terminated.
-      const w = new Worker(new URL('./compaction-worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 }, stdout: true });
+      const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 }, stdout: true });
       w.stdout.resume();
       worker = w;
       w.on('message', (m: WorkerMessage) => {

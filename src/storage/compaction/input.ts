@@ -1,17 +1,17 @@
 // What one compaction run reads and reports: the records of one closed day file (with their checkpoint
 // marks), the rows of one record or its refusal (a record set aside), the options a run takes and the
-// result per partition. Apart from compaction.ts so that stream-compaction.ts, which compaction.ts
+// result per partition. Apart from compact-day.ts so that stream.ts, which compact-day.ts
 // drives, and the rows route can use them without an import circle.
 
 import type { Family } from '../../schema/observation.js';
 import { FLAG_CHECKPOINT } from '../log/frame.js';
 import { readFileStart } from '../log/file-header.js';
 import { logFilePath } from '../paths.js';
-import { readFrames } from '../read/scan.js';
+import { readFrames } from '../log/scan.js';
 import type { LogKey } from '../types.js';
-import { recordRows, type RowContext, type RowSink, type SourceRecord } from './rows.js';
-import { DecimalError } from './decimal.js';
-import type { Dataset } from './schema.js';
+import { recordRows, type RowContext, type RowSink, type SourceRecord } from '../parquet/rows.js';
+import { DecimalError } from '../parquet/decimal.js';
+import type { Dataset } from '../parquet/datasets.js';
 import { open } from 'node:fs/promises';
 
 /**

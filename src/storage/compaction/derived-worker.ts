@@ -6,10 +6,10 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Family } from '../../schema/observation.js';
-import type { ManifestFile } from './manifest.js';
-import { PartitionBuilder } from './publish.js';
-import { addMarket } from './derived-compaction.js';
-import type { Dataset, Stream } from './schema.js';
+import type { ManifestFile } from '../parquet/manifest.js';
+import { PartitionBuilder } from '../parquet/publish.js';
+import { addMarket } from './derived.js';
+import type { Dataset, Stream } from '../parquet/datasets.js';
 
 export interface HelperInput {
   readonly dataDir: string;

@@ -4,8 +4,8 @@
 // from offset 0 steps over the file's format header (log/file-header.ts); legacy files have none.
 
 import type { FileHandle } from 'node:fs/promises';
-import { decodeCheckedFrame, decodeRecord, parseFrameFast, type FrameHead } from '../log/frame.js';
-import { readFileStart } from '../log/file-header.js';
+import { decodeCheckedFrame, decodeRecord, parseFrameFast, type FrameHead } from './frame.js';
+import { readFileStart } from './file-header.js';
 import type { Recorded } from '../../schema/observation.js';
 import type { RecordChunk } from '../types.js';
 
