@@ -38,7 +38,9 @@ const venue = (k: VenueKind): Venue => VENUES[k];
 export const RECORDER_KINDS: readonly RecorderKind[] = DESCRIPTORS.flatMap((d) => d.kinds.map((k) => venue(k).kind));
 
 /** `pmtape import --kind K` importers by kind, in the table's order. */
-export const IMPORTERS: Readonly<Record<string, Importer>> = Object.fromEntries(Object.values(VENUES).map((v: Venue) => [v.importer.kind, v.importer]));
+export const IMPORTERS: Readonly<Record<string, Importer>> = Object.fromEntries(
+  Object.values(VENUES).map((v: Venue) => [v.importer.kind, v.importer]),
+);
 
 /** The catalogue listing `pmtape backfill catalog --family F` pages through. */
 export function backfillOf(d: FamilyDescriptor): SourceFactory {
