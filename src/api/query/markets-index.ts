@@ -96,8 +96,7 @@ export class MarketsIndex {
     const id = `${family}\u0000${stream}\u0000${market}`;
     const hit = this.readers.get(id);
     if (hit) return hit;
-    // `await` keeps this working whether openReader is sync or async (Parquet spanning may make it so).
-    const r = await openReader(this.dataDir, { family, stream, market });
+    const r = openReader(this.dataDir, { family, stream, market });
     if (this.readers.size >= 5000) this.readers.delete(this.readers.keys().next().value as string);
     this.readers.set(id, r);
     return r;
