@@ -106,7 +106,7 @@ async function launch(t: Test, bin: string, dir: string, ports: Ports, grpc: Por
   ];
   const proc = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let stderr = '';
-  proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8000)));
+  proc.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-8000)));
   const exited = new Promise<void>((res) => proc.on('exit', () => res()));
   t.teardown(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
