@@ -52,7 +52,7 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
   const envUrl = envUrlText?.trim() || undefined;
   const envEndpoint = envEndpointText?.trim() || undefined;
   if (o.url !== undefined && typeof o.url !== 'string') throw fail('storage.archive.url', 'must be a string like "s3://bucket/prefix"');
-  const url = envUrl ?? (o.url as string | undefined);
+  const url = envUrl ?? (o.url);
   if (url === undefined) {
     if (envEndpoint !== undefined) throw fail('PMTAPE_ARCHIVE_ENDPOINT', 'is set but no archive is: set PMTAPE_ARCHIVE_URL (or storage.archive.url) too');
     if (v !== undefined && v !== null) throw fail('storage.archive.url', 'is missing: an archive needs "url": "s3://bucket/prefix"');
@@ -79,8 +79,8 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
     bucket,
     prefix,
     endpoint: endpoint === null ? null : endpoint.replace(/\/+$/, ''),
-    region: (o.region as string | undefined) ?? 'us-east-1',
-    pathStyle: (o.path_style as boolean | undefined) ?? endpoint !== null,
+    region: (o.region) ?? 'us-east-1',
+    pathStyle: (o.path_style) ?? endpoint !== null,
     maxLagDays: o.max_lag_days === undefined ? 2 : lagDays(o.max_lag_days, fail),
   });
 }

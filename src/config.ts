@@ -321,7 +321,7 @@ function upstream(v: unknown, field: string, dflt: UpstreamConfig): UpstreamConf
     if (!['rest', 'ws', 'rate_per_s', 'api_key', 'enabled'].includes(k)) throw new ConfigError(`${field}.${k}`, 'is not a known field');
   }
   for (const k of ['rest', 'ws'] as const) {
-    if (o[k] !== undefined && (typeof o[k] !== 'string' || !/^(https?|wss?):\/\//.test(o[k] as string))) {
+    if (o[k] !== undefined && (typeof o[k] !== 'string' || !/^(https?|wss?):\/\//.test(o[k]))) {
       throw new ConfigError(`${field}.${k}`, 'must be an http(s):// or ws(s):// URL');
     }
   }

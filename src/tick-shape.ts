@@ -30,7 +30,7 @@ export function keepTickShape(): void {
   if (kept !== null) return;
   const hook = createHook({
     init(_id, type, _trigger, resource) {
-      if (type === 'TickObject' && kept === null) kept = resource as object;
+      if (type === 'TickObject' && kept === null) kept = resource;
     },
   });
   hook.enable();

@@ -2,6 +2,7 @@
 // environment, and a bad value is refused with the variable's name.
 
 import t from 'tap';
+import { join } from 'node:path';
 import { DEFAULT_STREAM_TUNING, loadConfig } from '../src/config.js';
 
 t.test('stream tuning comes from PMTAPE_STREAM_* over the defaults', async (t) => {
@@ -31,7 +32,6 @@ t.test('flags win over the environment, the environment over defaults', async (t
 t.test('storage.compaction_threads: 1 or 2 from the config file, null when unset; anything else is refused by name', async (t) => {
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-config-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'config.json');
@@ -79,7 +79,6 @@ t.test('PMTAPE_RATE_LIMITS: a zero count or window is refused naming the variabl
 t.test('a deeply nested config file is refused naming the file and the field, never a stack overflow', async (t) => {
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-config-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'deep.json');
@@ -95,7 +94,6 @@ t.test('a deeply nested config file is refused naming the file and the field, ne
 t.test('storage.archive: parsed from the file, PMTAPE_ARCHIVE_URL/_ENDPOINT win, mistakes refused by name', async (t) => {
   const { mkdtemp, writeFile, rm } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-config-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const file = join(dir, 'config.json');

@@ -45,7 +45,7 @@ async function runNode(dir: string, args: string[]): Promise<string> {
   closeSync(fd);
   let err = '';
   p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await new Promise((r) => p.on('close', r));
+  const code = await new Promise<number | null>((r) => p.on('close', r));
   if (code !== 0) throw new Error(`node exited ${code}: ${err.slice(-2000)}`);
   return readFileSync(path, 'utf8');
 }

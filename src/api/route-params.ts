@@ -48,9 +48,9 @@ export function narrowQuery<T extends TObject>(full: T, props: { readonly [K in 
   const out: Record<string, unknown> = { ...full.properties };
   for (const [k, v] of Object.entries(props)) {
     if (v === false) delete out[k];
-    else if (v !== undefined) out[k] = Type.Optional(v as TSchema);
+    else if (v !== undefined) out[k] = Type.Optional(v);
   }
-  return { ...full, properties: out } as T; // the static type stays the full set: every dropped key is optional
+  return { ...full, properties: out }; // the static type stays the full set: every dropped key is optional
 }
 
 export const ID_PARAM = { type: 'string', minLength: 1, maxLength: 200 } as const;

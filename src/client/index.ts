@@ -12,6 +12,8 @@ export type { Family, MarketRef } from './families.js';
 
 /** A time: a Date, epoch milliseconds, or ISO 8601 UTC text. */
 export type TimeLike = Date | number | string;
+/** A JSON body as the server sent it: fields are `any`, so callers read them without a cast. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the public body type, see above
 export type Json = Record<string, any>;
 
 export interface ClientOptions extends TransportOptions {

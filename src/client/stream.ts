@@ -15,7 +15,17 @@ export interface StreamOptions {
   readonly outcome?: string;
 }
 
+// The messages are the server's JSON, handed to the caller as they are: `any` values, as the rest of
+// the client's bodies (`Json`), so a loop reads their fields without a cast.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the public message type, see above
 type Msg = Record<string, any>;
+/** The server's error envelope: a stream `error` message's `error`, or a refused upgrade's body. */
+interface ErrorBody {
+  status?: number;
+  code?: string;
+  message?: string;
+  request_id?: string | null;
+}
 
 export class LiveStream implements AsyncIterable<Msg> {
   private readonly ws: WebSocket;
@@ -34,17 +44,18 @@ export class LiveStream implements AsyncIterable<Msg> {
     if (p.afterSeq !== undefined) sub.after_seq = p.afterSeq;
     this.ws.on('open', () => this.ws.send(JSON.stringify(sub)));
     this.ws.on('message', (d) => {
-      const m = JSON.parse(d.toString()) as Msg;
-      if (m.type === 'error') this.fail(new PmtapeError(m.error?.status ?? 0, m.error?.code ?? 'error', m.error?.message ?? '', m.error?.request_id ?? null));
+      const m = JSON.parse((d as Buffer).toString()) as Msg; // ws's default binaryType delivers one Buffer
+      const e = m.error as ErrorBody | undefined;
+      if (m.type === 'error') this.fail(new PmtapeError(e?.status ?? 0, e?.code ?? 'error', e?.message ?? '', e?.request_id ?? null));
       else if (m.type !== 'subscribed') this.push(m);
     });
     this.ws.on('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
-        let e: Msg = {};
+        let e: ErrorBody = {};
         try {
-          e = (JSON.parse(body) as { error?: Msg }).error ?? {};
+          e = (JSON.parse(body) as { error?: ErrorBody }).error ?? {};
         } catch {
           // not an envelope
         }

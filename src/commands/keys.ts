@@ -4,7 +4,7 @@
 
 import type { Command } from 'commander';
 import { commonOptions, configFrom } from './common.js';
-import { createKey, listKeys, mergeKeyFile, printableName, revokeKey, type Plan } from '../api/plugins/keys.js';
+import { createKey, listKeys, mergeKeyFile, printableName, revokeKey } from '../api/plugins/keys.js';
 import type { Config } from '../config.js';
 
 /**
@@ -31,7 +31,7 @@ export function register(program: Command): void {
   ).action(async (opts: { dataDir?: string; config?: string; plan: string; name: string }) => {
     if (opts.plan !== 'free' && opts.plan !== 'paid') throw new Error(`--plan must be free or paid, got "${opts.plan}"`);
     const config = configFrom(opts);
-    const { record, key } = await createKey(config.dataDir, opts.plan as Plan, opts.name);
+    const { record, key } = await createKey(config.dataDir, opts.plan, opts.name);
     process.stdout.write(`${key}\n`);
     process.stderr.write(`created key ${record.id} (${record.plan}, "${printableName(record.name)}"); it is not shown again\n`);
     await share(config);

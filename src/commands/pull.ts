@@ -123,7 +123,7 @@ export function register(program: Command): void {
             process.stderr.write(`pull: ${files} file(s), ${(bytes / 1e6).toFixed(1)} MB listed by ${url}\n`);
             bar = progress('pull', files);
           },
-          onFile: (path, outcome) => (bar as Progress | null)?.tick(1, `${outcome} ${path}`),
+          onFile: (path, outcome) => (bar)?.tick(1, `${outcome} ${path}`),
           note: (line) => process.stderr.write(`pull: ${line}\n`),
         });
       } catch (e) {

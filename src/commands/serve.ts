@@ -44,8 +44,8 @@ export function register(program: Command): void {
     if (reader) {
       const { mountArchive } = await import('../storage/index.js');
       const warn = (m: string): void => void process.stderr.write(`${m}\n`);
-      const mount = await mountArchive(config.dataDir, config.storage.archive!, config.storage.archiveCacheBytes, warn);
-      process.stderr.write(`serve: reading ${mount.days().length} archived day(s) from ${config.storage.archive!.url}\n`);
+      const mount = await mountArchive(config.dataDir, config.storage.archive, config.storage.archiveCacheBytes, warn);
+      process.stderr.write(`serve: reading ${mount.days().length} archived day(s) from ${config.storage.archive.url}\n`);
       const endOf = (): number => {
         const last = mount.days().at(-1);
         return last === undefined ? -Infinity : dayStartMs(last)! + DAY_MS;
@@ -55,7 +55,7 @@ export function register(program: Command): void {
       timer.unref();
       // Keys come from the archive's copy (written by `pmtape keys` on the recorder hosts).
       const { followKeys } = await import('../storage/index.js');
-      const stopKeys = await followKeys(config.storage.archive!, keysPath(config.dataDir), KEYS_POLL_MS, warn);
+      const stopKeys = await followKeys(config.storage.archive, keysPath(config.dataDir), KEYS_POLL_MS, warn);
       stopRefresh = () => {
         clearInterval(timer);
         stopKeys();

@@ -278,7 +278,7 @@ export async function* readCapture(path: string): AsyncGenerator<CaptureItem> {
 
 /** The venue time of a raw message (its `timestamp`, or the first event's in a batch), or null. */
 export function sourceTimeOf(msg: unknown): number | null {
-  const first = Array.isArray(msg) ? msg[0] : msg;
+  const first: unknown = Array.isArray(msg) ? msg[0] : msg;
   if (!first || typeof first !== 'object') return null;
   const t = (first as { timestamp?: unknown; updatedAt?: unknown }).timestamp;
   const n = typeof t === 'string' ? Number(t) : typeof t === 'number' ? t : NaN;

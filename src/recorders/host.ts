@@ -10,7 +10,7 @@ import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type R
 import { removeDeadStatuses, removeStatus, writeStatus, type StatusFile } from './status.js';
 import { RECORDER_KINDS } from './venues.js';
 
-export interface HostStatus extends StatusFile {}
+export type HostStatus = StatusFile;
 
 export interface RecorderHost {
   readonly recorders: readonly Recorder[];

@@ -5,8 +5,8 @@
 
 import type { Config } from '../config.js';
 import { RecorderError, type RecorderErrorCode } from '../errors.js';
-import type { Family, Gap, GapReason, Observation, Recorded } from '../schema/observation.js';
-import type { AppendOptions, LogKey } from '../storage/index.js';
+import type { Family, Gap, GapReason, Observation } from '../schema/observation.js';
+import type { LogKey } from '../storage/index.js';
 import { recorderErrors, recorderGaps, recorderMessages } from '../metrics.js';
 import type { LogSink } from './sink.js';
 

@@ -158,8 +158,8 @@ export class LogSink {
     const s = this.slot(key);
     if ((s.paused !== null || s.resync !== null) && this.diverted(s, obs, opts)) return Promise.resolve(null);
     if (s.group) this.flushGroup(s); // records held by the frame go first
-    if (s.writer) return this.appendTo(s, key, obs, opts, true)!;
-    return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true)! : null));
+    if (s.writer) return this.appendTo(s, key, obs, opts, true);
+    return s.opening.then((w) => (w ? this.appendTo(s, key, obs, opts, true) : null));
   }
 
   /**
@@ -275,6 +275,8 @@ export class LogSink {
     if (this.unreportedRecords >= 256) this.reportMetrics();
   }
 
+  private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: false): undefined;
+  private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: true): Promise<Recorded | null>;
   private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: boolean): Promise<Recorded | null> | undefined {
     const w = s.writer!;
     const o = this.clamp(s, obs);

@@ -150,14 +150,14 @@ export function clobMount(ctx: SimContext, source: ClobSource): SimMount {
       ws.on('close', () => conns.delete(c));
       ws.on('error', () => undefined);
       ws.on('message', (data) => {
-        const text = data.toString();
+        const text = (data as Buffer).toString(); // ws's default binaryType delivers one Buffer
         if (text === 'PING') {
           if (!c.stalled && ws.readyState === WebSocket.OPEN) ws.send('PONG');
           return;
         }
         let msg: { assets_ids?: unknown; operation?: unknown; type?: unknown; initial_dump?: unknown };
         try {
-          msg = JSON.parse(text);
+          msg = JSON.parse(text) as typeof msg;
         } catch {
           return;
         }

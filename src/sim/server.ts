@@ -126,7 +126,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   }
   const tuning = scaledTuning(windowScale);
   config.upstreams = upstreams;
-  config.recorders = { ...tuning, ...((config.recorders as object | undefined) ?? {}) };
+  config.recorders = { ...tuning, ...((config.recorders) ?? {}) };
   if (config.stale_after_ms === undefined) config.stale_after_ms = Math.max(1000, tuning.ping_interval_ms * 3);
 
   return {

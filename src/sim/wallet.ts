@@ -217,7 +217,7 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
     sock.on('message', (raw) => {
       let msg: { method?: unknown; requestId?: unknown; params?: unknown; data?: unknown };
       try {
-        msg = JSON.parse(raw.toString());
+        msg = JSON.parse((raw as Buffer).toString()) as typeof msg; // ws's default binaryType delivers one Buffer
       } catch {
         return send(JSON.stringify({ type: 'R', requestId: null, success: false, error: { code: 'INVALID_JSON', message: 'cannot parse request' } }));
       }

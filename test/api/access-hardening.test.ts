@@ -7,7 +7,7 @@ import t from 'tap';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compactDay } from '../../src/storage/testing.js';
-import { bookRecords, catalog, coinMarket, keysFor, seedAll, T0, testApp, testConfig, tmpDataDir, walletMarket, writeLog, yesnoMarket } from './helpers.js';
+import { bookRecords, catalog, coinMarket, keysFor, seedAll, T0, testApp, testConfig, tmpDataDir, walletMarket, writeLog } from './helpers.js';
 import { startServer, TestClient } from './stream-helpers.js';
 
 const DAY = '2026-07-26';

@@ -73,8 +73,8 @@ function startServe(t: any, dir: string): Promise<{ url: string; child: ReturnTy
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    child.stdout!.on('data', (d) => {
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d) => {
       out += d;
       const m = /^ready (\S+)$/m.exec(out);
       if (m) resolve({ url: m[1], child });

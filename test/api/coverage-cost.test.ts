@@ -47,7 +47,7 @@ t.test('the coverage list answers what the logs say, follows appends, and a mark
   const list = async (): Promise<{ market_id: string; datasets: Record<string, unknown> }[]> => {
     const res = await app.inject({ url: '/v3/coverage?family=coin&limit=1000', headers: { authorization: `Bearer ${keys.free}` } });
     t.equal(res.statusCode, 200);
-    return (res.json() as { data: { market_id: string; datasets: Record<string, unknown> }[] }).data;
+    return res.json<{ data: { market_id: string; datasets: Record<string, unknown> }[] }>().data;
   };
   for (let pass = 0; pass < 2; pass++) { // read, then from the cache
     const data = await list();
@@ -58,7 +58,7 @@ t.test('the coverage list answers what the logs say, follows appends, and a mark
   await writeLog(dir, 'coin', 'books', 'cov-a', bookRecords(['cov-a-up'], { start: t0 + 60_000, n: 3, stepMs: 100, seed: 5 }));
   const want = await direct(dir, 'cov-a');
   const one = await app.inject({ url: '/v3/coverage?market_id=cov-a', headers: { authorization: `Bearer ${keys.free}` } });
-  t.same((one.json() as { data: { datasets: unknown } }).data.datasets, want, 'one market\'s coverage: the append at once');
+  t.same(one.json<{ data: { datasets: unknown } }>().data.datasets, want, 'one market\'s coverage: the append at once');
   const seen = await waitFor(async () => (await list()).find((d) => d.market_id === 'cov-a' && JSON.stringify(d.datasets) === JSON.stringify(want)), 20_000, 100);
   t.ok(seen, 'the list shows the append');
 });

@@ -98,7 +98,7 @@ t.test('datasets routes', async (t) => {
     t.equal((await json('/v3/datasets?family=wallet-prediction', free)).body.error.code, 'plan_required');
     const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, free);
     t.equal(r.status, 403);
-    t.equal(((await r.json()) as any).error.code, 'plan_required');
+    t.equal(((await r.json())).error.code, 'plan_required');
     t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, paid)).status, 200);
     t.equal((await json('/v3/datasets', null)).body.error.code, 'unauthorized');
   });
@@ -140,7 +140,7 @@ t.test('datasets routes', async (t) => {
     const bad = await get(`/v3/datasets/files/${file}`, free, { range: `bytes=${onDisk.length}-` });
     t.equal(bad.status, 416);
     t.equal(bad.headers.get('content-range'), `bytes */${onDisk.length}`);
-    t.equal(((await bad.json()) as any).error.status, 416);
+    t.equal(((await bad.json())).error.status, 416);
     const stale = await get(`/v3/datasets/files/${file}`, free, { range: 'bytes=0-3', 'if-range': '"not-the-etag"' });
     t.equal(stale.status, 200, 'If-Range with another ETag gets the whole file');
     await stale.arrayBuffer();
@@ -226,7 +226,7 @@ t.test('datasets routes', async (t) => {
   });
 
   t.test('both routes publish their parameters and responses in the OpenAPI document', async (t) => {
-    const doc = (await (await fetch(`${url}/docs/json`)).json()) as any;
+    const doc = (await (await fetch(`${url}/docs/json`)).json());
     const files = doc.paths['/v3/datasets/files/{*}'].get;
     t.match(files.parameters, [{ in: 'path', name: '*', required: true }]);
     t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429', '500']);
@@ -251,7 +251,7 @@ t.test('datasets routes', async (t) => {
     ];
     for (const a of attempts) {
       const r = await get(`/v3/datasets/files/${a}`, paid);
-      const body = (await r.json()) as any;
+      const body = (await r.json());
       t.equal(r.status, body.error?.status === 400 ? 400 : 404, `${a} → ${r.status}`);
       t.ok(body.error?.request_id, 'error envelope');
     }

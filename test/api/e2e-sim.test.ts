@@ -19,12 +19,12 @@ function launch(t: any, args: string[]): Promise<{ child: ChildProcess; ready: s
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
-    child.stdout!.on('data', (d) => {
+    child.stdout.on('data', (d) => {
       out += d;
       const m = /^ready (\S+)$/m.exec(out);
       if (m) resolve({ child, ready: m[1] });
     });
-    child.stderr!.on('data', (d) => (err += d));
+    child.stderr.on('data', (d) => (err += d));
     child.on('exit', (c) => reject(new Error(`${args[0]} exited ${c}: ${err.slice(-2000)}`)));
   });
 }

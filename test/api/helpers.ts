@@ -78,7 +78,7 @@ export const yesnoMarket: YesNoMarket = {
 
 type W = { append(o: Observation, opts?: { checkpoint?: boolean }): Promise<unknown>; close(): Promise<void>; backpressure: boolean; drained(): Promise<void> };
 
-export async function writeLog(dataDir: string, family: Family, stream: StreamName, market: string, recs: Observation[], checkpointEvery = 0): Promise<void> {
+export async function writeLog(dataDir: string, family: Family, stream: StreamName, market: string, recs: Observation[]): Promise<void> {
   const w = (await openWriter(dataDir, { family, stream, market }, { fsyncIntervalMs: 2, fsyncMaxRecords: 100_000 })) as W;
   // Appends resolve on fsync (group commit): queue them all, honour backpressure, await once.
   const acks: Promise<unknown>[] = [];
@@ -150,8 +150,8 @@ export function bookRecords(tokens: string[], opts: { start: number; n: number; 
         const st = state.get(k)!;
         return {
           token_id: k,
-          bids: [...st.bids].sort((a, b) => Number(b[0]) - Number(a[0])) as [string, string][],
-          asks: [...st.asks].sort((a, b) => Number(a[0]) - Number(b[0])) as [string, string][],
+          bids: [...st.bids].sort((a, b) => Number(b[0]) - Number(a[0])),
+          asks: [...st.asks].sort((a, b) => Number(a[0]) - Number(b[0])),
         };
       });
       out.push({ type: 'book_checkpoint', units: 'decimal', books, recv_ts: t, source_ts: null });

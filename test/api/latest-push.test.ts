@@ -35,9 +35,9 @@ function serve(t: { teardown(fn: () => unknown): void }, dataDir: string): Promi
   });
   t.teardown(() => void (child.exitCode === null && child.kill('SIGKILL')));
   let err = '';
-  child.stderr!.on('data', (d) => (err += d));
+  child.stderr.on('data', (d) => (err += d));
   return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (l) => {
+    createInterface({ input: child.stdout }).on('line', (l) => {
       const m = /^ready (\S+)$/.exec(l);
       if (m) resolve(m[1]);
     });
@@ -74,8 +74,8 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PMTAPE_LOG_LEVEL: 'silent' } });
     let out = '';
-    p.stdout!.on('data', (d) => (out += d));
-    p.stderr!.on('data', (d) => (out += d));
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
     p.once('exit', (code) => resolve({ code, out }));
   });
 }

@@ -107,17 +107,18 @@ export function pmtape(baseUrl: string, key: string) {
 `;
 
 /**
- * The project's own tsc (TypeScript 7): its native executable, found as its `bin/tsc` shim finds it.
- * Not the shim itself: the test runner's process hooks, passed on to node children, cannot load it.
+ * The project's own tsc (TypeScript 7, installed as `@typescript/native`: the name `typescript` is the
+ * classic TypeScript 6 that typescript-eslint needs): its native executable, found as its `bin/tsc` shim
+ * finds it. Not the shim itself: the test runner's process hooks, passed on to node children, cannot load it.
  */
 async function tsc(dir: string, args: string[]): Promise<{ code: number | null; out: string }> {
-  const lib = pathToFileURL(join(REPO, 'node_modules', 'typescript', 'lib', 'getExePath.js')).href;
+  const lib = pathToFileURL(join(REPO, 'node_modules', '@typescript', 'native', 'lib', 'getExePath.js')).href;
   const exe = ((await import(lib)) as { default: () => string }).default();
   return new Promise((resolve) => {
     // Asynchronous: the serve child's output keeps being read meanwhile.
     execFile(exe, ['-p', join(dir, 'tsconfig.json'), ...args], { encoding: 'utf8', timeout: 300_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      resolve({ code, out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? String(err) : ''}` });
+      resolve({ code, out: `${stdout}${stderr}${err && typeof err.code !== 'number' ? err.message : ''}` });
     });
   });
 }
@@ -213,7 +214,7 @@ t.test('any route whose querystring has no properties documents no parameters, a
   app.get('/v3/thing/:market_id', { config: { plan: 'paid' }, schema: { querystring: { type: 'object' } } }, async () => ({}));
   app.get('/v3/list', { config: { plan: 'free' }, schema: {} }, async () => ({}));
   await app.ready();
-  const doc = (await app.inject({ url: '/docs/json' })).json() as Doc;
+  const doc = (await app.inject({ url: '/docs/json' })).json<Doc>();
   await t.resolves(SwaggerParser.validate(structuredClone(doc) as never), 'valid');
   t.same(doc.paths['/open'].get.parameters ?? [], []);
   t.same(Object.keys(doc.paths['/open'].get.responses), ['400', '500']);

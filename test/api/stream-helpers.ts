@@ -125,7 +125,7 @@ export class TestClient {
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (d) => {
-      this.msgs.push(JSON.parse(d.toString()) as Record<string, unknown>);
+      this.msgs.push(JSON.parse((d as Buffer).toString()) as Record<string, unknown>);
       for (const l of this.listeners) l();
     });
     this.closed = new Promise((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
@@ -139,7 +139,7 @@ export class TestClient {
       ws.once('open', () => resolve(new TestClient(ws)));
       ws.once('unexpected-response', (_req, res) => {
         let body = '';
-        res.on('data', (c: Buffer) => (body += c));
+        res.on('data', (c: Buffer) => (body += c.toString()));
         res.on('end', () => reject(Object.assign(new Error(`upgrade refused ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) })));
       });
       ws.once('error', reject);

@@ -50,7 +50,7 @@ t.test('prepared frames of every length class parse in a real ws client', async 
   await new Promise<void>((resolve, reject) => {
     client.on('message', (d, isBinary) => {
       t.notOk(isBinary, 'a text frame');
-      got.push(d.toString());
+      got.push((d as Buffer).toString());
       if (got.length === payloads.length) resolve();
     });
     client.on('error', reject);

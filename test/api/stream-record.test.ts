@@ -20,9 +20,9 @@ function startCli(t: { teardown(fn: () => unknown): void }, args: string[]): Pro
   });
   let out = '';
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+  child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
   return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /^ready (\S+)/m.exec(out);
       if (m) resolve({ child, url: m[1] });

@@ -76,7 +76,7 @@ export async function cuttingProxy(t: Tap, target: string, cutAfter: number): Pr
 }
 
 /** GET helpers that bypass the clients: one JSON answer, and every item of a paged route (following next_cursor). */
-export function rawApi(base: string, key: string): { raw(path: string): Promise<any>; rawPages(path: string): Promise<any[]> } {
+export function rawApi(base: string, key: string): { raw: (path: string) => Promise<any>; rawPages: (path: string) => Promise<any[]> } {
   const raw = async (path: string): Promise<any> => (await fetch(base + path, { headers: { authorization: `Bearer ${key}` } })).json();
   const rawPages = async (path: string): Promise<any[]> => {
     const out: any[] = [];

@@ -23,7 +23,7 @@ t.test('listed paths map under DIR; anything that could leave it or collide with
     '.pmtape-pull.json', 'a/b\u0000.parquet', 'a/b c.parquet', 'x'.repeat(1100), 'C:\\x', 42, null,
   ]) {
     const got = localPaths(out, bad);
-    t.type(got, 'string', `${JSON.stringify(bad)?.slice(0, 40)} is refused (${String(got).slice(0, 60)})`);
+    t.type(got, 'string', `${JSON.stringify(bad)?.slice(0, 40)} is refused (${JSON.stringify(got).slice(0, 60)})`);
   }
   t.equal(fileUrlPath('family=coin/dataset=books/date=2026-07-26/a b.parquet'), 'family=coin/dataset=books/date=2026-07-26/a%20b.parquet');
   t.notOk(String((ok as { dest: string }).dest).split(sep).includes('..'));

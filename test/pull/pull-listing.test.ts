@@ -28,7 +28,7 @@ async function listingServer(t: { teardown(fn: () => unknown): void }, handler: 
     s.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
       stats.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
       return write(chunk, ...rest);
-    }) as typeof s.write;
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => {

@@ -28,8 +28,8 @@ function run(args: string[], timeoutMs = 180_000): Promise<Run> {
     const p = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
     p.on('close', (code) => {
       clearTimeout(timer);
@@ -44,8 +44,8 @@ async function startSimProcess(dir: string): Promise<{ proc: ChildProcess; cfg: 
   const proc = spawn(process.execPath, [CLI, 'sim', '--window-scale', '0.01', '--config-out', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let out = '';
-    proc.stdout!.on('data', (d: Buffer) => {
-      out += d;
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
       if (out.includes('ready ')) resolve();
     });
     proc.on('exit', (c) => reject(new Error(`sim exited ${c}`)));
@@ -163,7 +163,7 @@ t.test('backfill catalog against the emulators', async (t) => {
     const get = async (url: string): Promise<Record<string, unknown>[]> => {
       const res = await app.inject({ url, headers: { authorization: `Bearer ${key}` } });
       t.equal(res.statusCode, 200, url);
-      return (res.json() as { data: Record<string, unknown>[] }).data ?? [];
+      return res.json<{ data: Record<string, unknown>[] }>().data ?? [];
     };
     // The coin record carries status and the venue's own object (resolution prices, volume).
     const coin = (await get('/v3/btc/markets?limit=200')).filter((m) => m.status === 'resolved');

@@ -20,8 +20,12 @@ function scan(text: string, size: number): { items: CaptureItem[]; at: number[];
   const items: CaptureItem[] = [];
   const at: number[] = [];
   let k = 0;
-  for (let i = 0; i < b.length; i += size, k++) for (const x of sc.push(b.subarray(i, i + size))) (items.push(x), at.push(k));
-  for (const x of sc.end()) (items.push(x), at.push(k));
+  const keep = (x: CaptureItem): void => {
+    items.push(x);
+    at.push(k);
+  };
+  for (let i = 0; i < b.length; i += size, k++) for (const x of sc.push(b.subarray(i, i + size))) keep(x);
+  for (const x of sc.end()) keep(x);
   return { items, at, chunks: k };
 }
 const msgs = (items: CaptureItem[]) => items.flatMap((x) => ('message' in x ? [x.message] : []));

@@ -18,7 +18,7 @@ t.test('a dropped catalogue event marks its market stale until one is written', 
   t.teardown(() => sink.close());
   const key = { family: 'coin', stream: 'catalog', market: coinMarket.market_id } as const;
   const ev = (ts: number, status: 'open' | 'resolved'): CatalogEvent =>
-    ({ type: 'catalog', event: status === 'open' ? 'listed' : 'resolved', changed: ['status'], market: { ...coinMarket, status }, recv_ts: ts, source_ts: null }) as CatalogEvent;
+    ({ type: 'catalog', event: status === 'open' ? 'listed' : 'resolved', changed: ['status'], market: { ...coinMarket, status }, recv_ts: ts, source_ts: null });
   const u = new UnwrittenCatalog();
   const T = Date.now();
   t.equal(await u.append(sink, key, ev(T, 'open')), true, 'written');

@@ -32,7 +32,7 @@ export function tempDir(prefix = 'pmtape-rec-'): string {
 
 /** Writes `sim.config` (plus overrides) to a file and loads it like `--config` would. */
 export function simConfig(simCfg: Record<string, unknown>, dataDir: string, over: Record<string, unknown> = {}): { config: Config; file: string } {
-  const merged: Record<string, unknown> = { ...simCfg, ...over, recorders: { ...(simCfg.recorders as object), ...((over.recorders as object) ?? {}) } };
+  const merged: Record<string, unknown> = { ...simCfg, ...over, recorders: { ...(simCfg.recorders as object), ...((over.recorders) ?? {}) } };
   const file = join(dataDir, 'recorder-config.json');
   writeFileSync(file, JSON.stringify(merged));
   return { config: loadConfig({ config: file, dataDir }, {}), file };
@@ -83,13 +83,14 @@ export const gapsOf = (recs: readonly Recorded[]) => recs.filter((r): r is Extra
 
 export function waitFor(pred: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
   const until = Date.now() + timeoutMs;
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
+    // A predicate that throws rejects the wait (it once became an unhandled rejection from a timer).
     const tick = async (): Promise<void> => {
       if (await pred()) return resolve(true);
       if (Date.now() > until) return resolve(false);
-      setTimeout(tick, stepMs);
+      setTimeout(() => void tick().catch(reject), stepMs);
     };
-    void tick();
+    tick().catch(reject);
   });
 }
 

@@ -16,11 +16,11 @@ function startRecord(file: string, dir: string): { child: ChildProcess; ready: P
   let out = '';
   let err = '';
   const ready = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       if (/^ready /m.test(out)) resolve();
     });
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('exit', (code) => reject(new Error(`record exited ${code} before ready: ${err.slice(0, 500)}`)));
   });
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -79,7 +79,7 @@ t.test('WebSocket: a closed connection is reported as disconnected and reopened'
   let connections = 0;
   wss.on('connection', (ws) => {
     connections++;
-    ws.on('message', (m) => m.toString() === 'PING' && ws.send('PONG'));
+    ws.on('message', (m) => (m as Buffer).toString() === 'PING' && ws.send('PONG'));
     ws.send('hello');
     if (connections === 1) setTimeout(() => ws.close(), 100);
   });

@@ -1,9 +1,10 @@
 // The README and every page under docs/ link each other by relative paths and #anchors; a moved
 // section or a renamed heading must not leave a dead link. The checker is first shown to catch
-// broken files and anchors on a page written here, then run on the real pages.
+// broken files and anchors on a page written here, then run on the real pages. The README stays a
+// guide (at most 15,000 bytes): detail goes to a page under docs/ and the README links it.
 
 import t from 'tap';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO, tempDir } from './helpers.js';
 import { brokenLinks, headingSlugs, linksOf } from './markdown-links.js';
@@ -67,4 +68,10 @@ t.test('every docs page is linked from the README and links back to it', async (
     t.ok(linksOf(readme).some((l) => l.target.split('#')[0] === p), `README links ${p}`);
     t.ok(linksOf(readFileSync(join(REPO, p), 'utf8')).some((l) => l.target.startsWith('../README.md')), `${p} links back to the README`);
   }
+});
+
+t.test('the README is a guide of at most 15,000 bytes', (t) => {
+  const bytes = statSync(join(REPO, 'README.md')).size;
+  t.ok(bytes <= 15_000, `README.md is ${bytes} bytes (at most 15,000: move detail into docs/ and link it)`);
+  t.end();
 });

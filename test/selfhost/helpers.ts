@@ -46,7 +46,7 @@ export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessE
   const exited = new Promise<number | string>((res) => proc.on('exit', (code, sig) => res(code ?? sig ?? -1)));
   const ready = new Promise<string>((res, rej) => {
     const timer = setTimeout(() => rej(new Error(`no ready line from ${args.join(' ')} within ${opts.readyTimeoutMs ?? 30000} ms\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`)), opts.readyTimeoutMs ?? 30000);
-    proc.stdout!.on('data', (d: Buffer) => {
+    proc.stdout.on('data', (d: Buffer) => {
       child.stdout += d.toString();
       const m = /^ready (\S+)$/m.exec(child.stdout);
       if (m) {
@@ -54,7 +54,7 @@ export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessE
         res(m[1]);
       }
     });
-    proc.stderr!.on('data', (d: Buffer) => (child.stderr += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (child.stderr += d.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
       rej(new Error(`${args.join(' ')} exited (${code}) before ready\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`));

@@ -180,11 +180,11 @@ t.test('the page shows a market\'s history, its book at any instant, its Parquet
   if (Date.parse(pick.start_time) <= Date.now()) {
     const before = drawn.from;
     await page.selectOption('#history-range', '15m');
-    await page.waitForFunction((f) => Number((document.querySelector('#history svg') as SVGElement | null)?.dataset.from) !== f, before, { timeout: 60_000 });
+    await page.waitForFunction((f) => Number(document.querySelector<SVGElement>('#history svg')?.dataset.from) !== f, before, { timeout: 60_000 });
     const m15 = await page.$$eval('#history svg line.marker', (ls) => ls.map((l) => l.getAttribute('data-marker')));
     t.ok(m15.includes('start'), `over the last 15 minutes the window start is marked (${m15.join(', ')})`);
     await page.selectOption('#history-range', 'life');
-    await page.waitForFunction((f) => Number((document.querySelector('#history svg') as SVGElement | null)?.dataset.from) === f, before, { timeout: 60_000 });
+    await page.waitForFunction((f) => Number(document.querySelector<SVGElement>('#history svg')?.dataset.from) === f, before, { timeout: 60_000 });
   }
   const interval = await page.$eval('#history svg', (s) => (s as SVGElement).dataset.interval);
   t.equal(interval, '1s', 'a young market is drawn at 1 s');

@@ -74,7 +74,7 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
   const db = await DuckDBInstance.create(':memory:');
   const con = await db.connect();
   t.teardown(() => con.closeSync());
-  const rows = async (sql: string): Promise<Record<string, unknown>[]> => (await con.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  const rows = async (sql: string): Promise<Record<string, unknown>[]> => (await con.runAndReadAll(sql)).getRowObjectsJS();
 
   // One schema per (family, dataset) across all its dates, and no column named like a partition key.
   const byPair = new Map<string, { file: string; schema: string }[]>();
@@ -87,7 +87,7 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
     const names = cols.map((c) => String(c.name));
     for (const key of ['family', 'dataset', 'date']) t.notOk(names.includes(key), `${relative(root, file)} has no column "${key}" (it would clash with the partition column)`);
     for (const c of cols.filter((c) => c.name === 'receive_time' || c.name === 'source_time')) {
-      t.match(String(c.logical_type), /isAdjustedToUTC=1.*MICROS=MicroSeconds/, `${c.name} is TIMESTAMP(MICROS, UTC) in ${relative(root, file)}`);
+      t.match(String(c.logical_type), /isAdjustedToUTC=1.*MICROS=MicroSeconds/, `${String(c.name)} is TIMESTAMP(MICROS, UTC) in ${relative(root, file)}`);
     }
   }
   const multiDay = [...byPair.entries()].filter(([, files]) => files.length > 1);

@@ -51,7 +51,7 @@ t.test('the market WebSocket sends a batched initial dump, streams changes and a
   const ws = new WebSocket(`${sim.url.replace('http', 'ws')}/clob/ws/market`);
   t.teardown(() => ws.terminate());
   const frames: string[] = [];
-  ws.on('message', (d) => frames.push(d.toString()));
+  ws.on('message', (d) => frames.push((d as Buffer).toString()));
   await new Promise((r) => ws.once('open', r));
   ws.send(JSON.stringify({ assets_ids: tokens, type: 'market', initial_dump: true }));
   ws.send('PING');
@@ -195,7 +195,7 @@ t.test('--replay keeps the recorded pace of {recv_ts, msg} lines (scaled by the 
   t.teardown(() => ws.terminate());
   const at: number[] = [];
   ws.on('message', (d) => {
-    if (d.toString() !== 'PONG') at.push(Date.now());
+    if ((d as Buffer).toString() !== 'PONG') at.push(Date.now());
   });
   await new Promise((r) => ws.once('open', r));
   ws.send(JSON.stringify({ assets_ids: [String(burst[0].asset_id)], type: 'market' }));

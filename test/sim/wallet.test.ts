@@ -33,7 +33,7 @@ async function client(t: Test, url: string, echo = false) {
   const frames: any[] = [];
   let closed: { code: number } | null = null;
   ws.on('message', (d) => {
-    const f = JSON.parse(d.toString());
+    const f = JSON.parse((d as Buffer).toString());
     frames.push(f);
     if (echo && f.topic === 'heartbeat') ws.send(JSON.stringify({ method: 'heartbeat', data: f.data }));
   });

@@ -28,7 +28,7 @@ async function rowsOf(dir: string, family: string, where = 'true'): Promise<Reco
   try {
     const glob = `${dir}/parquet/family=${family}/dataset=book_snapshots/**/*.parquet`;
     return (await conn.runAndReadAll(`SELECT epoch_ms(bucket_start) AS t, epoch_ms(receive_time) AS recv_ms, * EXCLUDE (bucket_start) FROM read_parquet('${glob}', hive_partitioning = true)
-      WHERE ${where} ORDER BY bucket_start, token_id`)).getRowObjectsJS() as Record<string, unknown>[];
+      WHERE ${where} ORDER BY bucket_start, token_id`)).getRowObjectsJS();
   } finally {
     conn.closeSync();
     db.closeSync();
@@ -161,7 +161,7 @@ t.test('deep books: every level of every row is the book the records make at the
     }
     const got: Record<string, string | null> = {};
     for (const c of levels) got[c] = r[c] === null ? null : Number(r[c]).toFixed(8);
-    if (JSON.stringify(got) !== JSON.stringify(want) && bad++ < 3) t.fail(`${new Date(Number(r.t)).toISOString()} ${r.token_id}`, { got, want });
+    if (JSON.stringify(got) !== JSON.stringify(want) && bad++ < 3) t.fail(`${new Date(Number(r.t)).toISOString()} ${String(r.token_id)}`, { got, want });
     const levelsNow = JSON.stringify(got);
     if (prev.has(r.token_id as string) && prev.get(r.token_id as string) !== levelsNow) changedRows++;
     prev.set(r.token_id as string, levelsNow);

@@ -75,7 +75,7 @@ t.test('reads are identical before and after compaction and log deletion', async
     const r = openReader(dir, k);
     before.set(JSON.stringify(k), await observe(r));
     const items = await all(r.read('start'));
-    cursors.set(JSON.stringify(k), [items[5]?.pos, items[Math.floor(items.length / 2)]?.pos].filter(Boolean) as Position[]);
+    cursors.set(JSON.stringify(k), [items[5]?.pos, items[Math.floor(items.length / 2)]?.pos].filter((p): p is Position => Boolean(p)));
   }
 
   // Small part files, so partitions span several files and markets several row groups.

@@ -15,7 +15,7 @@ import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { ROW_GROUP_ROWS, segmentsOf } from '../../src/storage/parquet/publish.js';
 import { parquetStore } from '../../src/storage/parquet/reader.js';
 import { indexFilePath, listMarkets, logFilePath } from '../../src/storage/paths.js';
-import { FAMILIES, type Family } from '../../src/schema/observation.js';
+import { FAMILIES } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { LogReader, ReadItem } from '../../src/storage/types.js';
 import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
@@ -128,7 +128,7 @@ t.test('verify names a partition whose footer and manifest disagree on the schem
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await writeFixture(dir, { days: [dayOld], booksPerDay: 50, coinMarkets: 1 });
   await writeV1Day(dir, dayOld);
-  const pdir = partitionDir(dir, 'coin' as Family, 'books', dayOld);
+  const pdir = partitionDir(dir, 'coin', 'books', dayOld);
   const m = (await readManifest(pdir))!;
   await writeManifest(pdir, { ...m, files: m.files.map((f) => ({ ...f, schema_version: 2 })) });
   const bad = (await checkPartitions(dir, false)).filter((c) => !c.ok);

@@ -16,7 +16,7 @@ import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { decodeDecimal, encodeDecimal } from '../../src/storage/parquet/decimal.js';
 import { partitionDir } from '../../src/storage/parquet/manifest.js';
 import { columnsOf } from '../../src/storage/parquet/datasets.js';
-import type { BookSnapshot, Observation } from '../../src/schema/observation.js';
+import type { BookSnapshot } from '../../src/schema/observation.js';
 import { duckExpr, polarsExpr } from '../api/engine-text.js';
 import { catalog, keysFor, testApp, testConfig, tmpDataDir, walletMarket, writeLog, T0 } from '../api/helpers.js';
 
@@ -77,7 +77,7 @@ t.test('adversarial numbers: every day compacts, set-aside records are whole, AP
       }
       for (const b of books) for (const [px, sz] of [...b.bids, ...b.asks]) if (/e|^-/.test(px + sz)) throw new Error(`not plain decimal text: ${px} ${sz}`);
       await writeLog(dir, 'wallet-prediction', 'catalog', id, [catalog({ ...walletMarket, market_id: id }, T0 - 1000)]);
-      await writeLog(dir, 'wallet-prediction', 'books', id, books as Observation[]);
+      await writeLog(dir, 'wallet-prediction', 'books', id, books);
       expected.set(id, books);
     }
     const rs = await compactDay(dir, DAY);
@@ -95,7 +95,7 @@ t.test('adversarial numbers: every day compacts, set-aside records are whole, AP
         // Set aside: exactly the records whose text does not fit, each whole.
         const bad = books.map((b, i) => ({ b, seq: i + 1 })).filter(({ b }) => !fits(b));
         const mine = aside.filter((a) => a.market === id);
-        if (JSON.stringify(mine.map((a) => a.seq)) !== JSON.stringify(bad.map((x) => x.seq))) throw new Error(`${id}: set aside ${mine.map((a) => a.seq)} but ${bad.map((x) => x.seq)} do not fit`);
+        if (JSON.stringify(mine.map((a) => a.seq)) !== JSON.stringify(bad.map((x) => x.seq))) throw new Error(`${id}: set aside ${mine.map((a) => a.seq).join(',')} but ${bad.map((x) => x.seq).join(',')} do not fit`);
         for (const [k, a] of mine.entries()) if (sorted(a.record) !== sorted({ ...bad[k].b, seq: bad[k].seq })) throw new Error(`${id} seq ${a.seq}: the set-aside record differs from the one logged: ${sorted(a.record).slice(0, 300)} vs ${sorted({ ...bad[k].b, seq: bad[k].seq }).slice(0, 300)}`);
         setAside += mine.length;
         // Stored: every other record (a day whose every record was set aside has no part file: issue 34 §3), its level texts exact, in order.

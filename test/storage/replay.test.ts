@@ -181,7 +181,7 @@ t.test('replay over a compacted day and the open log', async (t) => {
     const first = await it.next();
     t.equal((first.value as ReplayItem).pos.day, today);
     t.equal(heldReaders(path), 1, 'a pass in progress holds the file');
-    await it.return!(undefined);
+    await it.return(undefined);
     t.equal(heldReaders(path), 0, 'return() released it');
     for await (const x of view.replay({ seq: truth[1200].rec.seq })) if (x.rec.seq >= truth[1202].rec.seq) break;
     t.equal(heldReaders(path), 0, 'so does a break');

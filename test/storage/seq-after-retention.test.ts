@@ -38,7 +38,7 @@ t.test('seq continues after the last compacted record once retention deleted eve
   await again.close();
   t.equal(next.seq, 31, 'the next record continues after the compacted seq 30');
 
-  const reader = await openReader(dir, KEY);
+  const reader = openReader(dir, KEY);
   const seqs: number[] = [];
   for await (const it of reader.read('start')) seqs.push(it.rec.seq);
   t.same(seqs, Array.from({ length: 31 }, (_, i) => i + 1), 'Parquet day and new log day read as one rising log');

@@ -37,7 +37,7 @@ function records(): Observation[] {
       { token_id: '2222', bids: [lv('0.50', '1')], asks: [lv('0.60', '5')] }] },
     book('1111', T0 + 1000, [lv('0.41', '7')]),
     { type: 'book_delta', token_id: '1111', changes: [{ side: 'bid', price: '0.35', size: '3' }], recv_ts: T0 + 2000, source_ts: null },
-    { type: 'tick_size', token_id: '1111', old_tick_size: '0.01', new_tick_size: '0.001', recv_ts: T0 + 2500, source_ts: null } as Observation,
+    { type: 'tick_size', token_id: '1111', old_tick_size: '0.01', new_tick_size: '0.001', recv_ts: T0 + 2500, source_ts: null },
     book('2222', T0 + 3000, [lv('0.52', '2'), lv('0.51', '4')]),
     { type: 'book_delta', token_id: '2222', changes: [{ side: 'bid', price: '0.52', size: '0' }], recv_ts: T0 + 4000, source_ts: null },
   ];

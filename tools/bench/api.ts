@@ -110,13 +110,13 @@ function spawnReady(args: string[], env: NodeJS.ProcessEnv): Promise<{ proc: Chi
   const [cmd, argv] = onCpus(PIN.servers, process.execPath, [...nodeArgs, ...args]);
   const proc = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] }); // taskset execs: same pid
   return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: proc.stdout! });
+    const lines = createInterface({ input: proc.stdout });
     lines.on('line', (l) => {
       const m = /^ready (\S+)/.exec(l);
       if (!m) return;
       // The rest (request log lines) is read and dropped, as a log collector would take it.
       lines.close();
-      proc.stdout!.resume();
+      proc.stdout.resume();
       resolve({ proc, url: m[1] });
     });
     proc.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
@@ -171,7 +171,7 @@ async function nodeJson<T>(args: string[], name: string): Promise<T> {
     const [cmd, argv] = onCpus(PIN.generator, process.execPath, args);
     const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'ignore'] });
     let text = '';
-    p.stdout!.on('data', (b: Buffer) => (text += b.toString()));
+    p.stdout.on('data', (b: Buffer) => (text += b.toString()));
     p.once('error', reject);
     p.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`${name} exited with ${code}`))));
   });

@@ -115,7 +115,7 @@ async function v1Bytes(dataDir: string, day: string): Promise<number> {
 async function curlGet(url: string, key: string): Promise<{ body: Buffer; ms: number } | null> {
   return new Promise((resolve, reject) => {
     execFile('curl', ['-sS', '--fail', '-H', `authorization: Bearer ${key}`, '-w', '\n%{time_total}', url], { maxBuffer: 256 << 20, encoding: 'buffer' }, (err, out) => {
-      if (err) return (err as NodeJS.ErrnoException).code === 'ENOENT' ? resolve(null) : reject(err);
+      if (err) return err.code === 'ENOENT' ? resolve(null) : reject(new Error(`curl ${url}: ${err.message}`, { cause: err }));
       const cut = out.lastIndexOf(10);
       resolve({ body: out.subarray(0, cut), ms: Number(out.subarray(cut + 1).toString()) * 1000 });
     });

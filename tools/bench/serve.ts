@@ -15,7 +15,7 @@ export async function startServe(dataDir: string): Promise<{ url: string; proc: 
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).on('line', (l) => {
+    createInterface({ input: proc.stdout }).on('line', (l) => {
       const m = /^ready (\S+)/.exec(l);
       if (m) resolve(m[1]);
     });

@@ -69,7 +69,7 @@ function startServer(dataDir: string): Promise<{ proc: ChildProcess; url: string
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   return new Promise((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).on('line', (l) => {
+    createInterface({ input: proc.stdout }).on('line', (l) => {
       const m = /^ready (\S+)/.exec(l);
       if (m) resolve({ proc, url: m[1].replace(/^http/, 'ws') + '/v3/stream' });
     });
@@ -182,7 +182,7 @@ function sampler(url: string, key: string, c: Clients, idx: number, app: Appende
 
 async function connect(url: string, key: string, n: number, app: Appender): Promise<Clients> {
   const samplers = Math.min(n, SAMPLERS);
-  const c: Clients = { sockets: [], lat: [], lastSeen: new Array(samplers).fill(0), sinkFrames: new Array(n - samplers).fill(0), delivered: 0 };
+  const c: Clients = { sockets: [], lat: [], lastSeen: new Array<number>(samplers).fill(0), sinkFrames: new Array<number>(n - samplers).fill(0), delivered: 0 };
   for (let i = 0; i < n; i += 50) {
     await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) => {
       const idx = i + k;

@@ -76,15 +76,15 @@ export function wrk(bin: string, url: string, headers: Record<string, string>, c
     const [cmd, argv] = onCpus(cpus, bin, args);
     const p = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    p.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-    p.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+    p.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    p.stderr.on('data', (b: Buffer) => (out += b.toString()));
     p.once('error', reject);
     p.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`wrk exited with ${code}:\n${out}`));
       try {
         resolve(parseWrk(out));
       } catch (err) {
-        reject(err as Error);
+        reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
   });

@@ -69,18 +69,17 @@ function errorHeaders(err: unknown): Record<string, string> {
 
 function toEnvelope(err: FastifyError | PmtapeError, req: FastifyRequest): { code: ErrorCode; message: string } {
   if (err instanceof PmtapeError) return { code: err.code, message: err.message };
-  const fe = err as FastifyError;
-  if (fe.validation) return { code: 'invalid_parameter', message: validationMessage(fe.validation as AjvError[], fe.validationContext) };
-  const status = fe.statusCode ?? 500;
+  if (err.validation) return { code: 'invalid_parameter', message: validationMessage(err.validation, err.validationContext) };
+  const status = err.statusCode ?? 500;
   if (status === 429) return { code: 'rate_limited', message: `Rate limit exceeded for this key; retry after the number of seconds in Retry-After.` };
   if (status === 404) return { code: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.` };
-  if (status === 401) return { code: 'unauthorized', message: fe.message };
+  if (status === 401) return { code: 'unauthorized', message: err.message };
   if (status === 416) {
     // From @fastify/static serving a dataset file: its Content-Range header (`bytes */<size>`) names the size.
     const size = /\/(\d+)$/.exec(String(errorHeaders(err)['Content-Range'] ?? ''))?.[1];
     return { code: 'range_not_satisfiable', message: `Header 'Range' asks for bytes outside the file${size ? ` (${size} bytes)` : ''}.` };
   }
-  if (status >= 400 && status < 500) return { code: 'invalid_parameter', message: fe.message };
+  if (status >= 400 && status < 500) return { code: 'invalid_parameter', message: err.message };
   return { code: 'internal', message: `Internal error; quote request_id ${req.id} when reporting it.` };
 }
 

@@ -7,7 +7,7 @@
 // A request counts from its key check until its answer is finished or its connection closed
 // (a streamed replay counts for as long as it streams).
 
-import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { PmtapeError } from '../../errors.js';
 
@@ -68,7 +68,7 @@ async function expensivePlugin(app: FastifyInstance, opts: { maxPerKey: number }
       done();
     };
     // Before the route's own pre-handlers, after the key check (onRequest) and the rate limit.
-    route.preHandler = [hook as preHandlerHookHandler, ...asArray(route.preHandler)];
+    route.preHandler = [hook, ...asArray(route.preHandler)];
   });
 }
 

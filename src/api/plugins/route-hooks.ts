@@ -9,7 +9,7 @@
 // Unmatched URLs reach no route: the not-found handler (error-handler.ts) sets their header and
 // tallies them as `unknown`.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, onSendHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { checkHeader } from './auth.js';
 import type { KeyStore } from './keys.js';
@@ -65,8 +65,8 @@ async function routeHooks(app: FastifyInstance, opts: { keys: KeyStore; requestL
         done(null, payload);
       };
     // First among the route's own onRequest hooks (anything added later sees `apiKey`), last on send.
-    route.onRequest = [onRequest as onRequestHookHandler, ...asArray(route.onRequest)];
-    route.onSend = [...asArray(route.onSend), onSend as onSendHookHandler];
+    route.onRequest = [onRequest, ...asArray(route.onRequest)];
+    route.onSend = [...asArray(route.onSend), onSend];
   });
 }
 

@@ -47,7 +47,7 @@ export class CatalogWatch {
   /** The family's watches by market (a refresh's loop over every market looks them up here). */
   of(family: Family): ReadonlyMap<string, LogChangeSubscription> {
     let m = this.subs.get(family);
-    if (!m) this.subs.set(family, (m = new Map()));
+    if (!m) this.subs.set(family, (m = new Map<string, LogChangeSubscription>()));
     return m;
   }
 

@@ -95,7 +95,7 @@ export class MarketsIndex {
     const id = `${family}\u0000${stream}\u0000${market}`;
     const hit = this.readers.get(id);
     if (hit) return hit;
-    const r = openReader(this.dataDir, { family, stream, market }); // compacted days included
+    const r = openReader(this.dataDir, { family, stream, market });
     if (this.readers.size >= 5000) this.readers.delete(this.readers.keys().next().value as string);
     this.readers.set(id, r);
     return r;

@@ -48,8 +48,8 @@ export class StatusBoard {
         const updated = Number(raw.updated_ts);
         if (!Number.isFinite(updated)) continue;
         const alive = now - updated <= STATUS_DEAD_AFTER_MS;
-        const connected = (raw.connected && typeof raw.connected === 'object' ? raw.connected : {}) as RecorderStatus['connected'];
-        const kinds = (raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {}) as RecorderStatus['kinds'];
+        const connected = (raw.connected && typeof raw.connected === 'object' ? raw.connected : {});
+        const kinds = (raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {});
         list.push({ pid: Number(raw.pid), updated_ts: updated, kinds, connected, alive, storage: storageOf(raw.storage) });
         if (!alive) continue;
         for (const [family, ids] of Object.entries(connected)) {

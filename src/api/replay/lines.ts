@@ -45,7 +45,7 @@ const HEADS = new WeakMap<ReplayMarket, Map<string, string>>();
 
 function headOf(m: ReplayMarket, type: string): string {
   let byType = HEADS.get(m);
-  if (!byType) HEADS.set(m, (byType = new Map()));
+  if (!byType) HEADS.set(m, (byType = new Map<string, string>()));
   let head = byType.get(type);
   if (head === undefined) byType.set(type, (head = `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":`));
   return head;

@@ -71,7 +71,7 @@ export class StreamClient {
     ws.on('pong', () => (this.alive = true));
     ws.on('message', (data, isBinary) => {
       this.alive = true;
-      const text = isBinary ? null : data.toString();
+      const text = isBinary ? null : (data as Buffer).toString(); // ws's default binaryType delivers one Buffer
       // Requests run one at a time; a client that piles up more than it lets us answer is cut off
       // rather than growing an unbounded backlog.
       if (++this.pending > MAX_PENDING_REQUESTS) {

@@ -53,7 +53,7 @@ export class StreamTracker {
   apply(rec: Recorded): TrackEvent {
     const changed = this.books.apply(rec);
     if (rec.type === 'gap') {
-      if (rec.end_ts === null) this.openGap = rec as Recorded<Gap>;
+      if (rec.end_ts === null) this.openGap = rec;
       else if (this.openGap && this.openGap.start_ts === rec.start_ts) this.openGap = null;
       return 'gap';
     }

@@ -101,7 +101,7 @@ export function parseClientMessage(raw: string): ParseResult {
   const o = msg as Record<string, unknown>;
   const rawId = o.id;
   const id = (typeof rawId === 'number' && Number.isSafeInteger(rawId)) || (typeof rawId === 'string' && rawId.length > 0 && rawId.length <= 64)
-    ? (rawId as number | string)
+    ? (rawId)
     : null;
   try {
     if (id === null) throw invalidParameter('id', 'is required: an integer (or a string of at most 64 characters) echoed in the reply');

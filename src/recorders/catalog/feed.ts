@@ -146,7 +146,7 @@ export class CatalogRecorder extends Recorder {
           return false;
         }
         for (const raw of marketsIn(body)) {
-          const ud = raw && typeof raw === 'object' ? upDownOf(raw as Parameters<typeof upDownOf>[0]) : null;
+          const ud = raw && typeof raw === 'object' ? upDownOf(raw) : null;
           if (!ud || !cfg.windows.includes(ud.window) || cfg.coins.includes(ud.coin) || this.discovered.has(ud.coin)) continue;
           this.discovered.add(ud.coin);
           this.deps.logger.info({ kind: this.kind, coin: ud.coin }, 'discovered a coin with up/down markets');

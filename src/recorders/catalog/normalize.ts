@@ -20,11 +20,11 @@ const SERIES_SLUG = /^([a-z0-9]+)-up-or-down-(\d+[smhd])$/;
 
 /** Decodes a field that is a JSON array, or a JSON array encoded in a string. */
 export function jsonList(v: unknown): unknown[] | null {
-  if (Array.isArray(v)) return v;
+  if (Array.isArray(v)) return v as unknown[];
   if (typeof v !== 'string') return null;
   try {
-    const p = JSON.parse(v);
-    return Array.isArray(p) ? p : null;
+    const p: unknown = JSON.parse(v);
+    return Array.isArray(p) ? (p as unknown[]) : null;
   } catch {
     return null;
   }
@@ -79,7 +79,7 @@ export function normalizeCatalogMarket(raw: unknown, nowMs: number): CoinMarket 
   const ud = upDownOf(m);
   if (!id || !cond || !labels || !tokens || labels.length !== 2 || tokens.length !== 2 || !ud) return null;
   if (!labels.every((l) => typeof l === 'string') || !tokens.every((t) => idText(t))) return null;
-  const outcomes = labels.map((label, i) => ({ label: label as string, token_id: idText(tokens[i])! }));
+  const outcomes = labels.map((label, i) => ({ label: label, token_id: idText(tokens[i])! }));
   const ev = Array.isArray(m.events) ? m.events[0] : undefined;
   const start = parseDate(m.eventStartTime) ?? parseDate(ev?.startTime) ?? (ud.startS !== null ? ud.startS * 1000 : null);
   const end = parseDate(m.endDate);

@@ -4,6 +4,7 @@
 
 import { openReader } from '../../storage/index.js';
 import type { Outcome } from '../../schema/market.js';
+import type { BookSnapshot } from '../../schema/observation.js';
 import { recordedMarkets, type ImportSession, type ImportTarget, type Importer } from '../importer.js';
 import { catalogChange } from '../catalog-diff.js';
 import { BOOK, ENVELOPE, MARKET, METRIC, TOPIC, WS } from './fields.js';
@@ -56,7 +57,7 @@ export const walletImporter: Importer = {
           const obs = normalizeFrame(msg, recvTs, outcomesOf);
           const id = frameMarketId(msg);
           if (id === null) return { out: [], skip: msg[WS.type] === WS.reply ? 'reply' : 'heartbeat or unknown topic' };
-          return book(id, obs.filter((o) => o.type === 'book') as ReturnType<typeof normalizeBookData>);
+          return book(id, obs.filter((o): o is BookSnapshot => o.type === 'book'));
         }
         if (isObj(msg) && isObj(msg.topic) && isObj(msg.market)) {
           const id = topicMarketId(msg.topic);
@@ -73,7 +74,10 @@ export const walletImporter: Importer = {
             if (!isObj(item)) continue;
             if (TOPIC.id in item) {
               const id = topicMarketId(item);
-              if (id !== null) (topics.set(id, item), ids.push(id));
+              if (id !== null) {
+                topics.set(id, item);
+                ids.push(id);
+              }
             } else if (MARKET.conditionId in item && (typeof item[MARKET.id] === 'number' || typeof item[MARKET.id] === 'string')) {
               const id = String(item[MARKET.id]);
               rawMarkets.set(id, item);

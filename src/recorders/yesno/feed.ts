@@ -122,7 +122,7 @@ export class YesNoRecorder extends Recorder {
     }
   }
 
-  private async get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown | null> {
+  private async get(path: string, query?: Record<string, string | number | undefined>): Promise<unknown> {
     try {
       const body = await this.rest.getJson(path, query);
       this.lastOkTs = Date.now();

@@ -220,7 +220,7 @@ export function eventSeries(raw: unknown): Array<[string, string]> {
 export const YESNO_CATALOG: CatalogRules<YesNoMarket> = {
   tracked: ['status', 'result', 'settlement_value_dollars', 'settlement_ts', 'open_time', 'close_time', 'title', 'event_ticker', 'series_ticker'],
   // Settlement fields exist only in the native object.
-  value: (m, f) => (f === 'settlement_value_dollars' || f === 'settlement_ts' ? (isObj(m.native) ? (m.native as Record<string, unknown>)[f] ?? null : null) : m[f as keyof YesNoMarket]),
+  value: (m, f) => (f === 'settlement_value_dollars' || f === 'settlement_ts' ? (isObj(m.native) ? (m.native)[f] ?? null : null) : m[f as keyof YesNoMarket]),
   resolves: (_prev, next, changed) => {
     const settled = changed.includes('result') || changed.includes('settlement_value_dollars') || changed.includes('settlement_ts');
     return settled && (next.result !== '' || YESNO_CATALOG.value!(next, 'settlement_ts') !== null);

@@ -88,7 +88,7 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       stopped = true;
       clearInterval(timer);
       // Terminating mid-run is safe: a partition appears whole or not at all; staging is cleaned next time.
-      const w = worker as Worker | null;
+      const w = worker;
       // A worker past its run is left to exit: terminating a thread that is unwinding native modules
       // (parquet-wasm, the crc32 addon) crashed the whole process with SIGSEGV once in the suite.
       if (w && !finishing) {

@@ -5,7 +5,7 @@
 
 import { rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Family } from '../../schema/observation.js';
+import type { Family, Recorded } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import type { LogKey } from '../types.js';
@@ -51,7 +51,7 @@ async function legacyRecords(p: LegacyPartition, want: ReadonlySet<string>): Pro
         if (!want.has(m)) continue;
         let list = out.get(m);
         if (!list) out.set(m, (list = []));
-        list.push({ rec: JSON.parse(recs.get(i) as string), checkpoint: cps.get(i) === true });
+        list.push({ rec: JSON.parse(recs.get(i) as string) as Recorded, checkpoint: cps.get(i) === true });
       }
     } finally {
       r.close();

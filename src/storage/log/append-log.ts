@@ -209,7 +209,9 @@ export class AppendLog implements LogWriter {
   private appendGroup(list: readonly Observation[], opts: AppendManyOptions | undefined, keep: boolean): Promise<Recorded[] | undefined> {
     const refused = this.refusal();
     if (refused) return Promise.reject(refused);
-    if (!Array.isArray(list)) return Promise.reject(new StorageError('appendMany needs an array of records'));
+    // The guard is for untyped callers; asked of `list` itself, isArray would narrow it to `any[]`.
+    const given: unknown = list;
+    if (!Array.isArray(given)) return Promise.reject(new StorageError('appendMany needs an array of records'));
     const n = list.length;
     const cps = opts?.checkpoint;
     if (Array.isArray(cps) && cps.length !== n) {

@@ -22,7 +22,7 @@ const LADDER_FIELDS: Partial<Record<Observation['type'], readonly string[]>> = {
 function getLadder(text: string, at: number, out: { at: number }): Ladder {
   const n = text.charCodeAt(at) | (text.charCodeAt(at + 1) << 8) | (text.charCodeAt(at + 2) << 16) | (text.charCodeAt(at + 3) << 24);
   at += 4;
-  const l: (readonly [string, string])[] = new Array(n);
+  const l = new Array<readonly [string, string]>(n);
   for (let i = 0; i < n; i++) {
     const pl = text.charCodeAt(at);
     const p = text.substring(at + 1, at + 1 + pl);
@@ -224,7 +224,7 @@ function putJsonArray(buf: Buffer, at: number, end: number, a: unknown[]): numbe
     const v = a[i];
     if (typeof v === 'string') at = putJsonString(buf, at, end, v);
     else if (isFlatObject(v)) at = putJsonObject(buf, at, end, v, NO_KEYS);
-    else at = putUtf8(buf, at, end, (JSON.stringify(v) as string | undefined) ?? 'null');
+    else at = putUtf8(buf, at, end, (JSON.stringify(v)) ?? 'null');
     if (at < 0) return at;
   }
   if (at >= end) return NO_ROOM;

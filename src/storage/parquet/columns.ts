@@ -166,7 +166,7 @@ function listData(kind: 'list_utf8' | 'list_f64', values: readonly (readonly (st
     }
     child = makeData({ type: new Float64(), length: n, nullCount: 0, data: flat });
   } else {
-    const flat: string[] = new Array(n);
+    const flat = new Array<string>(n);
     for (let i = 0; i < values.length; i++) {
       const v = values[i];
       if (v) for (let k = 0; k < v.length; k++) flat[offsets[i] + k] = v[k] as string;

@@ -90,8 +90,13 @@ export function decodeDecimal(unscaled: Unscaled, scale: number, form: number): 
     const unit = POW10[scale];
     let intPart = Math.floor(unscaled / unit);
     let rem = unscaled - intPart * unit;
-    if (rem < 0) (intPart--, (rem += unit));
-    else if (rem >= unit) (intPart++, (rem -= unit));
+    if (rem < 0) {
+      intPart--;
+      rem += unit;
+    } else if (rem >= unit) {
+      intPart++;
+      rem -= unit;
+    }
     const head = noLead ? '' : String(intPart);
     if (decimals === 0) return head;
     return `${head}.${String(rem + unit).slice(1, 1 + decimals)}`; // the leading "1" keeps the zeros

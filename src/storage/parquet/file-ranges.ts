@@ -60,7 +60,7 @@ const handles = new LRUCache<number, Promise<Handle>>({
 });
 
 function remember(id: number, p: Promise<Handle>): void {
-  while (handles.size >= maxOpen) handles.pop(); // the least recently used: closed once idle
+  while (handles.size >= maxOpen) void handles.pop(); // the least recently used: `dispose` closes it once idle
   handles.set(id, p);
 }
 
@@ -72,7 +72,7 @@ function retire(h: Handle): void {
 /** Changes the bound on open descriptors (tests use a small one). */
 export function setMaxOpenFiles(n: number): void {
   maxOpen = n;
-  while (handles.size > maxOpen) handles.pop();
+  while (handles.size > maxOpen) void handles.pop(); // `dispose` closes each once idle
 }
 
 /** Descriptors open through FileRanges now. */

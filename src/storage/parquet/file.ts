@@ -2,7 +2,7 @@
 // with ZSTD and chunk statistics, and read back either as a footer (row counts, key/value metadata)
 // or one row group at a time (file-ranges.ts serves the reader's byte ranges).
 
-import { RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC, type TypeMap } from 'apache-arrow';
 // Under Node the package's "node" export condition resolves to its CommonJS build, whose named
 // exports Node's ESM loader detects; the wasm binary is loaded synchronously beside it.
 import {
@@ -88,7 +88,7 @@ export class ParquetFileReader {
   }
 
   /** Decodes one row group (optionally only some columns) into an Arrow JS table. */
-  async readRowGroup(index: number, columns?: string[]): Promise<Table> {
+  async readRowGroup(index: number, columns?: string[]): Promise<Table<TypeMap>> {
     const t = await this.file.read({ rowGroups: [index], columns, batchSize: 1 << 16 });
     return tableFromIPC(t.intoIPCStream());
   }
@@ -97,7 +97,7 @@ export class ParquetFileReader {
    * Decodes rows [offset, offset + limit) of one row group: the reader skips the rest (whole pages,
    * where the page index allows), so a small range costs little of a large group.
    */
-  async readRows(index: number, offset: number, limit: number, columns?: string[]): Promise<Table> {
+  async readRows(index: number, offset: number, limit: number, columns?: string[]): Promise<Table<TypeMap>> {
     const t = await this.file.read({ rowGroups: [index], columns, offset, limit, batchSize: 1 << 16 });
     return tableFromIPC(t.intoIPCStream());
   }
@@ -112,7 +112,7 @@ export class ParquetFileReader {
   }
 
   /** Decodes the whole file. */
-  async readAll(columns?: string[]): Promise<Table> {
+  async readAll(columns?: string[]): Promise<Table<TypeMap>> {
     const t = await this.file.read({ columns, batchSize: 1 << 16 });
     return tableFromIPC(t.intoIPCStream());
   }

@@ -25,7 +25,7 @@ export class DecodedGroup {
     private readonly texts: (string | Recorded)[],
     readonly bytes: number,
   ) {
-    this.parsed = new Array(texts.length);
+    this.parsed = new Array<Recorded | undefined>(texts.length);
   }
 
   record(i: number): Recorded {
@@ -306,7 +306,7 @@ export class ParquetStore {
     const seqs = new Float64Array(n);
     const recvUs = new Float64Array(n);
     const checkpoints = new Uint8Array(n);
-    const texts: string[] = new Array(n);
+    const texts = new Array<string>(n);
     const seqCol = t.getChild('seq')!;
     const recvCol = t.getChild('receive_time')!;
     const cpCol = t.getChild('checkpoint')!;

@@ -2,7 +2,7 @@
 // of rows.ts). The read side serves compacted days through this, so every API answer is the same
 // before compaction, after it and after the logs are deleted.
 
-import type { Data, Table, Vector } from 'apache-arrow';
+import type { Data, Table, TypeMap, Vector } from 'apache-arrow';
 import type { Family, Level, Recorded } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from './decimal.js';
 import type { ColumnSpec } from './columns.js';
@@ -28,8 +28,9 @@ const utf8 = new TextDecoder();
 export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, to = t.numRows, only?: Sparse): Columns {
   const out: Columns = {};
   const n = Math.max(0, to - from);
+  const columns = t as Table<TypeMap>; // any table: each column is read by its ColumnSpec, not its static type
   for (const s of specs) {
-    const v = t.getChild(s.name);
+    const v = columns.getChild(s.name);
     if (!v) continue;
     const a = new Array<unknown>(n);
     const rows = only && !only.every.has(s.name) ? only.rows : null;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { newStats, normalizeClob, normalizeClobText, idsInDamagedFrame } from '../../../src/recorders/clob/normalize.js';
 import { MarketBooks } from '../../../src/book/book-state.js';
 import { RecorderBooks } from '../../../src/recorders/book.js';
-import type { BookDelta, BookSnapshot, Observation } from '../../../src/schema/observation.js';
+import type { BookDelta, BookSnapshot } from '../../../src/schema/observation.js';
 
 const fx = (name: string): unknown =>
   JSON.parse(readFileSync(fileURLToPath(new URL(`../../../../test/fixtures/clob/${name}`, import.meta.url)), 'utf8'));
@@ -138,7 +138,7 @@ t.test('the recorder book rules accept the whole real burst (crossing frames are
   const results: string[] = [];
   let diverged: number | null = null;
   for (let i = 0; i < burst.length; i++) {
-    for (const o of normalizeClob(burst[i], RECV + i) as Observation[]) {
+    for (const o of normalizeClob(burst[i], RECV + i)) {
       if (o.type === 'book') diverged = rb.onBook(o).divergedSince;
       else if (o.type === 'book_delta') results.push(rb.onDelta(o));
     }

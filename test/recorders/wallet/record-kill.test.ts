@@ -18,11 +18,11 @@ function record(configFile: string, dataDir: string): { proc: ChildProcess; out:
   const proc = spawn(process.execPath, [CLI, 'record', '--config', configFile, '--data-dir', dataDir, '--kinds', 'yesno,wallet'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  proc.stdout!.on('data', (c) => (out += c));
-  proc.stderr!.on('data', (c) => (err += c));
+  proc.stdout.on('data', (c) => (out += c));
+  proc.stderr.on('data', (c) => (err += c));
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no ready line: ${err}`)), 30_000);
-    proc.stdout!.on('data', () => /^ready /m.test(out) && (clearTimeout(timer), resolve()));
+    proc.stdout.on('data', () => /^ready /m.test(out) && (clearTimeout(timer), resolve()));
     proc.on('exit', () => (clearTimeout(timer), reject(new Error(`exited early: ${err}`))));
   });
   return { proc, out: () => out, err: () => err, ready };

@@ -80,7 +80,7 @@ if (bin) {
     const first = await new Promise<string>((res, rej) => {
       ws.once('error', rej);
       ws.once('open', () => ws.send(JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', family: 'wallet-prediction', market_id: 'w-9001' })));
-      ws.once('message', (m) => res(String(m)));
+      ws.once('message', (m) => res((m as Buffer).toString()));
     });
     t.match(JSON.parse(first), { type: 'subscribed', id: 1 }, 'subscribed through the reader');
     ws.terminate();

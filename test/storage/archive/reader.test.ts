@@ -71,7 +71,7 @@ async function answers(app: App, key: string, routes: readonly string[]): Promis
   const out = new Map<string, string>();
   for (const url of routes) {
     const r = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
-    out.set(url, `${r.statusCode} ${r.headers['content-type']}\n${r.rawPayload.toString('latin1').replace(/"request_id":"[^"]*"/g, '"request_id":""')}`);
+    out.set(url, `${r.statusCode} ${String(r.headers['content-type'])}\n${r.rawPayload.toString('latin1').replace(/"request_id":"[^"]*"/g, '"request_id":""')}`);
   }
   return out;
 }

@@ -23,16 +23,16 @@ export function startNode(script: string, args: string[]): Child {
   let partial = '';
   let err = '';
   const listeners = new Set<() => void>();
-  proc.stdout!.setEncoding('utf8');
-  proc.stdout!.on('data', (chunk: string) => {
+  proc.stdout.setEncoding('utf8');
+  proc.stdout.on('data', (chunk: string) => {
     partial += chunk;
     const parts = partial.split('\n');
     partial = parts.pop()!;
     lines.push(...parts);
     for (const l of listeners) l();
   });
-  proc.stderr!.setEncoding('utf8');
-  proc.stderr!.on('data', (c: string) => (err += c));
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (c: string) => (err += c));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.on('exit', (code, signal) => {
       for (const l of listeners) l();
