@@ -12,6 +12,7 @@ import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
 import type { ArchiveReader } from './archive/read.js';
+import type { MergeOptions, MergeResult } from './archive/merge/merge.js';
 
 export * from './types.js';
 export { openWriter } from './log/open-writer.js';
@@ -40,9 +41,10 @@ export { startAutoCompaction } from './parquet/auto-compaction.js';
 export type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
 export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
-export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
+export { uploadErrors as archiveUploadErrors, publishTarget } from './archive/layout.js';
 export type { SyncOptions, SyncResult } from './archive/sync.js';
 export type { VerifyCounts } from './archive/verify.js';
+export type { MergeOptions, MergeResult } from './archive/merge/merge.js';
 export type { ArchiveReader, ArchivedFile, ArchiveFilters, ObjectBody } from './archive/read.js';
 export { fsyncDir, fsyncDirSync, writeFileDurable, writeFileDurableSync, type DurableWriteOptions } from './durable.js';
 
@@ -104,6 +106,11 @@ export async function verifyArchive(archive: ArchiveConfig, days: readonly strin
   } finally {
     s3.destroy();
   }
+}
+
+/** Builds and publishes the canonical day of a shared archive from its recorders' (see archive/merge/merge.ts). */
+export async function mergeArchiveDay(archive: ArchiveConfig, day: string, opts: MergeOptions = {}): Promise<MergeResult> {
+  return (await import('./archive/merge/merge.js')).mergeDay(archive, day, opts);
 }
 
 /** Reads the archive as a consumer: its published files and their bytes (see archive/read.ts). */
