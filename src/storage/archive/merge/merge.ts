@@ -33,6 +33,8 @@ export interface MergeOptions {
   /** Replace a canonical day that is already published (not atomic for readers that hold it: see docs). */
   readonly replace?: boolean;
   readonly retry?: RetryOptions;
+  /** Threads the merged day's compaction may use (default 1; see CompactOptions.threads). */
+  readonly threads?: number;
   /** One line per step (a progress log). */
   readonly onStep?: (msg: string) => void;
   /** Test hook: called between steps (`fetched`, `merged`, `compacted`, then publication). */
@@ -147,7 +149,7 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
     }
     step(`merged ${count} markets' books from ${recorders.join(', ')}: ${records} records`);
     o.onPhase?.('merged');
-    const parts = await compactDay(out, day, { threads: 1 });
+    const parts = await compactDay(out, day, { threads: o.threads ?? 1 });
     const failed = parts.filter((p) => p.status === 'failed');
     if (failed.length) throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
     step(`compacted the merged ${day}: ${parts.length} partitions`);
