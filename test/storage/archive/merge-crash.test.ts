@@ -13,7 +13,7 @@ import { tempDir } from '../../selfhost/helpers.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
 import { compactDay } from '../../../src/storage/parquet/compaction.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
-import { mountArchive, openReader } from '../../../src/storage/index.js';
+import { mountArchive, openReader, unpublishedDays } from '../../../src/storage/index.js';
 import { decodeMarket } from '../../../src/storage/paths.js';
 import type { Family } from '../../../src/schema/observation.js';
 import { writeFixture } from '../compaction-fixture.js';
@@ -73,6 +73,7 @@ if (bin) {
       await compactDay(d, DAY, { threads: 1 });
       const r = await syncArchive(d, { ...archive, recorderId: id });
       t.equal(r.failed, 0, `shard ${id} published under recorders/${id}`);
+      t.same(await unpublishedDays(d, { ...archive, recorderId: id }), [], 'its lag (and retention) speak of its own prefix');
     }
     t.ok((await listKeys(weed.client, 'pmtape-merge-crash', 'shared/recorders/s0/_archive/days/')).length === 1);
     const mounted = async (): Promise<string[]> => {

@@ -87,6 +87,8 @@ export interface BooksPass {
   readonly at: Map<number, string>;
   /** Receive times at which the books' text changed. */
   readonly changes: number[];
+  /** The recorder the newest book record named at each instant (a merged day), else null. */
+  readonly src: Map<number, string | null>;
 }
 
 /** One forward pass: the books as of each instant of `instants` (ascending) and every change time. */
@@ -95,10 +97,16 @@ export async function booksPass(reader: LogReader, instants: readonly number[]):
   let yesno: Recorded | null = null;
   let text = stateText(books, null);
   const at = new Map<number, string>();
+  const src = new Map<number, string | null>();
   const changes: number[] = [];
+  let who: string | null = null;
   let i = 0;
   for await (const { rec } of reader.read('start')) {
-    while (i < instants.length && instants[i] < rec.recv_ts) at.set(instants[i++], text);
+    while (i < instants.length && instants[i] < rec.recv_ts) {
+      src.set(instants[i], who);
+      at.set(instants[i++], text);
+    }
+    if (rec.type !== 'trade' && rec.type !== 'gap') who = rec.recorder ?? null;
     books.apply(rec);
     if (rec.type === 'yesno_book') yesno = rec;
     if (rec.type === 'gap' && rec.end_ts === null) yesno = null;
@@ -106,8 +114,11 @@ export async function booksPass(reader: LogReader, instants: readonly number[]):
     if (next !== text) changes.push(rec.recv_ts);
     text = next;
   }
-  while (i < instants.length) at.set(instants[i++], text);
-  return { at, changes };
+  while (i < instants.length) {
+    src.set(instants[i], who);
+    at.set(instants[i++], text);
+  }
+  return { at, changes, src };
 }
 
 /**

@@ -114,6 +114,7 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
   const random = rng(faults ? 77 : 37);
   let compared = 0;
   const mismatches: string[] = [];
+  const unfaithful: string[] = [];
   let overlapChecked = 0;
   const gapProblems: string[] = [];
   const markets = bookMarkets(readerDir);
@@ -137,18 +138,36 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
     const span = [um.find(([a]) => a === dayStart)?.[1] ?? dayStart, um.find(([, b]) => b === dayEnd)?.[0] ?? dayEnd];
     if (span[1] - span[0] < 2 * SPREAD_MS) continue;
     const instants = Array.from({ length: 200 }, () => Math.floor(span[0] + random() * (span[1] - span[0]))).sort((x, y) => x - y);
-    const [pm, pc] = await Promise.all([booksPass(merged, instants), booksPass(own.c, instants)]);
+    const [pm, pc, pa, pb] = await Promise.all([merged, own.c, own.a, own.b].map((r) => booksPass(r, instants)));
     const near = (t0: number): boolean => [...pm.changes, ...pc.changes].some((c) => Math.abs(c - t0) <= SPREAD_MS);
     for (const at of instants) {
       if (inSpans(um, at) || inSpans(uc, at) || near(at)) continue;
       compared++;
-      if (pm.at.get(at) !== pc.at.get(at)) mismatches.push(`${fm} at ${new Date(at).toISOString()}: merged ${pm.at.get(at)?.slice(0, 300)} C ${pc.at.get(at)?.slice(0, 300)}`);
+      // Always: the merged book is the one its source recorder held at that instant.
+      const source = pm.src.get(at);
+      const held = source === 'a' ? pa.at.get(at) : source === 'b' ? pb.at.get(at) : undefined;
+      if (pm.at.get(at) !== held) unfaithful.push(`${fm} at ${new Date(at).toISOString()}: merged (from ${source}) differs from ${source}'s own book`);
+      if (pm.at.get(at) !== pc.at.get(at)) mismatches.push(`${fm} at ${new Date(at).toISOString()} (from ${source}): ${diffText(pm.at.get(at), pc.at.get(at))}`);
     }
   }
   t.same(gapProblems, [], 'merged gaps = A∩B, and cover the time both were down');
   t.equal(overlapChecked, markets.length, 'the overlap was checked on every market');
   t.ok(compared >= 200, `${compared} instants compared (≥ 200)`);
-  t.same(mismatches.slice(0, 5), [], `every merged book equals C's (${mismatches.length} of ${compared} differ)`);
+  t.same(unfaithful.slice(0, 5), [], `every merged book is the one its source recorder held (${unfaithful.length} of ${compared} not)`);
+  if (faults === null) t.same(mismatches.slice(0, 5), [], `every merged book equals C's (${mismatches.length} of ${compared} differ)`);
+  else {
+    // With lost messages a recorder may hold a wrong book without knowing it (no gap record): C
+    // and the merged day's source can then differ, neither by the merge's doing (checked above).
+    t.comment(`with faults, ${compared - mismatches.length} of ${compared} merged books equal C's; the others: ${mismatches.slice(0, 3).join(' | ')}`);
+  }
+}
+
+/** The first level where two books' texts differ, for a readable failure. */
+function diffText(x: string | undefined, y: string | undefined): string {
+  if (x === undefined || y === undefined) return `merged ${x?.slice(0, 80)} C ${y?.slice(0, 80)}`;
+  let i = 0;
+  while (i < x.length && x[i] === y[i]) i++;
+  return `from char ${i}: merged …${x.slice(Math.max(0, i - 60), i + 60)}… C …${y.slice(Math.max(0, i - 60), i + 60)}…`;
 }
 
 if (bin && lib) {
