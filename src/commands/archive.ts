@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { RECORDER_ID, type ArchiveConfig } from '../config.js';
 import { dayStartMs } from '../schema/time.js';
-import { mergeArchiveDay, syncArchive, verifyArchive } from '../storage/index.js';
+import { mergeArchiveDay, publishTarget, syncArchive, verifyArchive } from '../storage/index.js';
 import { commonOptions, configFrom, progress, type Progress } from './common.js';
 
 interface Opts {
@@ -78,7 +78,8 @@ export function register(program: Command): void {
     if (!ctx) return;
     let bar: Progress | null = null;
     try {
-      const r = await verifyArchive(ctx.archive, opts.date !== undefined ? [opts.date] : null, {
+      // A recorder with an id checks what it published (recorders/<id>/); without one, the canonical days.
+      const r = await verifyArchive(publishTarget(ctx.archive), opts.date !== undefined ? [opts.date] : null, {
         onPlanned: (objects) => {
           bar = progress('archive verify', objects);
         },
