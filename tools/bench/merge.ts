@@ -17,6 +17,7 @@ import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { listKeys as listLogKeys, mergeArchiveDay, openLogReader, openWriter, syncArchive } from '../../src/storage/index.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../src/config.js';
 import { writeFixture } from '../../test/storage/compaction-fixture.js';
+import { scanBooks } from '../../src/storage/archive/merge/market.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../test/storage/archive/weed.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
@@ -105,7 +106,24 @@ export async function run(): Promise<Record<string, unknown>> {
     const r = await mergeArchiveDay(archive, day, { threads: 2, onPhase: (p) => void (p === 'compacted' && (compactedAt = performance.now())) });
     const mergeMs = performance.now() - c0;
     if (r.published?.failed) throw new Error('merge publication failed');
-    const both = 10 * min;
+    // Seconds every recorder lost, per market: the fixture's own gaps (both copies have them) and the
+    // window both were down, within the market's recorded span.
+    let allDownMs = 0;
+    for (const key of await listLogKeys(whole)) {
+      if (key.stream !== 'books') continue;
+      const reader = openLogReader(whole, key);
+      const scan = await scanBooks('whole', await reader.view(), dayStartMs(day)! + DAY_MS);
+      const cov = scan.coverage.covered;
+      if (cov.length === 0) continue;
+      const [lo, hi] = [cov[0].start, cov[cov.length - 1].end];
+      const spans: [number, number][] = [...scan.coverage.gaps.map((g) => [Math.max(lo, g.start), Math.min(hi, g.end)] as [number, number]), [Math.max(lo, t0 + 190 * min), Math.min(hi, t0 + 200 * min)]];
+      let cur = -Infinity;
+      for (const [a, b] of spans.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0])) {
+        if (b <= cur) continue;
+        allDownMs += b - Math.max(a, cur);
+        cur = b;
+      }
+    }
     const markets = r.markets;
     return {
       day_books_per_market: books,
@@ -116,8 +134,8 @@ export async function run(): Promise<Record<string, unknown>> {
       merge_vs_compaction: round((compactedAt - c0) / compactMs),
       target: '≤ 1.5',
       merged_gap_s: round(r.gap_ms / 1000, 1),
-      all_down_s: round((both * markets) / 1000, 1),
-      note: 'gap and down seconds are summed over the merged markets; a recorder\'s gap starts at its last record before the kill',
+      all_down_s: round(allDownMs / 1000, 1),
+      note: 'summed over the merged markets; all_down counts the day\'s own gaps (in both copies) and the window both were down; a recorder\'s gap starts at its last record before it stopped and ends at its first whole book after',
     };
   } finally {
     for (const fn of teardowns.reverse()) await fn();
