@@ -13,6 +13,7 @@ import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
 import type { ArchiveReader } from './archive/read.js';
+import type { MergeOptions, MergeResult } from './merge/merge.js';
 
 export type {
   AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, WriterOptions,
@@ -37,8 +38,9 @@ export { ParquetStore } from './parquet/reader.js';
 export { startAutoCompaction } from './compaction/auto.js';
 export type { PartitionResult } from './compaction/compact-day.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
-export { archiveLag, type ArchiveLag } from './archive/lag.js';
-export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
+export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
+export { uploadErrors as archiveUploadErrors, publishTarget } from './archive/layout.js';
+export type { MergeOptions, MergeResult } from './merge/merge.js';
 export type { ArchiveReader } from './archive/read.js';
 export { writeFileDurable, writeFileDurableSync } from './durable.js';
 
@@ -99,6 +101,11 @@ export async function verifyArchive(archive: ArchiveConfig, days: readonly strin
   } finally {
     s3.destroy();
   }
+}
+
+/** Builds and publishes the canonical day of a shared archive from its recorders' (see merge/merge.ts). */
+export async function mergeArchiveDay(archive: ArchiveConfig, day: string, opts: MergeOptions = {}): Promise<MergeResult> {
+  return (await import('./merge/merge.js')).mergeDay(archive, day, opts);
 }
 
 /** Reads the archive as a consumer: its published files and their bytes (see archive/read.ts). */

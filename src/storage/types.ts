@@ -40,6 +40,11 @@ export interface AppendManyOptions {
 }
 
 export interface WriterOptions {
+  /**
+   * The seq of the first record of a log that holds none yet (default 1): a merged day's log starts
+   * where its day's seq range does, so seq rises across merged days built in any order.
+   */
+  readonly firstSeq?: number;
   /** Group commit: fsync at most this many ms after the first unsynced append (default 50). */
   readonly fsyncIntervalMs?: number;
   /** ...or as soon as this many records are unsynced (default 1000). */

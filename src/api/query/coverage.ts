@@ -48,11 +48,19 @@ export class GapScanner {
   private readonly done: Span[] = [];
   private readonly open = new Map<string, Span>();
 
+  /** Where the books' recorder changes (a day merged from several recorders names one per record). */
+  private readonly switches: { start: number; recorder: string | null }[] = [];
+
   async update(reader: LogReader): Promise<void> {
     const from = this.lastSeq < 0 ? 'start' : await reader.seekSeq(this.lastSeq + 1);
     if (from === null) return;
     for await (const { rec } of reader.read(from)) {
       this.lastSeq = rec.seq;
+      // Book records only: a merged day's trades are kept from whichever recorder saw them.
+      if (rec.type !== 'trade' && rec.type !== 'gap') {
+        const r = rec.recorder ?? null;
+        if ((this.switches.at(-1)?.recorder ?? null) !== r) this.switches.push({ start: rec.recv_ts, recorder: r });
+      }
       if (rec.type === 'gap') {
         const k = `${rec.start_ts}|${rec.token_id ?? ''}`;
         if (rec.end_ts === null) {
@@ -83,14 +91,21 @@ export class GapScanner {
     return out;
   }
 
+  /** Recorder switches in time order (empty for a single recorder's books). */
+  sources(): { start: number; recorder: string | null }[] {
+    return this.switches.some((x) => x.recorder !== null) ? this.switches : [];
+  }
+
   weight(): number {
-    return 1 + this.done.length + this.open.size;
+    return 1 + this.done.length + this.open.size + this.switches.length;
   }
 }
 
 export interface MarketCoverage {
   readonly datasets: Record<'books' | 'metrics' | 'catalog', DatasetSpan | null>;
   readonly gaps: Span[];
+  /** Recorder switches of a merged history (see GapScanner.sources); empty otherwise. */
+  readonly sources?: { start: number; recorder: string | null }[];
 }
 
 interface SpanEntry {
@@ -261,8 +276,32 @@ export class CoverageCache {
     if (!g) this.scanners.set(key, (g = new GapScanner()));
     await g.update(books);
     this.scanners.set(key, g); // re-weigh
-    return { datasets, gaps: g.spans() };
+    return { datasets, gaps: g.spans(), sources: g.sources() };
   }
+}
+
+/**
+ * The recorded intervals split by the recorder they came from (a merged history, docs/redundancy.md):
+ * `intervals` cut at every recorder switch within [from, to).
+ */
+export function clipSources(intervals: readonly { start: string; end: string }[], switches: readonly { start: number; recorder: string | null }[]): { start: string; end: string; recorder: string | null }[] {
+  if (switches.length === 0) return [];
+  const out: { start: string; end: string; recorder: string | null }[] = [];
+  for (const iv of intervals) {
+    const a = Date.parse(iv.start), b = Date.parse(iv.end);
+    let i = -1;
+    while (i + 1 < switches.length && switches[i + 1].start <= a) i++;
+    let cur = a;
+    for (;;) {
+      const next = switches[i + 1]?.start ?? Infinity;
+      const end = Math.min(b, next);
+      if (end > cur) out.push({ start: toIso(cur), end: toIso(end), recorder: i >= 0 ? switches[i].recorder : null });
+      if (next >= b) break;
+      cur = next;
+      i++;
+    }
+  }
+  return out;
 }
 
 /** Gaps and covered intervals of the books within [from, to). */
