@@ -3,7 +3,7 @@
 
 import t from 'tap';
 import { DEFAULT_STREAM_TUNING, loadConfig } from '../src/config.js';
-import { publishTarget } from '../src/storage/archive/layout.js';
+import { publishTarget } from '../src/storage/index.js';
 
 t.test('stream tuning comes from PMTAPE_STREAM_* over the defaults', async (t) => {
   t.same(loadConfig({ dataDir: '/tmp/x' }, {}).stream, DEFAULT_STREAM_TUNING, 'no variables: the defaults');
