@@ -16,7 +16,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso, utcDay } from '../../schema/time.js';
-import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp } from '../../storage/index.js';
+import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
@@ -32,7 +32,12 @@ export interface DatasetSpan {
   last_seq: number;
 }
 
-export async function datasetSpan(reader: LogReader): Promise<DatasetSpan | null> {
+export async function datasetSpan(reader: LogReader, hint?: SpanHint): Promise<DatasetSpan | null> {
+  if (reader.span) {
+    // From the compacted days' manifests where they vouch for the day (storage's LogReader.span).
+    const s = await reader.span(hint);
+    return s && { first_time: toIso(s.first.recv_ts), last_time: toIso(s.last.recv_ts), first_seq: s.first.seq, last_seq: s.last.seq };
+  }
   const [first, last] = await Promise.all([reader.first(), reader.latest()]);
   if (!first || !last) return null;
   return { first_time: toIso(first.rec.recv_ts), last_time: toIso(last.rec.recv_ts), first_seq: first.rec.seq, last_seq: last.rec.seq };
@@ -240,7 +245,7 @@ export class CoverageCache {
     if (running) return running;
     const p = (async () => {
       this.reads++;
-      const span = await datasetSpan(await reader(stream));
+      const span = await datasetSpan(await reader(stream), stamp.days === undefined ? undefined : { logDays: stamp.days });
       this.spans.set(key, { stamp, span, checkedAt: now });
       return span;
     })().finally(() => {
