@@ -7,6 +7,7 @@ import { compositeReader } from './read/composite-reader.js';
 import { parquetStore, type ParquetStore } from './parquet/reader.js';
 import type { RowsRequest } from './parquet/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
+import type { Family, StreamName } from '../schema/observation.js';
 import type { CompactOptions, PartitionResult } from './parquet/compaction.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
@@ -64,6 +65,11 @@ export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGene
 /** The closed UTC days that have logs, oldest first (see parquet/compaction.ts). */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
   return (await import('./parquet/compaction.js')).closedLogDays(dataDir, now);
+}
+
+/** The compacted dates of a stream, ascending (the process's Parquet store; one stat when unchanged). */
+export function parquetDates(dataDir: string, family: Family, stream: StreamName): Promise<string[]> {
+  return parquetStore(dataDir).dates(family, stream);
 }
 
 /** The reader of a logical log for the read side and the stream. */

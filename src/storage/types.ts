@@ -190,6 +190,8 @@ export interface LogSpan {
 export interface SpanHint {
   /** The log's day files, ascending (a listing of its folder). */
   readonly logDays?: readonly string[];
+  /** The stream's compacted dates, ascending (taken once for many logs: `parquetDates`). */
+  readonly parquetDates?: readonly string[];
 }
 
 export interface LogReader {

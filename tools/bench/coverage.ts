@@ -91,7 +91,8 @@ async function history(M: number, pages: number): Promise<Record<string, unknown
     await compactDay(root, day);
     const { key } = await createKey(root, 'paid', 'bench');
     const kept = await coldAndWarm(root, key, pages);
-    rmSync(join(root, 'logs'), { recursive: true, force: true });
+    // The books logs retired (the catalogue's kept: the markets list is read from its logs).
+    rmSync(join(root, 'logs', 'coin', 'books'), { recursive: true, force: true });
     const deleted = await coldAndWarm(root, key, pages);
     log(`history: cold ${kept.cold} ms (logs kept), ${deleted.cold} ms (logs deleted); warm ${kept.warm} / ${deleted.warm} ms`);
     return { day, logs_kept: kept, logs_deleted: deleted };

@@ -16,7 +16,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso, utcDay } from '../../schema/time.js';
-import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
+import { listMarkets, logStampSync, parquetDates, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
@@ -114,6 +114,8 @@ interface StreamState {
   readonly folders: ReadonlySet<string>;
   /** Logs with a day file since this UTC day count as live. */
   readonly since: string;
+  /** The stream's compacted dates, taken with `parquet` (spans need not stat the folders again). */
+  readonly dates: readonly string[];
 }
 const DAY_MS = 86_400_000;
 
@@ -174,8 +176,8 @@ export class CoverageCache {
     const hit = this.streams.get(key);
     if (hit && now - hit.at < this.ttlMs) return hit.state;
     const held: { at: number; state: Promise<StreamState>; value?: StreamState } = { at: now, state: null as unknown as Promise<StreamState> };
-    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream)])
-      .then(([parquet, ids]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS) }));
+    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream), parquetDates(this.dataDir!, family, stream)])
+      .then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
     held.state.catch(() => this.streams.delete(key));
     this.streams.set(key, held);
     return held.state;
@@ -245,7 +247,7 @@ export class CoverageCache {
     if (running) return running;
     const p = (async () => {
       this.reads++;
-      const span = await datasetSpan(await reader(stream), stamp.days === undefined ? undefined : { logDays: stamp.days });
+      const span = await datasetSpan(await reader(stream), { logDays: stamp.days, parquetDates: st.dates });
       this.spans.set(key, { stamp, span, checkedAt: now });
       return span;
     })().finally(() => {

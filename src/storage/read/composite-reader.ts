@@ -97,7 +97,8 @@ export class CompositeReader extends ViewReader implements LogReader {
   async span(hint: SpanHint = {}): Promise<LogSpan | null> {
     const logDays = hint.logDays ?? (await listDays(this.dataDir, this.key));
     const have = new Set(logDays);
-    const days = [...new Set([...logDays, ...(await this.store.dates(this.key.family, this.dataset))])].sort();
+    const dates = hint.parquetDates ?? (await this.store.dates(this.key.family, this.dataset));
+    const days = [...new Set([...logDays, ...dates])].sort();
     let first: LogSpan['first'] | null = null;
     let k = 0;
     for (; k < days.length && first === null; k++) first = await this.dayEnd(days[k], have.has(days[k]), 'first');
