@@ -8,6 +8,7 @@ import { compositeReader } from './read/composite-reader.js';
 import { parquetStore, type ParquetStore } from './parquet/reader.js';
 import type { RowsRequest } from './compaction/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
+import type { Family, StreamName } from '../schema/observation.js';
 import type { CompactOptions, PartitionResult } from './compaction/compact-day.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
@@ -16,7 +17,7 @@ import type { ArchiveReader } from './archive/read.js';
 import type { MergeOptions, MergeResult } from './merge/merge.js';
 
 export type {
-  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, WriterOptions,
+  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, SpanHint, WriterOptions,
 } from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { freeBytes } from './disk-space.js';
@@ -62,6 +63,11 @@ export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGene
 /** The closed UTC days that have logs, oldest first (see compaction/compact-day.ts). */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
   return (await import('./compaction/compact-day.js')).closedLogDays(dataDir, now);
+}
+
+/** The compacted dates of a stream, ascending (the process's Parquet store; one stat when unchanged). */
+export function parquetDates(dataDir: string, family: Family, stream: StreamName): Promise<string[]> {
+  return parquetStore(dataDir).dates(family, stream);
 }
 
 /** The reader of a logical log for the read side and the stream. */

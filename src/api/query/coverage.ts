@@ -16,7 +16,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso, utcDay } from '../../schema/time.js';
-import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp } from '../../storage/index.js';
+import { listMarkets, logStampSync, parquetDates, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
@@ -32,7 +32,12 @@ export interface DatasetSpan {
   last_seq: number;
 }
 
-export async function datasetSpan(reader: LogReader): Promise<DatasetSpan | null> {
+export async function datasetSpan(reader: LogReader, hint?: SpanHint): Promise<DatasetSpan | null> {
+  if (reader.span) {
+    // From the compacted days' manifests where they vouch for the day (storage's LogReader.span).
+    const s = await reader.span(hint);
+    return s && { first_time: toIso(s.first.recv_ts), last_time: toIso(s.last.recv_ts), first_seq: s.first.seq, last_seq: s.last.seq };
+  }
   const [first, last] = await Promise.all([reader.first(), reader.latest()]);
   if (!first || !last) return null;
   return { first_time: toIso(first.rec.recv_ts), last_time: toIso(last.rec.recv_ts), first_seq: first.rec.seq, last_seq: last.rec.seq };
@@ -124,6 +129,8 @@ interface StreamState {
   readonly folders: ReadonlySet<string>;
   /** Logs with a day file since this UTC day count as live. */
   readonly since: string;
+  /** The stream's compacted dates, taken with `parquet` (spans need not stat the folders again). */
+  readonly dates: readonly string[];
 }
 const DAY_MS = 86_400_000;
 
@@ -184,8 +191,8 @@ export class CoverageCache {
     const hit = this.streams.get(key);
     if (hit && now - hit.at < this.ttlMs) return hit.state;
     const held: { at: number; state: Promise<StreamState>; value?: StreamState } = { at: now, state: null as unknown as Promise<StreamState> };
-    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream)])
-      .then(([parquet, ids]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS) }));
+    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream), parquetDates(this.dataDir!, family, stream)])
+      .then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
     held.state.catch(() => this.streams.delete(key));
     this.streams.set(key, held);
     return held.state;
@@ -255,7 +262,7 @@ export class CoverageCache {
     if (running) return running;
     const p = (async () => {
       this.reads++;
-      const span = await datasetSpan(await reader(stream));
+      const span = await datasetSpan(await reader(stream), { logDays: stamp.days, parquetDates: st.dates });
       this.spans.set(key, { stamp, span, checkedAt: now });
       return span;
     })().finally(() => {
