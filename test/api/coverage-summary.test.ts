@@ -10,8 +10,7 @@
 import t from 'tap';
 import { openSync, writeSync, closeSync, statSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { compactDay, logFilePath, openReader } from '../../src/storage/testing.js';
-import { parquetStore } from '../../src/storage/parquet/reader.js';
+import { compactDay, logFilePath, openReader, parquetStore } from '../../src/storage/testing.js';
 import { datasetSpan } from '../../src/api/query/coverage.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { StreamName } from '../../src/schema/observation.js';
