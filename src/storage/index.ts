@@ -30,6 +30,8 @@ export { verifyDataDir, checkLogFile, type VerifyOptions } from './verify.js';
 // this door must stay cheap for the recorders, the API and the CLI's other commands.
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Manifest, type ManifestFile, type PartitionRef } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset, type RowDataset } from './parquet/schema.js';
+export { CANDLE_DATASET_INTERVAL_MS, CANDLE_INTERVALS, candleScales, candlesOf, type Candle, type CandleOutcome, type CandleQuery, type Ohlc } from './candles/candles.js';
+export { CandleBuilder, candleOutcomes } from './candles/candle-builder.js';
 export type { RowsRequest } from './parquet/dataset-rows.js';
 export { deleteExpiredLogs, type RetentionResult } from './parquet/retention.js';
 export { checkPartitions } from './parquet/partition-check.js';
