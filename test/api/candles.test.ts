@@ -5,6 +5,9 @@
 
 import t from 'tap';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from '../selfhost/helpers.js';
 import { compactDay } from '../../src/storage/parquet/compaction.js';
 import { deleteExpiredLogs } from '../../src/storage/parquet/retention.js';
 import type { CoinMarket } from '../../src/schema/market.js';
@@ -91,6 +94,25 @@ t.test('candles: route on logs = route on Parquet = dataset; gaps; DuckDB from b
   const app = await testApp(t, testConfig(dir));
   for (const u of urls) t.same(await all(app, u), live[u], `after compaction, logs deleted: ${u}`);
 
+  // Replay: one candle_1m line per minute with every outcome's candle, the route's; the resolution in the end line.
+  const replay = async (qs: string): Promise<Json[]> => {
+    const res = await app.inject({ method: 'GET', url: `/v3/replay?family=coin&market_id=540900&start_time=${T0}&end_time=${T0 + 10 * MIN}&${qs}`, headers: { authorization: `Bearer ${paid}` } });
+    t.equal(res.statusCode, 200, qs);
+    return res.body.trim().split('\n').map((l) => JSON.parse(l) as Json);
+  };
+  const lines = await replay('types=candle_1m');
+  const end = lines.pop()!;
+  t.same(end.markets, [{ market_id: '540900', ...holedUp.market }], 'the end line carries the resolution and winning outcome');
+  const down = live['/v3/btc/markets/540900/candles?interval=1m&outcome=Down'].data;
+  t.same(lines.map((l) => [l.type, l.receive_time, (l.data as Json).candles]),
+    holedUp.data.map((c, i) => ['candle_1m', new Date(Date.parse(c.start as string) + MIN).toISOString(), [down[i], c]]), 'candle_1m lines are the route\'s candles, at each minute\'s end');
+  const resumed = await replay(`types=candle_1m&after=${end.next as string}`.replace(end.next as string, Buffer.from(JSON.stringify([Date.parse(lines[1].receive_time as string), '540900', lines[1].seq, 'candle_1m'])).toString('base64url')));
+  t.same(resumed.slice(0, -1), lines.slice(2), 'resuming after a candle line gives the ones after it');
+  const mixed = await replay('types=candle_1m,trade');
+  t.equal(mixed.filter((l) => l.type === 'candle_1m').length, lines.length, 'candle lines merge with the others');
+  const ordered = mixed.slice(0, -1).map((l) => Date.parse(l.receive_time as string));
+  t.same(ordered, [...ordered].sort((a, b) => a - b), 'in receive-time order');
+
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
   t.teardown(() => { conn.closeSync(); db.closeSync(); });
@@ -106,6 +128,26 @@ t.test('candles: route on logs = route on Parquet = dataset; gaps; DuckDB from b
     }));
     t.same(ds, live[u].data.map((c) => ({ start: c.start, outcome: c.outcome, mid: c.mid, last: c.last_trade === null ? null : [(c.last_trade as Json).open, (c.last_trade as Json).close],
       best_bid: c.best_bid, best_ask: c.best_ask, volume: c.volume, trades: c.trades, gap_seconds: c.gap_seconds })), `the candles dataset is the route: ${market} ${outcome}`);
+  }
+
+  // The markets dataset: one row per market with its identifiers, result and recorded span; the docs' join, verbatim.
+  const mk = (await conn.runAndReadAll(`SELECT market_id, condition_id, slug, title, outcome_labels::VARCHAR AS labels, status, resolution, winning_outcome,
+      epoch_ms(resolved_time) AS rt, epoch_ms(first_recorded_time) AS f, epoch_ms(last_recorded_time) AS l FROM ${pq('markets')} ORDER BY market_id`)).getRowObjectsJS();
+  t.same(mk.map((r) => r.market_id), ['540817', '540900'], 'one row per coin market');
+  t.same({ ...mk[1], rt: Number(mk[1].rt), f: Number(mk[1].f), l: Number(mk[1].l) }, {
+    market_id: '540900', condition_id: '0xc0ffee09', slug: 'btc-updown-15m-hole', title: holed.question, labels: '[Up, Down]', status: 'resolved',
+    resolution: 'resolved', winning_outcome: 'Down', rt: T0 + 900_000, f: T0, l: T0 + 480_000,
+  });
+  const page = readFileSync(join(REPO, 'docs', 'datasets.md'), 'utf8');
+  await conn.run(`SET file_search_path = '${dir}'`);
+  for (const name of ['markets-join', 'candles-close']) {
+    const sql = new RegExp(`<!-- query:${name} -->\\s*\`\`\`sql\\n([\\s\\S]*?)\`\`\``).exec(page)![1];
+    const got = (await conn.runAndReadAll(sql)).getRowObjectsJS();
+    if (name === 'markets-join') {
+      const trades = got.filter((r) => r.market_id === '540900');
+      t.ok(trades.length > 10 && trades.every((r) => r.winning_outcome === 'Down' && r.won === (r.outcome === 'Down')), `the docs' join: ${trades.length} trades with their market's result`);
+      t.equal(got.filter((r) => r.market_id === '540817').every((r) => r.winning_outcome === null), true, 'an unresolved market joins with nulls');
+    } else t.same(got.map((r) => Number(r.mid_close)), holedUp.data.map((c) => (c.mid as Json).close), 'the docs\' candle query');
   }
 
   // DuckDB on its own, from the record datasets: each event's top of book per token from the levels

@@ -14,6 +14,7 @@ import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from './book-snapshots.js';
 import { candleRows } from '../candles/candles.js';
 import { DecimalError } from './decimal.js';
+import { marketRow } from './markets-dataset.js';
 import { quarantined, type CompactOptions, type PartitionResult } from './compaction-input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from './manifest.js';
 import { PartitionBuilder, currentPartNames, settleLeftovers } from './publish.js';
@@ -66,6 +67,10 @@ export async function addMarket(dataDir: string, family: Family, stream: Stream,
   const key = { family, stream, market };
   const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
   const { outcomes } = await contextOf(dataDir, family, market);
+  if (b.dataset === 'markets') {
+    await marketRow(dataDir, family, market, b.sink);
+    return b.added();
+  }
   if (b.dataset === 'candles') {
     // A value the DECIMAL columns cannot hold (its record is set aside by the record datasets): no candles for the market.
     try {
@@ -85,7 +90,10 @@ async function build(dataDir: string, family: Family, stream: Stream, dataset: D
   const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows);
   await b.start();
   try {
-    for (const market of Object.keys(primary.sources).sort()) await addMarket(dataDir, family, stream, day, market, b);
+    // `markets`: every market recorded on the day, by its catalogue or by its books.
+    const books = dataset === 'markets' ? await readManifest(partitionDir(dataDir, family, datasetsOfStream('books')[0], day)) : null;
+    const markets = [...new Set([...Object.keys(primary.sources), ...Object.keys(books?.sources ?? {})])].sort();
+    for (const market of markets) await addMarket(dataDir, family, stream, day, market, b);
     await b.publish(primary.sources);
   } catch (e) {
     await b.abandon().catch(() => undefined);

@@ -6,12 +6,13 @@
 import type { SampledMarket } from '../../book/sampled-books.js';
 import type { Family } from '../../schema/observation.js';
 import type { ColumnSpec } from './columns.js';
+import { MARKETS_COLUMNS } from './markets-dataset.js';
 
 /** Bumped whenever any dataset's columns change; written in every footer and manifest entry. */
 export const SCHEMA_VERSION = 2;
 
-export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps' | 'candles';
-export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps', 'candles'];
+export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps' | 'candles' | 'markets';
+export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps', 'candles', 'markets'];
 /** The datasets made of records, served a range at a time by `GET /v3/datasets/rows` (book_snapshots is sampled from book state). */
 export const ROW_DATASETS = ['book_changes', 'trades', 'gaps', 'metrics', 'catalog'] as const satisfies readonly Dataset[];
 export type RowDataset = (typeof ROW_DATASETS)[number];
@@ -24,14 +25,14 @@ export const DATASET_FOLDERS: readonly AnyDataset[] = [...DATASETS, 'books'];
 
 export type Stream = 'books' | 'metrics' | 'catalog';
 /** Which log stream feeds a dataset. */
-export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : 'books');
+export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : d === 'markets' ? 'catalog' : 'books');
 /**
  * The v2 datasets that hold one stream's records (the read side rebuilds the records from them); the
  * first is the stream's primary (it holds the record index).
  */
 export const datasetsOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_changes', 'trades', 'gaps'] : [s]);
 /** Datasets derived from a stream's compacted records (not records themselves): built after them. */
-export const derivedOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_snapshots', 'candles'] : []);
+export const derivedOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_snapshots', 'candles'] : s === 'catalog' ? ['markets'] : []);
 
 /** `book_snapshots`: levels a side per row, and the grid (one row per second while the book is valid). */
 export const SNAPSHOT_DEPTH = 25;
@@ -248,7 +249,7 @@ export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec
   const k = `${family}/${dataset}`;
   let cols = cache.get(k);
   if (!cols) {
-    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'book_snapshots' ? bookSnapshots(family) : dataset === 'candles' ? candles(family) : dataset === 'trades' ? trades(family)
+    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'book_snapshots' ? bookSnapshots(family) : dataset === 'candles' ? candles(family) : dataset === 'markets' ? MARKETS_COLUMNS : dataset === 'trades' ? trades(family)
       : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : FAMILY_TABLES[family].catalog();
     cache.set(k, cols);
   }
