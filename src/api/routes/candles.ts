@@ -32,9 +32,11 @@ export function candleRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
   api.get(`${r.marketPath}/candles`, {
     config: { plan: d.plan },
     schema: {
-      description: `Candles of one ${r.noun} (${INTERVALS.join(', ')}): open/high/low/close of the mid and of the last trade, best bid and ask at the close, `
-        + 'volume, trade count and the seconds of the candle the book was not valid; a candle wholly inside a gap is absent. '
-        + 'The market\'s status, resolution and winning outcome are beside them.',
+      description: [
+        `Candles of one ${r.noun} (${INTERVALS.join(', ')}): open/high/low/close of the mid and of the last trade,`,
+        'best bid and ask at the close, volume, trade count and the seconds of the candle the book was not valid;',
+        "a candle wholly inside a gap is absent. The market's status, resolution and winning outcome are beside them.",
+      ].join(' '),
       params: typedParams([...(r.scope ? [r.scope.param] : []), r.idParam]),
       querystring,
       response: { 200: candlesPageSchema as object },
