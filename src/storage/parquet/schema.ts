@@ -6,7 +6,7 @@
 import type { SampledMarket } from '../../book/sampled-books.js';
 import type { Family } from '../../schema/observation.js';
 import type { ColumnSpec } from './columns.js';
-import { MARKETS_COLUMNS } from './markets-dataset.js';
+import { MARKETS_COLUMNS } from './markets-schema.js';
 
 /** Bumped whenever any dataset's columns change; written in every footer and manifest entry. */
 export const SCHEMA_VERSION = 2;
