@@ -32,6 +32,8 @@ export { verifyDataDir } from './verify.js';
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/datasets.js';
 export { deleteExpiredLogs } from './compaction/retention.js';
+export { CANDLE_DATASET_INTERVAL_MS, CANDLE_INTERVALS, candleScales, candlesOf, type Candle, type CandleOutcome, type CandleQuery, type Ohlc } from './candles/candles.js';
+export { CandleBuilder, candleOutcomes } from './candles/candle-builder.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';
 // A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
