@@ -33,8 +33,8 @@ export function decimalText(unscaled: number, scale: number): string {
 export type L2Row = [isSnapshot: boolean, side: 'bid' | 'ask', priceKey: number, amount: string];
 
 export class TardisBook {
-  readonly bids: Side = new Map();
-  readonly asks: Side = new Map();
+  bids: Side = new Map();
+  asks: Side = new Map();
   /** The kind of the last rows written: a full book written as `is_snapshot=true` rows, or updates. */
   private last: 'none' | 'snapshot' | 'update' = 'none';
   private lastTop = '';
@@ -46,7 +46,7 @@ export class TardisBook {
    * checkpoint repeating the book) is written as the updates that turn the old book into the new
    * one; so is an empty book (no rows could say it). Either way the reader's book equals ours.
    */
-  full(next: Levels, venueSnapshot: boolean, out: L2Row[]): void {
+  full(next: Levels, venueSnapshot: boolean, out: L2Row[]): Levels {
     const asSnapshot = this.last !== 'snapshot' && (venueSnapshot || this.last === 'none') && (next.bids.size > 0 || next.asks.size > 0);
     if (asSnapshot) {
       for (const [p, s] of next.bids) out.push([true, 'bid', p, s]);
@@ -58,8 +58,13 @@ export class TardisBook {
       diff(this.asks, next.asks, 'ask', out);
       if (out.length > n) this.last = 'update';
     }
-    replace(this.bids, next.bids);
-    replace(this.asks, next.asks);
+    // `next` becomes the book; the old maps go back to the caller, cleared, for its next full book.
+    const old = { bids: this.bids, asks: this.asks };
+    this.bids = next.bids;
+    this.asks = next.asks;
+    old.bids.clear();
+    old.asks.clear();
+    return old;
   }
 
   /** One level's new size (`0` removes it). */
@@ -103,9 +108,4 @@ export class TardisBook {
 function diff(old: Side, next: Side, side: 'bid' | 'ask', out: L2Row[]): void {
   for (const p of old.keys()) if (!next.has(p)) out.push([false, side, p, '0']);
   for (const [p, s] of next) if (old.get(p) !== s) out.push([false, side, p, s]);
-}
-
-function replace(into: Side, from: Side): void {
-  into.clear();
-  for (const [p, s] of from) into.set(p, s);
 }

@@ -4,12 +4,13 @@
 // they are given, so a symbol is matched without regard to case.
 
 import { Readable } from 'node:stream';
+import { LRUCache } from 'lru-cache';
 import { createGzip, constants } from 'node:zlib';
 import type { Family } from '../../schema/observation.js';
 import { partitionDir, readManifest } from '../parquet/manifest.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
-import { decodeColumns } from '../parquet/records.js';
-import { booksOf, columnsOf } from '../parquet/schema.js';
+import { booksOf } from '../parquet/schema.js';
+import { chunks } from './columns.js';
 import { tardisBody, tardisHeader, type TardisRequest, type TardisView } from './rows.js';
 
 export interface TardisSymbol {
@@ -43,16 +44,31 @@ export async function tardisSymbols(dataDir: string, family: Family, day: string
   if (booksOf(family) === 'yesno') {
     return (['yes', 'no'] as const).map((s) => ({ symbol: `${m}-${s.toUpperCase()}`, market, view: { yesno: s }, outcome: s }));
   }
+  // Finding the tokens reads two columns of the market's whole day: kept per partition publication
+  // (a recompaction writes a new manifest, so its `created` names the files the answer came from).
+  const stamps = await Promise.all((['book_changes', 'trades'] as const).map(async (d) => (await readManifest(partitionDir(dataDir, family, d, day)))?.created ?? ''));
+  const key = `${dataDir}\0${family}\0${day}\0${market}\0${stamps.join('|')}`;
+  const hit = symbolCache.get(key);
+  if (hit) return hit;
+  const found = await tokenSymbols(store, family, day, market, m);
+  symbolCache.set(key, found);
+  return found;
+}
+
+const symbolCache = new LRUCache<string, TardisSymbol[]>({ max: 4096 });
+
+async function tokenSymbols(store: ParquetStore, family: Family, day: string, market: string, m: string): Promise<TardisSymbol[]> {
   const tokens = new Map<string, string | null>();
   for (const dataset of ['book_changes', 'trades'] as const) {
     const files = await store.datasetFiles(family, dataset, day, market);
     if (!files) continue;
-    const specs = columnsOf(family, dataset).filter((c) => c.name === 'token_id' || c.name === 'outcome');
     for (const s of files.segments) {
-      const c = decodeColumns(await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, ['token_id', 'outcome']), specs);
-      for (let i = 0; i < c.token_id.length; i++) {
-        const tok = c.token_id[i] as string | null;
-        if (tok !== null && (!tokens.has(tok) || (tokens.get(tok) === null && c.outcome[i] !== null))) tokens.set(tok, c.outcome[i] as string | null);
+      const t = await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, ['token_id', 'outcome']);
+      for (const { n, c } of chunks(t, ['token_id', 'outcome'])) {
+        for (let i = 0; i < n; i++) {
+          const tok = c.token_id.text(i);
+          if (tok !== null && (!tokens.has(tok) || (tokens.get(tok) === null && !c.outcome.isNull(i)))) tokens.set(tok, c.outcome.text(i));
+        }
       }
     }
   }

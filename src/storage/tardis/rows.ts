@@ -6,9 +6,9 @@
 
 import type { Family } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from '../parquet/decimal.js';
-import { decodeColumns, type Columns } from '../parquet/records.js';
 import type { ParquetStore } from '../parquet/reader.js';
-import { columnsOf, booksOf, scalesOf, type Dataset } from '../parquet/schema.js';
+import { booksOf, scalesOf, type Dataset } from '../parquet/schema.js';
+import { chunks, type Col } from './columns.js';
 import { TardisBook, decimalText, type L2Row, type Levels } from './book.js';
 
 export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
@@ -42,19 +42,20 @@ export function tardisHeader(t: TardisDataType): string {
   return `${head},${cells.join(',')}\n`;
 }
 
-/** A decimal cell's text: exact for the unscaled integers the columns hold, numbers or bigints. */
-function sizeText(v: unknown, scale: number): string {
-  return typeof v === 'number' ? decimalText(v, scale) : decodeDecimal(v as Unscaled, scale, scale).replace(/\.?0+$/, '');
+/** A decimal cell's text: exact for the unscaled integers the columns hold, up to 2^63. */
+function decText(c: Col, i: number, scale: number): string {
+  if (c.huge(i)) return decodeDecimal(c.big(i) as Unscaled, scale, scale).replace(/\.?0+$/, '');
+  return decimalText(c.num(i), scale);
 }
+const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
+const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
 
-/** The rows of one market in one dataset of one day, a decoded row group (or part of one) at a time. */
-async function* segments(store: ParquetStore, family: Family, dataset: Dataset, day: string, market: string, names: readonly string[]): AsyncGenerator<Columns> {
+/** The rows of one market in one dataset of one day, a decoded chunk at a time (typed, see columns.ts). */
+async function* segments(store: ParquetStore, family: Family, dataset: Dataset, day: string, market: string, names: readonly string[]): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
   const files = await store.datasetFiles(family, dataset, day, market);
   if (!files) return;
-  const specs = columnsOf(family, dataset).filter((c) => names.includes(c.name));
   for (const s of files.segments) {
-    const t = await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]);
-    yield decodeColumns(t, specs);
+    yield* chunks(await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]), names);
   }
 }
 
@@ -69,18 +70,14 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
     const scales = scalesOf(req.family);
     const want = 'token' in req.view ? req.view.token : req.view.yesno;
     let prevSeq = -1, k = 0;
-    for await (const c of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS)) {
-      const n = c.seq.length;
+    for await (const { n, c } of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS)) {
       for (let i = 0; i < n; i++) {
-        if (c.token_id[i] !== want) continue;
-        const seq = c.seq[i] as number;
+        if (c.token_id.text(i) !== want) continue;
+        const seq = c.seq.num(i);
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
-        const local = Math.round((c.receive_time[i] as number) * 1000);
-        const src = c.source_time[i] as number | null;
-        const ts = src === null ? local : Math.round(src * 1000);
-        const size = c.size[i] === null ? '' : sizeText(c.size[i], scales.size);
-        buf += `${lead}${ts},${local},${k === 0 ? seq : `${seq}-${k}`},${(c.side[i] as string | null) ?? 'unknown'},${sizeText(c.price[i], scales.price)},${size}\n`;
+        const size = c.size.isNull(i) ? '' : decText(c.size, i, scales.size);
+        buf += `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${decText(c.price, i, scales.price)},${size}\n`;
         if (buf.length >= CHUNK_CHARS) {
           yield buf;
           buf = '';
@@ -123,58 +120,53 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   const token = 'token' in view ? view.token : null;
   const yesSide = 'yesno' in view ? view.yesno : null;
   // The full book being gathered: its rows share (seq, token) and come together.
-  let full: { bids: Map<number, string>; asks: Map<number, string> } | null = null;
+  let full: Levels | null = null;
+  let scratch: Levels = { bids: new Map(), asks: new Map() };
   let fullSeq = -1, fullVenue = false, fullTs = 0, fullLocal = 0;
   const closeFull = (): void => {
     if (!full) return;
-    book.full(full as Levels, fullVenue, out);
+    scratch = book.full(full, fullVenue, out); // the old book's maps, cleared: the next full book's
     emit(fullTs, fullLocal);
     full = null;
   };
-  for await (const c of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS)) {
-    const n = c.seq.length;
+  for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS)) {
     for (let i = 0; i < n; i++) {
-      if (token !== null && c.token_id[i] !== token) continue;
-      const seq = c.seq[i] as number;
+      if (token !== null && c.token_id.text(i) !== token) continue;
+      const seq = c.seq.num(i);
       if (full && seq !== fullSeq) closeFull();
-      const rt = c.record_type[i] as string;
+      const rt = c.record_type.text(i)!;
       if (rt === 'tick_size') continue; // a tick size is no level; docs/tardis.md
-      const local = Math.round((c.receive_time[i] as number) * 1000);
-      const src = c.source_time[i] as number | null;
-      const ts = src === null ? local : Math.round(src * 1000);
-      if (c.is_snapshot[i] === true) {
+      if (c.is_snapshot.bool(i)) {
         if (!full) {
-          full = { bids: new Map(), asks: new Map() };
+          full = scratch;
           fullSeq = seq;
           fullVenue = rt === 'book'; // a venue snapshot; a checkpoint or a yes/no poll repeats the book
-          fullTs = ts;
-          fullLocal = local;
+          fullTs = venue(c, i);
+          fullLocal = local(c, i);
         }
-        const pv = c.price[i];
-        if (pv === null || pv === undefined) continue; // an empty side's (or an empty book's) marker
-        let k = Number(pv);
-        const size = sizeText(c.size[i], scales.size);
+        if (c.price.isNull(i)) continue; // an empty side's (or an empty book's) marker
+        let k = c.price.num(i);
+        const size = decText(c.size, i, scales.size);
         if (yesno) {
-          if (c.units[i] !== 'cents') k *= 100;
+          if (c.units.text(i) !== 'cents') k *= 100;
           // The view's own ladder is its bids; the other ladder's bids are its asks at 1 − price.
-          if (c.side[i] === yesSide) full.bids.set(k, size);
+          if (c.side.text(i) === yesSide) full.bids.set(k, size);
           else full.asks.set(one - k, size);
         } else {
-          (c.side[i] === 'bid' ? full.bids : full.asks).set(k, size);
+          (c.side.text(i) === 'bid' ? full.bids : full.asks).set(k, size);
         }
         continue;
       }
-      const side = c.side[i] as 'bid' | 'ask' | null;
-      if (side === null || c.price[i] === null) continue;
-      const sv = c.size[i];
-      book.update(side, Number(c.price[i]), sizeText(sv, scales.size), sv === 0 || sv === 0n, out);
+      const side = c.side.text(i) as 'bid' | 'ask' | null;
+      if (side === null || c.price.isNull(i)) continue;
+      book.update(side, c.price.num(i), decText(c.size, i, scales.size), !c.size.isNull(i) && c.size.num(i) === 0, out);
       // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
-      const nextSame = i + 1 < n && c.seq[i + 1] === seq;
-      if (!nextSame || type === 'incremental_book_L2') emit(ts, local);
-    }
-    if (buf.length >= CHUNK_CHARS) {
-      yield buf;
-      buf = '';
+      const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
+      if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));
+      if (buf.length >= CHUNK_CHARS) {
+        yield buf;
+        buf = '';
+      }
     }
   }
   closeFull();
