@@ -4,6 +4,7 @@
 // Memory holds one decoded row group and one book, whatever the day's size; text leaves in chunks
 // of about CHUNK_CHARS for the caller to compress (tardis.ts).
 
+import type { Table } from 'apache-arrow';
 import type { Family } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from '../parquet/decimal.js';
 import type { ParquetStore } from '../parquet/reader.js';
@@ -54,8 +55,18 @@ const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNu
 async function* segments(store: ParquetStore, family: Family, dataset: Dataset, day: string, market: string, names: readonly string[]): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
   const files = await store.datasetFiles(family, dataset, day, market);
   if (!files) return;
-  for (const s of files.segments) {
-    yield* chunks(await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]), names);
+  const read = (k: number): Promise<Table> => {
+    const s = files.segments[k];
+    const p = files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]);
+    p.catch(() => undefined); // observed when awaited; a reader that stops early leaves it unawaited
+    return p;
+  };
+  // The next segment is read while this one's rows are written: the file reads overlap the CPU work.
+  let next = files.segments.length > 0 ? read(0) : null;
+  for (let k = 0; next !== null; k++) {
+    const t = await next;
+    next = k + 1 < files.segments.length ? read(k + 1) : null;
+    yield* chunks(t, names);
   }
 }
 
