@@ -16,6 +16,8 @@ const MIN = [3, 11] as const;
 export const VENVS = {
   pandas: ['numpy==2.3.5', 'pandas==2.3.3', 'pyarrow==21.0.0'],
   bare: [] as string[],
+  /** The tardis-dev Python client, unchanged: it downloads a day's Tardis-format files from `serve` (issue 38). */
+  tardis: ['tardis-dev==5.0.4'],
 } as const;
 export type Venv = keyof typeof VENVS;
 
@@ -71,7 +73,7 @@ async function ensureVenv(venv: Venv, version: string, log: (line: string) => vo
 
 export const toolchain: Toolchain = {
   name: 'python',
-  describe: `venvs from ${PYTHON} (>= ${MIN.join('.')}): "pandas" with ${VENVS.pandas.join(', ')}; "bare" without pandas`,
+  describe: `venvs from ${PYTHON} (>= ${MIN.join('.')}): "pandas" with ${VENVS.pandas.join(', ')}; "bare" without pandas; "tardis" with ${VENVS.tardis.join(', ')}`,
   async ensure(log) {
     const version = await systemVersion();
     for (const venv of Object.keys(VENVS) as Venv[]) await ensureVenv(venv, version, log);
