@@ -79,6 +79,7 @@ const coin = (m: Market): CoinMarket => m as CoinMarket;
 export const coinFamily: FamilyDescriptor = {
   family: 'coin',
   plan: 'free',
+  tardisExchange: 'pmtape-clob',
   kinds: [catalogKind, clobKind],
   importers: [clobImporter, catalogImporter],
   backfill: coinSource,

@@ -94,6 +94,8 @@ export interface FamilyDescriptor {
   readonly family: Family;
   /** The plan a key needs for this family's routes, stream and datasets. */
   readonly plan: 'free' | 'paid';
+  /** The `exchange` of its Tardis-format files (`GET /v1/<exchange>/...`, docs/tardis.md): its venue kind. */
+  readonly tardisExchange: string;
 
   // ---- write side ----
   /** Recorder kinds that record this family, in start order. */

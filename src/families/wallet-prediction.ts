@@ -69,6 +69,7 @@ const LIST_URL = '/v3/wallet-prediction/markets';
 export const walletFamily: FamilyDescriptor = {
   family: 'wallet-prediction',
   plan: 'paid',
+  tardisExchange: 'pmtape-wallet',
   kinds: [walletKind],
   importers: [walletImporter],
   backfill: walletSource,

@@ -66,6 +66,7 @@ const yesno = (m: Market): YesNoMarket => m as YesNoMarket;
 export const yesnoFamily: FamilyDescriptor = {
   family: 'yesno-exchange',
   plan: 'free',
+  tardisExchange: 'pmtape-yesno',
   kinds: [yesnoKind],
   importers: [yesnoImporter],
   backfill: yesnoSource,

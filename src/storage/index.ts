@@ -110,3 +110,7 @@ export async function verifyArchive(archive: ArchiveConfig, days: readonly strin
 export async function openArchiveReader(archive: ArchiveConfig): Promise<ArchiveReader> {
   return (await import('./archive/read.js')).openArchiveReader(archive);
 }
+
+// Tardis-format CSV files of compacted days (see tardis/files.ts, docs/tardis.md).
+export { TARDIS_DATA_TYPES, tardisHeader, type TardisDataType, type TardisRequest, type TardisView } from './tardis/rows.js';
+export { findTardisSymbol, symbolPart, tardisFile, tardisMarkets, tardisSymbols, type TardisSymbol } from './tardis/files.js';

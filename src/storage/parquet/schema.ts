@@ -215,6 +215,8 @@ const FAMILY_TABLES: Readonly<Record<Family, FamilyTables>> = {
 };
 
 export const snapshotBooksOf = (f: Family): SnapshotBooks => FAMILY_TABLES[f].snapshots;
+/** The books a family records: `decimal` outcome-token books or whole `yesno` books. */
+export const booksOf = (f: Family): keyof typeof SCALES => FAMILY_TABLES[f].books;
 
 const cache = new Map<string, readonly ColumnSpec[]>();
 
