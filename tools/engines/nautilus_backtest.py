@@ -81,23 +81,32 @@ def size_precision_of(paths: list[str], column: str) -> int:
     return best
 
 
+def with_last_flag(d: OrderBookDelta) -> OrderBookDelta:
+    if d.flags & RecordFlag.F_LAST:
+        return d
+    return OrderBookDelta(d.instrument_id, d.action, d.order, d.flags | RecordFlag.F_LAST, d.sequence, d.ts_event, d.ts_init)
+
+
 def batches(deltas: list[OrderBookDelta], instrument_id: InstrumentId) -> list[OrderBookDeltas]:
-    """The loader's deltas as the batches the files meant: a batch ends at F_LAST (set where `timestamp`
-    changes), and a run of snapshot rows (Add) starts with a Clear so the book restarts as Tardis says."""
+    """The loader's deltas as the batches the file meant. The loader ends a batch (F_LAST) only where
+    `timestamp` (venue time) changes, but two records can share a venue time and arrive apart: a batch
+    here also ends where `local_timestamp` (receive time, the backtest's clock) changes. A run of snapshot
+    rows (Add) starts with a Clear, so the book restarts where Tardis's rule says."""
     out: list[OrderBookDeltas] = []
     cur: list[OrderBookDelta] = []
     prev_add = False
-    for d in deltas:
+    for i, d in enumerate(deltas):
         is_add = d.action == BookAction.ADD
         if is_add and not prev_add:
             cur.append(OrderBookDelta.clear(instrument_id, 0, d.ts_event, d.ts_init))
         prev_add = is_add
-        cur.append(d)
-        if d.flags & RecordFlag.F_LAST:
+        nxt = deltas[i + 1] if i + 1 < len(deltas) else None
+        if nxt is None or d.flags & RecordFlag.F_LAST or nxt.ts_init != d.ts_init:
+            cur.append(with_last_flag(d))
             out.append(OrderBookDeltas(instrument_id, cur))
             cur = []
-    if cur:
-        out.append(OrderBookDeltas(instrument_id, cur))
+        else:
+            cur.append(d)
     return out
 
 
@@ -132,12 +141,13 @@ class MakerConfig(StrategyConfig, frozen=True):
     quote_size: Decimal
     instants_ns: tuple[int, ...] = ()
     depth: int = 0
+    requote_ticks: int = 2
 
 
 class JoinTheBest(Strategy):
-    """Simple market making: whenever the best bid or ask moves, cancel the quotes and join the new best bid
-    and best ask with one GTC limit order each; fills come from the L2 book moving through a quote or a trade
-    at its price (the venue's L2_MBP matching with trade execution).
+    """Simple market making: one GTC limit order on each side, placed at the best bid / best ask; a quote the
+    market moves away from (more than `requote_ticks` ticks) is cancelled and placed again at the new best,
+    one the market comes to stays and fills when the L2 book moves through it (or a trade prints at it).
     At each instant it writes down the book the engine keeps for it (a time alert, so the book is the one
     after every batch received before the instant)."""
 
@@ -148,7 +158,7 @@ class JoinTheBest(Strategy):
         self.fills = 0
         self.orders = 0
         self.batches = 0
-        self.quoted: tuple | None = None
+        self.live: dict = {}
 
     def on_start(self) -> None:
         self.instrument = self.cache.instrument(self.iid)
@@ -168,15 +178,19 @@ class JoinTheBest(Strategy):
         bid, ask = book.best_bid_price(), book.best_ask_price()
         if bid is None or ask is None or bid >= ask:
             return
-        if (bid, ask) == self.quoted:
-            return
-        # The top moved: take the old quotes away and join the new best prices.
-        self.cancel_all_orders(self.iid)
+        far = self.instrument.price_increment * self.config.requote_ticks
         qty = self.instrument.make_qty(self.config.quote_size)
-        for side, px in ((OrderSide.BUY, bid), (OrderSide.SELL, ask)):
-            self.submit_order(self.order_factory.limit(self.iid, side, qty, px, time_in_force=TimeInForce.GTC))
+        for side, best in ((OrderSide.BUY, bid), (OrderSide.SELL, ask)):
+            order = self.live.get(side)
+            if order is not None and not order.is_closed:
+                # A quote the market moved away from is moved back; one the market comes to is left to fill.
+                if order.is_open and abs(order.price - best) > far:
+                    self.cancel_order(order)
+                continue
+            order = self.order_factory.limit(self.iid, side, qty, best, time_in_force=TimeInForce.GTC)
+            self.submit_order(order)
+            self.live[side] = order
             self.orders += 1
-        self.quoted = (bid, ask)
 
     def on_order_filled(self, event) -> None:
         self.fills += 1

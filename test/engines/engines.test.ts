@@ -1,0 +1,83 @@
+// The backtesting engines researchers already use, run unchanged on a pmtape day (issue 38 §2): a
+// compacted sim day exported by `pmtape export tardis`, then
+// - NautilusTrader 1.221.0: TardisCSVDataLoader loads the files and a BacktestEngine (L2_MBP book,
+//   fill model) runs a market-making strategy over the day: it completes with fills, and the book the
+//   strategy saw at 50 instants equals the API's book as of each instant, level by level;
+// - hftbacktest 2.4.4: tardis.convert turns the files into its events and a backtest with a queue
+//   model runs a quoting strategy: it completes with orders, and its book at 10 instants equals the API's.
+// Both scripts are tools/engines/*.py (docs/engines.md); the instrument comes from the catalogue
+// (tick size) and the data (size decimals). The venvs come from tools/toolchains/python.ts.
+
+import t, { type Test } from 'tap';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { requireTool } from '../helpers/toolchains.js';
+import { REPO } from '../selfhost/helpers.js';
+import { apiBook, canon, quietInstants, recordSimDay, tardisFile, type Levels, type SimDay } from './sim-day.js';
+
+t.setTimeout(1_800_000);
+
+interface EngineRun {
+  orders: number;
+  fills: number;
+  books: { t_us: number; bids: Levels; asks: Levels }[];
+  [k: string]: unknown;
+}
+
+async function runEngine(python: string, script: string, args: string[]): Promise<EngineRun> {
+  const { stdout } = await promisify(execFile)(python, [join(REPO, 'tools', 'engines', script), ...args], { maxBuffer: 256e6, timeout: 900_000 });
+  // hftbacktest's convert prints progress lines first; the result is the last line.
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as EngineRun;
+}
+
+async function sameBooks(t: Test, sd: SimDay, outcome: string, instants: number[], run: EngineRun): Promise<void> {
+  t.equal(run.books.length, instants.length, `the strategy recorded a book at each of the ${instants.length} instants`);
+  let levels = 0;
+  for (const [i, seen] of run.books.entries()) {
+    t.equal(seen.t_us, instants[i], `book ${i} is the one at its instant`);
+    const api = await apiBook(sd, outcome, seen.t_us);
+    levels += api.bids.length + api.asks.length;
+    t.same({ bids: canon(seen.bids), asks: canon(seen.asks) }, api, `book at ${new Date(seen.t_us / 1000).toISOString()} equals the API's as_of`);
+  }
+  t.ok(levels > instants.length * 2, `the books compared are not empty (${levels} levels)`);
+}
+
+let day: Promise<SimDay> | null = null;
+const simDay = (): Promise<SimDay> => (day ??= recordSimDay(t, 600));
+
+t.test('NautilusTrader: TardisCSVDataLoader + BacktestEngine (L2_MBP, fill model) over a pmtape day', async (t) => {
+  const python = requireTool(t, 'nautilus');
+  if (python === null) return;
+  const sd = await simDay();
+  const outcome = sd.market.outcomes[0].label;
+  const book = tardisFile(sd, 'incremental_book_L2', outcome);
+  const instants = quietInstants(book, 50);
+  const tick = String(sd.market.native.orderPriceMinTickSize);
+  t.match(tick, /^0\.0*1$/, `the catalogue gives the tick size (${tick})`);
+  const run = await runEngine(python, 'nautilus_backtest.py', [
+    '--book', book, '--trades', tardisFile(sd, 'trades', outcome), '--tick-size', tick,
+    '--outcome', outcome, '--question', sd.market.question, '--instants', instants.join(','),
+  ]);
+  t.equal(run.price_precision, tick.split('.')[1].length, 'price precision from the tick size');
+  t.ok((run.batches as number) > 100 && run.batches_seen === run.batches, `the strategy saw every batch (${String(run.batches)})`);
+  t.ok(run.orders > 0, `orders placed (${run.orders})`);
+  t.ok(run.fills > 0, `fills (${run.fills})`);
+  await sameBooks(t, sd, outcome, instants, run);
+});
+
+t.test('hftbacktest: tardis.convert + a queue-model backtest over a pmtape day', async (t) => {
+  const python = requireTool(t, 'hftbacktest');
+  if (python === null) return;
+  const sd = await simDay();
+  const outcome = sd.market.outcomes[0].label;
+  const book = tardisFile(sd, 'incremental_book_L2', outcome);
+  const instants = quietInstants(book, 10);
+  const run = await runEngine(python, 'hftbacktest_backtest.py', [
+    '--book', book, '--trades', tardisFile(sd, 'trades', outcome), '--tick-size', String(sd.market.native.orderPriceMinTickSize),
+    '--queue', 'risk_adverse', '--instants', instants.join(','),
+  ]);
+  t.ok((run.events as number) > 0, `convert made events (${String(run.events)})`);
+  t.ok(run.orders > 0, `orders placed (${run.orders}); fills: ${run.fills}`);
+  await sameBooks(t, sd, outcome, instants, run);
+});
