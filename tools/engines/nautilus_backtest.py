@@ -184,7 +184,8 @@ class JoinTheBest(Strategy):
             order = self.live.get(side)
             if order is not None and not order.is_closed:
                 # A quote the market moved away from is moved back; one the market comes to is left to fill.
-                if order.is_open and abs(order.price - best) > far:
+                away = best - order.price if side == OrderSide.BUY else order.price - best
+                if order.is_open and away > far:
                     self.cancel_order(order)
                 continue
             order = self.order_factory.limit(self.iid, side, qty, best, time_in_force=TimeInForce.GTC)
