@@ -4,7 +4,7 @@
 // runs only where its packages are (or are not) installed. The `python` toolchain ensures those two;
 // locate() gives the folder holding them, pythonIn(folder, venv) the interpreter of one.
 // The backtesting engines get a venv each, as their own toolchains (`nautilus`, `hftbacktest`):
-// hftbacktest pins numpy < 2.3 and the engines are large (~400 MB together), so a machine without them
+// hftbacktest pins numpy < 2.3 and the engines are large (~1.5 GB together), so a machine without them
 // still runs every other Python test; their locate() gives the venv's interpreter.
 
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -27,7 +27,7 @@ export const VENVS = {
 export type Venv = keyof typeof VENVS;
 
 /** What an engine venv's install costs, said in its progress line (the others take ~1-3 min). */
-const ENGINE_SIZES: Partial<Record<Venv, string>> = { nautilus: '~250 MB, ~2-5 min', hftbacktest: '~250 MB, ~2-5 min' };
+const ENGINE_SIZES: Partial<Record<Venv, string>> = { nautilus: '~650 MB, ~2-6 min', hftbacktest: '~850 MB, ~2-6 min' };
 
 function root(): string {
   return join(toolchainsDir(), 'python');
