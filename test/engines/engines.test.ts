@@ -10,7 +10,10 @@
 
 import t, { type Test } from 'tap';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { requireTool } from '../helpers/toolchains.js';
 import { REPO } from '../selfhost/helpers.js';
@@ -78,4 +81,36 @@ t.test('hftbacktest: tardis.convert + a queue-model backtest over a pmtape day',
   t.ok((run.events as number) > 0, `convert made events (${String(run.events)})`);
   t.ok(run.orders > 0, `orders placed (${run.orders}); fills: ${run.fills}`);
   await sameBooks(t, sd, bk, instants, run);
+});
+
+/**
+ * A hand-written day where a second snapshot has fewer levels than the book before it: both engines'
+ * loaders left the old deeper levels in place (NautilusTrader's makes snapshot rows `Add`s with no
+ * Clear; hftbacktest's convert clears only down to the snapshot's deepest price). The scripts restart
+ * the book there, as Tardis's rule and pmtape's API do.
+ */
+t.test('a snapshot with fewer levels restarts the book in both engines', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmtape-engines-snap-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const T = 1_785_000_000_000_000;
+  const rows: [number, boolean, string, string, string][] = [
+    [T, true, 'bid', '0.40', '100'], [T, true, 'bid', '0.39', '50'], [T, true, 'ask', '0.45', '80'], [T, true, 'ask', '0.46', '20'],
+    [T + 1000, false, 'bid', '0.38', '10'],
+    [T + 2000, true, 'bid', '0.41', '7'], [T + 2000, true, 'ask', '0.44', '8'],
+    [T + 3000, false, 'ask', '0.47', '2'],
+  ];
+  const csv = ['exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount', ...rows.map(([ts, s, side, p, a]) => `pmtape-clob,M1-UP,${ts},${ts},${s},${side},${p},${a}`)];
+  const book = join(dir, 'pmtape-clob_incremental_book_L2_2026-07-25_M1-UP.csv.gz');
+  writeFileSync(book, gzipSync(`${csv.join('\n')}\n`));
+  const instants = [T + 1500, T + 2500];
+  const want = [
+    { t_us: T + 1500, bids: [['0.4', '100'], ['0.39', '50'], ['0.38', '10']], asks: [['0.45', '80'], ['0.46', '20']] },
+    { t_us: T + 2500, bids: [['0.41', '7']], asks: [['0.44', '8']] },
+  ];
+  for (const [tool, script] of [['nautilus', 'nautilus_backtest.py'], ['hftbacktest', 'hftbacktest_backtest.py']] as const) {
+    const python = requireTool(t, tool);
+    if (python === null) continue;
+    const run = await runEngine(python, script, ['--book', book, '--tick-size', '0.01', '--instants', instants.join(',')]);
+    t.same(run.books.map((b) => ({ t_us: b.t_us, bids: canon(b.bids), asks: canon(b.asks) })), want, `${tool}: the book after the second snapshot is that snapshot`);
+  }
 });

@@ -15,6 +15,8 @@ What a reader of these files must know for hftbacktest:
 - convert picks a file's kind by `trades` / `incremental_book_L2` in its name, so keep the names the
   export (or the tardis-dev clients) gave; trades go first in the list (its docs say why).
 - Prices become integer ticks of `tick_size`: give the finest tick the market had that day.
+- At a snapshot convert clears each side only down to the snapshot's deepest price: the script widens
+  those clears to the whole side (whole_side_clears), as Tardis's rule and pmtape's book say.
 - Its clock is the local (receive) timestamp in ns; convert moves every local timestamp later if any
   receive time precedes its exchange time (correct_local_timestamp), which pmtape's files never need.
 """
@@ -33,6 +35,18 @@ from numba import njit
 
 from hftbacktest import GTC, LIMIT, BacktestAsset, HashMapMarketDepthBacktest
 from hftbacktest.data.utils import tardis
+from hftbacktest.types import BUY_EVENT, DEPTH_CLEAR_EVENT
+
+
+def whole_side_clears(data: np.ndarray) -> int:
+    """convert clears a side, at a snapshot, only down to the snapshot's deepest price, so a deeper level
+    of the old book survives; Tardis's rule (and pmtape's book) restarts the whole book. Prices are
+    probabilities, so a bid clear down to 0 and an ask clear up to 1 clear the whole side."""
+    clears = (data["ev"] & 0xFF) == DEPTH_CLEAR_EVENT
+    buys = (data["ev"] & BUY_EVENT) != 0
+    data["px"][clears & buys] = 0.0
+    data["px"][clears & ~buys] = 1.0
+    return int(clears.sum())
 
 
 def rows_of(path: str) -> int:
@@ -110,6 +124,7 @@ def main() -> None:
     with contextlib.redirect_stdout(sys.stderr):  # convert prints its progress; stdout is the JSON result
         data = tardis.convert(files, output_filename=args.npz, buffer_size=2 * rows + 16, ss_buffer_size=rows + 16)
 
+    clears = whole_side_clears(data)
     tick = Decimal(args.tick_size)
     nticks = int(Decimal(1) / tick)
     asset = (
@@ -140,7 +155,7 @@ def main() -> None:
         bids = [level(t, bid_out[k, t]) for t in range(nticks, -1, -1) if bid_out[k, t] > 0]
         asks = [level(t, ask_out[k, t]) for t in range(nticks + 1) if ask_out[k, t] > 0]
         books.append({"t_us": int(instants[k]) // 1000, "bids": bids, "asks": asks})
-    print(json.dumps({"events": int(len(data)), "orders": int(stats[0]), "fills": int(stats[1]), "books": books}))
+    print(json.dumps({"events": int(len(data)), "clears": clears, "orders": int(stats[0]), "fills": int(stats[1]), "books": books}))
 
 
 if __name__ == "__main__":
