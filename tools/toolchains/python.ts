@@ -1,7 +1,8 @@
 // Virtual environments made from the machine's python3, so the Python parts of the suite run the
 // same everywhere: `pandas` WITH pandas and pyarrow (pinned; later work adds polars and pyspark here)
 // and `bare` WITHOUT pandas, because clients/python promises to work in both and each branch of it
-// runs only where its packages are (or are not) installed. The `python` toolchain ensures those two;
+// runs only where its packages are (or are not) installed; `tardis` holds the tardis-dev Python client.
+// The `python` toolchain ensures those three;
 // locate() gives the folder holding them, pythonIn(folder, venv) the interpreter of one.
 // The backtesting engines get a venv each, as their own toolchains (`nautilus`, `hftbacktest`):
 // hftbacktest pins numpy < 2.3 and the engines are large (~1.5 GB together), so a machine without them
@@ -19,6 +20,8 @@ const MIN = [3, 11] as const;
 export const VENVS = {
   pandas: ['numpy==2.3.5', 'pandas==2.3.3', 'pyarrow==21.0.0'],
   bare: [] as string[],
+  /** The tardis-dev Python client, unchanged: it downloads a day's Tardis-format files from `serve` (issue 38). */
+  tardis: ['tardis-dev==5.0.4'],
   // NautilusTrader (Tardis CSV loader, BacktestEngine); numpy/pandas/pyarrow as in `pandas` (its pins allow them).
   nautilus: ['nautilus-trader==1.221.0', 'numpy==2.3.5', 'pandas==2.3.3', 'pyarrow==21.0.0'],
   // hftbacktest (tardis.convert reads with polars, its backtest JIT-compiles with numba); it requires numpy < 2.3.
@@ -85,11 +88,12 @@ function ready(venv: Venv): boolean {
   return existsSync(stampFile(venv)) && existsSync(pythonIn(root(), venv));
 }
 
-const CLIENT_VENVS: readonly Venv[] = ['pandas', 'bare'];
+/** The venvs the `python` toolchain ensures (the engines' are toolchains of their own, below). */
+const CLIENT_VENVS: readonly Venv[] = ['pandas', 'bare', 'tardis'];
 
 export const toolchain: Toolchain = {
   name: 'python',
-  describe: `venvs from ${PYTHON} (>= ${MIN.join('.')}): "pandas" with ${VENVS.pandas.join(', ')}; "bare" without pandas`,
+  describe: `venvs from ${PYTHON} (>= ${MIN.join('.')}): "pandas" with ${VENVS.pandas.join(', ')}; "bare" without pandas; "tardis" with ${VENVS.tardis.join(', ')}`,
   async ensure(log) {
     const version = await systemVersion();
     for (const venv of CLIENT_VENVS) await ensureVenv(venv, version, log);
