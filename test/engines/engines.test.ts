@@ -84,12 +84,13 @@ t.test('hftbacktest: tardis.convert + a queue-model backtest over a pmtape day',
 });
 
 /**
- * A hand-written day where a second snapshot has fewer levels than the book before it: both engines'
- * loaders left the old deeper levels in place (NautilusTrader's makes snapshot rows `Add`s with no
- * Clear; hftbacktest's convert clears only down to the snapshot's deepest price). The scripts restart
- * the book there, as Tardis's rule and pmtape's API do.
+ * A hand-written day where a second snapshot has fewer levels than the book before it, and a third
+ * more than the second: both engines' loaders left the old deeper levels in place after the second
+ * (NautilusTrader's makes snapshot rows `Add`s with no Clear; hftbacktest's convert clears only down
+ * to the snapshot's deepest price), and hftbacktest's kept only as many levels of the third as the
+ * first snapshot had. The scripts restart the book at each, as Tardis's rule and pmtape's API do.
  */
-t.test('a snapshot with fewer levels restarts the book in both engines', async (t) => {
+t.test('each snapshot, smaller or larger than the book before, restarts the book in both engines', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-engines-snap-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const T = 1_785_000_000_000_000;
@@ -98,14 +99,18 @@ t.test('a snapshot with fewer levels restarts the book in both engines', async (
     [T + 1000, false, 'bid', '0.38', '10'],
     [T + 2000, true, 'bid', '0.41', '7'], [T + 2000, true, 'ask', '0.44', '8'],
     [T + 3000, false, 'ask', '0.47', '2'],
+    [T + 4000, true, 'bid', '0.30', '1'], [T + 4000, true, 'bid', '0.29', '2'], [T + 4000, true, 'bid', '0.28', '3'],
+    [T + 4000, true, 'ask', '0.50', '4'], [T + 4000, true, 'ask', '0.51', '5'], [T + 4000, true, 'ask', '0.52', '6'],
+    [T + 5000, false, 'ask', '0.53', '2'],
   ];
   const csv = ['exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount', ...rows.map(([ts, s, side, p, a]) => `pmtape-clob,M1-UP,${ts},${ts},${s},${side},${p},${a}`)];
   const book = join(dir, 'pmtape-clob_incremental_book_L2_2026-07-25_M1-UP.csv.gz');
   writeFileSync(book, gzipSync(`${csv.join('\n')}\n`));
-  const instants = [T + 1500, T + 2500];
+  const instants = [T + 1500, T + 2500, T + 4500];
   const want = [
     { t_us: T + 1500, bids: [['0.4', '100'], ['0.39', '50'], ['0.38', '10']], asks: [['0.45', '80'], ['0.46', '20']] },
     { t_us: T + 2500, bids: [['0.41', '7']], asks: [['0.44', '8']] },
+    { t_us: T + 4500, bids: [['0.3', '1'], ['0.29', '2'], ['0.28', '3']], asks: [['0.5', '4'], ['0.51', '5'], ['0.52', '6']] },
   ];
   for (const [tool, script] of [['nautilus', 'nautilus_backtest.py'], ['hftbacktest', 'hftbacktest_backtest.py']] as const) {
     const python = requireTool(t, tool);

@@ -17,6 +17,8 @@ What a reader of these files must know for hftbacktest:
 - Prices become integer ticks of `tick_size`: give the finest tick the market had that day.
 - At a snapshot convert clears each side only down to the snapshot's deepest price: the script widens
   those clears to the whole side (whole_side_clears), as Tardis's rule and pmtape's book say.
+- Within one file convert keeps at most as many levels of a snapshot as the file's first snapshot had
+  (its snapshot buffers shrink): the script hands it the book file cut at each snapshot (snapshot_chunks).
 - Its clock is the local (receive) timestamp in ns; convert moves every local timestamp later if any
   receive time precedes its exchange time (correct_local_timestamp), which pmtape's files never need.
 """
@@ -27,7 +29,9 @@ import argparse
 import contextlib
 import gzip
 import json
+import os
 import sys
+import tempfile
 from decimal import Decimal
 
 import numpy as np
@@ -36,6 +40,30 @@ from numba import njit
 from hftbacktest import GTC, LIMIT, BacktestAsset, HashMapMarketDepthBacktest
 from hftbacktest.data.utils import tardis
 from hftbacktest.types import BUY_EVENT, DEPTH_CLEAR_EVENT
+
+
+def snapshot_chunks(path: str, folder: str) -> list[str]:
+    """The book file cut where each snapshot starts, as plain CSV files convert reads in order. convert's
+    snapshot buffers shrink to the first snapshot's size within one file (2.4.4's _convert_depth rebinds
+    them to a slice), so a later, larger snapshot lost its deeper levels; each piece starts afresh."""
+    out: list[str] = []
+    dst = None
+    prev_snap = False
+    with gzip.open(path, "rt", newline="") as src:
+        header = src.readline()
+        for line in src:
+            snap = line.split(",", 5)[4] == "true"
+            if dst is None or (snap and not prev_snap):
+                if dst is not None:
+                    dst.close()
+                out.append(os.path.join(folder, f"{len(out):06d}_incremental_book_L2.csv"))
+                dst = open(out[-1], "w", newline="")
+                dst.write(header)
+            prev_snap = snap
+            dst.write(line)
+    if dst is not None:
+        dst.close()
+    return out
 
 
 def whole_side_clears(data: np.ndarray) -> int:
@@ -118,10 +146,10 @@ def main() -> None:
     p.add_argument("--npz", help="also save convert's events here (hftbacktest's npz format)")
     args = p.parse_args()
 
-    files = ([args.trades] if args.trades else []) + [args.book]
-    rows = sum(rows_of(f) for f in files)
-    # Buffers sized from the files (convert's defaults reserve 100 M events).
-    with contextlib.redirect_stdout(sys.stderr):  # convert prints its progress; stdout is the JSON result
+    rows = sum(rows_of(f) for f in [args.book] + ([args.trades] if args.trades else []))
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):  # stdout is the JSON result
+        files = ([args.trades] if args.trades else []) + snapshot_chunks(args.book, tmp)
+        # Buffers sized from the files (convert's defaults reserve 100 M events).
         data = tardis.convert(files, output_filename=args.npz, buffer_size=2 * rows + 16, ss_buffer_size=rows + 16)
 
     clears = whole_side_clears(data)
