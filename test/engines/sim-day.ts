@@ -102,7 +102,10 @@ function topMoves(rows: string[][]): number {
   let prevSnap = false;
   for (let i = 0; i < rows.length; i++) {
     const [, , , local, snap, side, price, amount] = rows[i];
-    if (snap === 'true' && !prevSnap) (bids.clear(), asks.clear());
+    if (snap === 'true' && !prevSnap) {
+      bids.clear();
+      asks.clear();
+    }
     prevSnap = snap === 'true';
     const book = side === 'bid' ? bids : asks;
     if (Number(amount) === 0) book.delete(price);
