@@ -7,7 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compactDay } from '../../src/storage/parquet/compaction.js';
+import { compactDay } from '../../src/storage/index.js';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
 import { getJson, runCli, runCliOnce, tempDir, waitFor } from '../selfhost/helpers.js';
