@@ -1,5 +1,5 @@
 // `npm run bench -- archive`: publishing a compacted day to a real SeaweedFS (the seaweedfs
-// toolchain) with `archive sync`'s code (local checksums, a HEAD per object, upload, proof, manifests
+// toolchain) with `archive sync`'s code (listings, uploads hashed as they go, proof, manifests
 // then the day record) vs a plain lib-storage upload of the same files, same part size and
 // concurrency, to the same server, alternating in each round. Target: ≥ 0.8× the plain throughput.
 
