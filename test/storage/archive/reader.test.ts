@@ -17,7 +17,7 @@ import { rangeCacheDir } from '../../../src/storage/archive/mount.js';
 import { RANGE_BLOCK } from '../../../src/storage/archive/range-cache.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, coinMarket } from '../../api/helpers.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY, type Weed } from '../../../tools/fixtures/weed.js';
-import { startFaultProxy } from './fault-proxy.js';
+import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { localObjects } from './common.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 
