@@ -25,7 +25,7 @@ import rateLimits from './plugins/rate-limit.js';
 import openapi from './plugins/openapi.js';
 import healthRoutes from './routes/health.js';
 import familyRoutes from './routes/family.js';
-import { DESCRIPTORS } from '../families/index.js';
+import { DESCRIPTORS } from '../families/registry.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
 import replayRoutes from './replay/route.js';

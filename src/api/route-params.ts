@@ -1,12 +1,12 @@
 // The parameters every route accepts: querystrings (unknown parameters rejected) and path params,
 // as TypeBox schemas that type the handlers and are plain JSON Schema to Ajv. The response schemas
-// (json-schemas.ts) are re-exported here. Shapes follow API.md exactly.
+// (response-schemas.ts) are re-exported here. Shapes follow API.md exactly.
 
 import { Type, type TSchema, type TProperties, type TObject, type TUnsafe } from 'typebox';
 import type { MarketStatus } from '../schema/market.js';
-import { paramShapes } from './json-schemas.js';
+import { paramShapes } from '../families/json-parts.js';
 
-export * from './json-schemas.js';
+export * from './response-schemas.js';
 
 const time = { maxLength: 64, description: 'ISO 8601 UTC or integer epoch milliseconds' } as const;
 

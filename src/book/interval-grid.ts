@@ -1,5 +1,5 @@
 // The `interval` snapshot rules, in one place: which buckets of a fixed grid may hold a book. The
-// API's `/snapshots?interval=` (api/query/intervals.ts), the replay's `book_snapshot_<d>_<i>` lines
+// API's `/snapshots?interval=` (families/coin/intervals.ts), the replay's `book_snapshot_<d>_<i>` lines
 // and the `book_snapshots` dataset all drive this one grid, so they cannot disagree.
 //
 // A bucket [start, start + I) is served only when the books were valid at its start (records at
@@ -16,6 +16,9 @@
 
 import type { GapReason } from '../schema/observation.js';
 import type { GapLookahead } from './gap-lookahead.js';
+
+/** The grid sizes `interval` and the replay's `book_snapshot_<d>_<i>` lines may name. */
+export const INTERVAL_MS: Readonly<Record<string, number>> = { '1s': 1000, '1m': 60_000, '5m': 300_000, '1h': 3_600_000 };
 
 /** What the grid needs of a market's books. */
 export interface GridBooks {

@@ -4,11 +4,12 @@
 
 import { ndjson, PmtapeError, queryString, sleep, Transport, type QueryValue, type TransportOptions } from './http.js';
 import { LiveStream, type StreamOptions } from './stream.js';
+import { FAMILY_PATHS, type Family, type MarketRef } from './families.js';
 
 export { PmtapeError } from './http.js';
 export { LiveStream, type StreamOptions } from './stream.js';
+export type { Family, MarketRef } from './families.js';
 
-export type Family = 'coin' | 'wallet-prediction' | 'yesno-exchange';
 /** A time: a Date, epoch milliseconds, or ISO 8601 UTC text. */
 export type TimeLike = Date | number | string;
 export type Json = Record<string, any>;
@@ -16,14 +17,6 @@ export type Json = Record<string, any>;
 export interface ClientOptions extends TransportOptions {
   /** How many times `replay` reconnects after a dropped connection without progress (default 5). */
   readonly maxResumes?: number;
-}
-
-/** Which market: coin-family markets also name their coin; yes/no markets are tickers. */
-export interface MarketRef {
-  readonly family: Family;
-  readonly coin?: string;
-  readonly marketId?: string;
-  readonly ticker?: string;
 }
 
 export interface SnapshotsParams extends MarketRef {
@@ -102,24 +95,14 @@ export class Client {
   }
 
   private marketPath(ref: MarketRef, tail: string): string {
-    if (ref.family === 'yesno-exchange') {
-      const t = ref.ticker ?? ref.marketId;
-      if (!t) throw new TypeError('yesno-exchange needs ticker');
-      return `/v3/yesno-exchange/${enc(t)}/${tail}`;
-    }
-    if (!ref.marketId) throw new TypeError(`${ref.family} needs marketId`);
-    if (ref.family === 'coin') {
-      if (!ref.coin) throw new TypeError('the coin family needs coin');
-      return `/v3/${enc(ref.coin)}/markets/${enc(ref.marketId)}/${tail}`;
-    }
-    return `/v3/wallet-prediction/${enc(ref.marketId)}/${tail}`;
+    return `${FAMILY_PATHS[ref.family].marketPath(ref)}/${tail}`;
   }
 
   /** Markets of a family: `coin` (required for the coin family), `window`, `status`, `series`, times. */
   markets(p: { family: Family; coin?: string; window?: string; status?: string; series?: string; startTime?: TimeLike; endTime?: TimeLike; limit?: number }): AsyncIterable<Json> {
-    const path = p.family === 'coin' ? `/v3/${enc(p.coin ?? '')}/markets` : `/v3/${p.family}/markets`;
+    const f = FAMILY_PATHS[p.family];
     const q = { window: p.window, status: p.status, series: p.series, start_time: time(p.startTime), end_time: time(p.endTime), limit: p.limit ?? 1000 };
-    return this.paged(path, p.family === 'wallet-prediction' ? { ...q, coin: p.coin } : q);
+    return this.paged(f.marketsPath(p.coin), f.coinFilter ? { ...q, coin: p.coin } : q);
   }
 
   snapshots(p: SnapshotsParams): AsyncIterable<Json> {

@@ -4,6 +4,7 @@
 
 import WebSocket from 'ws';
 import { PmtapeError } from './http.js';
+import { FAMILY_PATHS, type MarketRef } from './families.js';
 
 export interface StreamOptions {
   /** Start from this time (Date, epoch ms or ISO) or a snapshots `next_cursor`: history first, then live. */
@@ -23,13 +24,11 @@ export class LiveStream implements AsyncIterable<Msg> {
   private failure: Error | null = null;
   private ended = false;
 
-  constructor(baseUrl: string, apiKey: string | undefined, p: { family: string; coin?: string; marketId?: string; ticker?: string } & StreamOptions) {
+  constructor(baseUrl: string, apiKey: string | undefined, p: MarketRef & StreamOptions) {
     const url = `${baseUrl.replace(/^http/, 'ws')}/v3/stream`;
     this.ws = new WebSocket(url, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
     const sub: Msg = { op: 'subscribe', id: 1, channel: 'book', family: p.family };
-    if (p.family === 'yesno-exchange') sub.ticker = p.ticker ?? p.marketId;
-    else sub.market_id = p.marketId;
-    if (p.family === 'coin') sub.coin = p.coin;
+    Object.assign(sub, FAMILY_PATHS[p.family].subscription(p));
     if (p.outcome !== undefined) sub.outcome = p.outcome;
     if (p.from !== undefined) sub.from = p.from instanceof Date ? p.from.toISOString() : p.from;
     if (p.afterSeq !== undefined) sub.after_seq = p.afterSeq;

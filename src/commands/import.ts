@@ -15,7 +15,7 @@ export function register(program: Command): void {
     .action(async (files: string[], opts: { dataDir?: string; config?: string; kind: string }) => {
       const config = configFrom(opts);
       const { runImport } = await import('../recorders/import-run.js');
-      const { IMPORTERS } = await import('../families/index.js');
+      const { IMPORTERS } = await import('../recorders/venues.js');
       if (!IMPORTERS[opts.kind]) throw new Error(`--kind must be one of ${Object.keys(IMPORTERS).join(', ')}, got "${opts.kind}"`);
       let last = Date.now();
       const sum = await runImport(config.dataDir, opts.kind, files, {

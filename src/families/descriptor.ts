@@ -1,18 +1,21 @@
 // What a venue family is, in one place (after tardis-node, where an exchange is a mapper plus a feed
-// registered in one map): the recorder kinds that write it, their importers, its catalogue backfill,
-// how its markets are named, and how the API and the stream shape its markets and books.
+// registered in one map): the venue kinds that record it, its catalogue backfill, how its markets are
+// named, and how the API and the stream shape its markets and books. A family is built only on the
+// floors below it (book/, schema/, storage's door); the recorders and the API look it up.
 
 import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
 import type { Market } from '../schema/market.js';
-import type { Family } from '../schema/observation.js';
-import type { RecorderKind } from '../recorders/recorder.js';
-import type { Importer } from '../recorders/importer.js';
-import type { SourceFactory } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import type { IntervalPage, IntervalRequest } from '../api/query/intervals.js';
-import type { ReplayBook, ReplayMarket } from '../api/replay/book.js';
+import type { Family, GapReason } from '../schema/observation.js';
+import type { BookModel, CursorPos } from '../book/book-model.js';
+import type { ReplayBook, ReplayMarket } from '../book/replay-book.js';
 import type { LogReader } from '../storage/index.js';
+
+/**
+ * The venue kinds, each a feed with its normalizer and importer under src/recorders/<kind>/ (the
+ * recorders' own table, src/recorders/venues.ts, maps a name to them).
+ */
+export type VenueKind = 'catalog' | 'clob' | 'yesno' | 'wallet';
 
 /** One view of a market's books: levels per side, outcome label (wallet), with or without levels. */
 export interface BookView {
@@ -66,8 +69,37 @@ export interface RouteBinding {
   readonly describe: { readonly markets: string; readonly snapshots: string; readonly latest: string };
   /** Response schemas: a market record, a snapshot object, and the snapshots page if it is not a plain list. */
   readonly schemas: { readonly market: object; readonly snapshot: object; readonly snapshotsPage?: object };
-  /** Routes only this family has, registered under each prefix beside the shared ones (loaded on use). */
-  readonly extra?: () => Promise<(app: FastifyInstance, d: FamilyDescriptor) => void>;
+  /**
+   * The family records metric samples of these names per outcome: `/:id/timeseries?metric=` serves
+   * them, and `/:id/trades` answers the empty dataset (src/api/routes/series-routes.ts).
+   */
+  readonly series?: { readonly metrics: readonly [string, ...string[]] };
+}
+
+export interface IntervalRequest {
+  readonly intervalMs: number;
+  readonly order: 'asc' | 'desc';
+  readonly limit: number;
+  readonly start?: number;
+  readonly end?: number;
+  /** Cursor: asc = next bucket start; desc = exclusive upper bucket bound. */
+  readonly resume?: number;
+  /** Wall clock now (buckets that have not ended are never served). */
+  readonly now: number;
+  /** A live recorder holds this market: data is known up to now, else only up to the last record. */
+  readonly connected: boolean;
+}
+
+export interface GapOut {
+  start: string;
+  end: string;
+  reason: GapReason;
+}
+
+export interface IntervalPage {
+  readonly items: Record<string, unknown>[];
+  readonly gaps: GapOut[];
+  readonly next: CursorPos | null;
 }
 
 /** Snapshots sampled on an interval grid (coin): `interval` on the snapshots route. */
@@ -95,13 +127,11 @@ export interface FamilyDescriptor {
   /** The plan a key needs for this family's routes, stream and datasets. */
   readonly plan: 'free' | 'paid';
 
-  // ---- write side ----
-  /** Recorder kinds that record this family, in start order. */
-  readonly kinds: readonly RecorderKind[];
-  /** `pmtape import --kind K` importers of those kinds. */
-  readonly importers: readonly Importer[];
-  /** `pmtape backfill catalog --family F`: the upstream catalogue listing. */
-  readonly backfill: SourceFactory;
+  // ---- write side (the recorders look these kinds up in their own table) ----
+  /** Venue kinds that record this family, in start order (each also has a `pmtape import --kind K` importer). */
+  readonly kinds: readonly VenueKind[];
+  /** `pmtape backfill catalog --family F`: the kind whose upstream listing is the family's catalogue. */
+  readonly catalogue: VenueKind;
 
   // ---- catalogue ----
   /** Names a path may use for `m` besides its market id (condition id, slug, topic id, ...). */

@@ -9,7 +9,8 @@ import type { Market } from '../schema/market.js';
 import { openWriter } from '../storage/index.js';
 import { inShard } from './host.js';
 import type { Source } from './backfill-sources.js';
-import { familyOf } from '../families/index.js';
+import { familyOf } from '../families/registry.js';
+import { backfillOf } from './venues.js';
 
 /** Market logs written at once. */
 const WRITERS = 8;
@@ -50,7 +51,7 @@ export interface BackfillSummary {
 export async function runBackfill(config: Config, opts: BackfillOptions): Promise<BackfillSummary> {
   const log = opts.log ?? (() => undefined);
   let malformed = 0;
-  const src = familyOf(opts.family).backfill(config, opts.since, (why) => {
+  const src = backfillOf(familyOf(opts.family))(config, opts.since, (why) => {
     // Retried attempts and malformed items: a few lines, not a flood.
     if (++malformed <= 5) log(`upstream: ${why}`);
   });

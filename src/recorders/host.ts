@@ -8,7 +8,7 @@ import { LogSink } from './sink.js';
 import { LockedError } from '../errors.js';
 import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type RecorderError, type RecorderKind, type RecorderLogger } from './recorder.js';
 import { removeDeadStatuses, removeStatus, writeStatus, type StatusFile } from './status.js';
-import { RECORDER_KINDS } from '../families/index.js';
+import { RECORDER_KINDS } from './venues.js';
 
 export interface HostStatus extends StatusFile {}
 

@@ -10,7 +10,7 @@ import type { BookCheckpoint, Observation } from '../schema/observation.js';
 import { MarketBooks } from '../book/book-state.js';
 import { readCapture, sourceTimeOf, type CapturedMessage } from './capture.js';
 import { merge, reorder, type Timed } from './import-order.js';
-import { IMPORTERS } from '../families/index.js';
+import { IMPORTERS } from './venues.js';
 import { keyId } from './sink.js';
 
 export interface ImportSummary {

@@ -82,3 +82,17 @@ export interface YesNoMarket {
 }
 
 export type Market = CoinMarket | WalletMarket | YesNoMarket;
+
+/**
+ * The fields of each family's market that the `catalog` dataset stores (storage/parquet/rows.ts
+ * writes them, records.ts reads them back; any other field is refused): a field the market shape
+ * lacks does not compile.
+ */
+export const CATALOG_FIELDS: { readonly [F in Market['family']]: readonly (keyof Extract<Market, { family: F }>)[] } = {
+  coin: ['family', 'market_id', 'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
+    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'native'],
+  'wallet-prediction': ['family', 'topic_id', 'market_id', 'condition_id', 'slug', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
+    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants',
+    'chain', 'start_price', 'end_price', 'native'],
+  'yesno-exchange': ['family', 'market_id', 'ticker', 'event_ticker', 'series_ticker', 'title', 'status', 'open_time', 'close_time', 'result', 'native'],
+};

@@ -100,3 +100,10 @@ export function parseTimeParam(text: string): number | null {
 export function nowMs(): number {
   return Date.now();
 }
+
+/** Does [a0, a1] (null = unbounded) overlap the query window [start, end)? */
+export function overlaps(a0: number | null, a1: number | null, start: number | undefined, end: number | undefined): boolean {
+  if (end !== undefined && a0 !== null && a0 >= end) return false;
+  if (start !== undefined && a1 !== null && a1 < start) return false;
+  return true;
+}

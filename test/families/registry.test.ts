@@ -1,13 +1,18 @@
-// The family registry: exactly the three families, each descriptor complete and consistent (kinds with
-// importers, a backfill source of its own family, market records that match the route's response
-// schema), and every family's routes mounted from its descriptor under each prefix, answering
-// markets, snapshots and latest on a seeded data dir through the shared code path.
+// The family registry: exactly the three families, each descriptor complete and consistent (venue
+// kinds the recorders know, with importers, a backfill source of its own family, market records that
+// match the route's response schema), every family's routes mounted from its descriptor under each
+// prefix, answering markets, snapshots and latest on a seeded data dir through the shared code path,
+// and the recipe of docs/architecture.md exact: no file outside it names a family.
 
 import t from 'tap';
-import { DESCRIPTORS, FAMILY_REGISTRY, IMPORTERS, RECORDER_KINDS, familyOf } from '../../src/families/index.js';
+import { readdirSync, readFileSync, statSync, existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DESCRIPTORS, FAMILY_REGISTRY, familyOf } from '../../src/families/registry.js';
+import { IMPORTERS, RECORDER_KINDS, VENUES, backfillOf } from '../../src/recorders/venues.js';
 import { FAMILIES, type Family } from '../../src/schema/observation.js';
 import type { Market } from '../../src/schema/market.js';
-import type { ReplayMarket } from '../../src/api/replay/book.js';
+import type { ReplayMarket } from '../../src/book/replay-book.js';
 import { coinMarket, keysFor, seedAll, testApp, testConfig, tmpDataDir, walletMarket, yesnoMarket } from '../api/helpers.js';
 
 const SAMPLE: Record<Family, Market> = { coin: coinMarket, 'wallet-prediction': walletMarket, 'yesno-exchange': yesnoMarket };
@@ -29,9 +34,12 @@ t.test('every descriptor is complete', async (t) => {
     const m = SAMPLE[d.family];
     t.ok(d.plan === 'free' || d.plan === 'paid', `${d.family}: a plan`);
     t.ok(d.kinds.length > 0, `${d.family}: at least one recorder kind`);
-    const importerKinds = d.importers.map((i) => i.kind).sort();
-    t.same(importerKinds, d.kinds.map((k) => k.kind).sort(), `${d.family}: one importer per recorder kind`);
-    const src = d.backfill(config, 0, () => undefined);
+    for (const k of d.kinds) {
+      t.equal(VENUES[k].kind.kind, k, `${d.family}: the recorders know its kind ${k}`);
+      t.equal(IMPORTERS[k], VENUES[k].importer, `${d.family}: kind ${k} has an importer`);
+    }
+    t.ok(d.kinds.includes(d.catalogue), `${d.family}: its catalogue kind records it`);
+    const src = backfillOf(d)(config, 0, () => undefined);
     t.equal(src.family, d.family, `${d.family}: the backfill source lists this family`);
     t.ok(src.names.length > 0 && src.selection.length > 0, `${d.family}: the backfill source has listings and names its selection`);
     t.equal(src.key(m).family, d.family, `${d.family}: backfilled markets go to this family's catalog logs`);
@@ -74,6 +82,41 @@ t.test('recorder kinds and importer kinds are unique and every required kind is 
   for (const k of RECORDER_KINDS) for (const r of k.requires ?? []) t.ok(kinds.includes(r), `${k.kind} requires the registered kind ${r}`);
   t.ok(RECORDER_KINDS.every((k) => (k.requires ?? []).every((r) => kinds.indexOf(r) < kinds.indexOf(k.kind))), 'a required kind starts first');
   t.same(Object.keys(IMPORTERS).sort(), [...kinds].sort(), 'one importer per kind');
+  t.same(Object.keys(VENUES).sort(), [...kinds].sort(), 'every venue kind records some family');
+});
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const sources = (dir: string): string[] =>
+  readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? sources(join(dir, n)) : n.endsWith('.ts') ? [join(dir, n)] : []));
+
+/** The files docs/architecture.md's recipe names, with `<family>` and `<kind>` filled in for every family and kind. */
+function recipeFiles(): string[] {
+  const doc = readFileSync(join(REPO, 'docs', 'architecture.md'), 'utf8');
+  const recipe = doc.slice(doc.indexOf('### Adding a family'), doc.indexOf('\n## ', doc.indexOf('### Adding a family')));
+  const named = [...recipe.matchAll(/`(src\/[^`\s]+)`/g)].map((m) => m[1]);
+  return [...new Set(named.flatMap((p) => DESCRIPTORS.flatMap((d) => d.kinds.map((k) => p.replaceAll('<family>', d.family).replaceAll('<kind>', k)))))];
+}
+
+/** Code that names a family: compares or sets a `family` to an id, or keys a table by the hyphenated ids. */
+function namesAFamily(text: string): boolean {
+  const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+  return FAMILIES.some((f) => {
+    const id = f.replace('-', '\\-');
+    return new RegExp(`family\\s*[!=]==\\s*'${id}'|'${id}'\\s*[!=]==\\s*[\\w.?]*family\\b|family:\\s*'${id}'|^\\s*'${id}':`, 'm').test(code);
+  });
+}
+
+t.test("the recipe in docs/architecture.md names every file a new family touches", async (t) => {
+  const recipe = recipeFiles();
+  t.ok(recipe.length > 10, `the recipe names ${recipe.length} files`);
+  for (const p of recipe) t.ok(existsSync(join(REPO, p)), `${p} exists`);
+  const covered = (file: string): boolean => recipe.some((p) => (p.endsWith('/') ? file.startsWith(p) : file === p));
+  const naming = sources(join(REPO, 'src')).map((f) => relative(REPO, f)).filter((f) => namesAFamily(readFileSync(join(REPO, f), 'utf8')));
+  t.same(naming.filter((f) => !covered(f)), [], 'every file that names a family is one the recipe names');
+  t.ok(naming.length > 5, `the check finds the files that do (${naming.length})`);
+  t.ok(namesAFamily("if (m.family === 'coin') x();"), 'a comparison names a family');
+  t.ok(namesAFamily("  'yesno-exchange': [],"), 'a table key names a family');
+  t.notOk(namesAFamily("// family === 'coin'"), 'a comment does not');
 });
 
 t.test('every family answers markets, snapshots and latest under each of its prefixes', async (t) => {

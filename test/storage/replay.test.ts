@@ -18,8 +18,9 @@ import { readFrames } from '../../src/storage/log/scan.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Recorded } from '../../src/schema/observation.js';
-import { bookAsOf, snapshotPage, type BookModel } from '../../src/api/query/book-pages.js';
-import { intervalPage } from '../../src/api/query/intervals.js';
+import type { BookModel } from '../../src/book/book-model.js';
+import { bookAsOf, snapshotPage } from '../../src/api/query/book-pages.js';
+import { intervalPage } from '../../src/families/coin/intervals.js';
 import { marketRecords } from '../../src/api/replay/cursor.js';
 import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
 

@@ -12,7 +12,7 @@ import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { errorResponses } from '../json-schemas.js';
+import { errorResponses } from '../response-schemas.js';
 
 type Schema = Record<string, unknown>;
 

@@ -6,20 +6,7 @@
 import { MarketBooks, type TokenView } from '../../book/book-state.js';
 import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, LogView, Position, ReadItem, ReplayFrom } from '../../storage/index.js';
-import type { BookSource } from './shapes.js';
-import type { CursorPos } from './cursor.js';
-
-/** How one family turns records into snapshots. */
-export interface BookModel {
-  /** False when every snapshot record is a full book on its own (yes/no): no replay needed. */
-  readonly replay: boolean;
-  /** Type-level test: could this record produce a snapshot? */
-  candidate(rec: Recorded): boolean;
-  /** After applying: did it change a book this model serves? (`changed` = tokens MarketBooks reported) */
-  produces(rec: Recorded, changed: readonly string[]): boolean;
-  /** The public snapshot object, or null when there is no valid book to show. */
-  shape(rec: Recorded, books: BookSource): Record<string, unknown> | null;
-}
+import type { BookModel, BookSource, CursorPos } from '../../book/book-model.js';
 
 export interface PageRequest {
   readonly order: 'asc' | 'desc';

@@ -7,7 +7,9 @@ import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PmtapeError } from '../../errors.js';
 
-export type CursorPos = Record<string, string | number | null>;
+import type { CursorPos } from '../../book/book-model.js';
+
+export type { CursorPos };
 
 const MAX_CURSOR_CHARS = 4096;
 

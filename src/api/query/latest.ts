@@ -13,7 +13,8 @@
 
 import { LRUCache } from 'lru-cache';
 import type { LogChanges, LogChangeSubscription, LogReader } from '../../storage/index.js';
-import { anchoredStart, BookTracker, type BookModel, type BookPoint } from './book-pages.js';
+import type { BookModel } from '../../book/book-model.js';
+import { anchoredStart, BookTracker, type BookPoint } from './book-pages.js';
 
 interface Entry {
   readonly tracker: BookTracker;

@@ -21,7 +21,7 @@ import type { LogReader, LogStamp } from '../../storage/index.js';
 import type { Market } from '../../schema/market.js';
 import type { CatalogEvent, Family, Recorded } from '../../schema/observation.js';
 import { utcDay } from '../../schema/time.js';
-import { familyOf } from '../../families/index.js';
+import { familyOf } from '../../families/registry.js';
 import { CatalogWatch } from './catalog-watch.js';
 
 /** Markets stamped or read at once in a refresh (file system calls wait on the thread pool). */

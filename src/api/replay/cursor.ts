@@ -5,7 +5,8 @@
 
 import type { Recorded } from '../../schema/observation.js';
 import type { LogReader, Position, RecordChunk } from '../../storage/index.js';
-import { anchoredStartIn, type BookModel } from '../query/book-pages.js';
+import type { BookModel } from '../../book/book-model.js';
+import { anchoredStartIn } from '../query/book-pages.js';
 
 /** Any stored book observation can anchor a warm-up: the newest one before `from` is replayed itself. */
 const ANCHOR: BookModel = {

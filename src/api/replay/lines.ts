@@ -5,7 +5,7 @@
 import type { Recorded } from '../../schema/observation.js';
 import { toIso, toIsoOrNull } from '../../schema/time.js';
 import type { LogReader } from '../../storage/index.js';
-import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from './book.js';
+import { IntervalSampler, replayIso, type ReplayBook, type ReplayMarket, type Sample } from '../../book/replay-book.js';
 import { marketRecords, recordAtOrAfter } from './cursor.js';
 import { alignUp } from '../../book/interval-grid.js';
 import { GAP_LOOKAHEAD_MS, GapLookahead, readingAhead } from '../../book/gap-lookahead.js';

@@ -5,7 +5,7 @@
 
 import { invalidParameter, PmtapeError } from '../../errors.js';
 import type { Family } from '../../schema/observation.js';
-import { INTERVAL_MS } from '../query/intervals.js';
+import { INTERVAL_MS } from '../../book/interval-grid.js';
 
 export interface SnapshotType {
   /** The type name as requested and written on each line, e.g. `book_snapshot_25_1s`. */

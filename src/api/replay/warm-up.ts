@@ -12,10 +12,10 @@
 // so that a slow disk or a busy machine delays `ready` by a bounded amount.
 
 import type { FastifyInstance } from 'fastify';
-import { familyOf } from '../../families/index.js';
+import { familyOf } from '../../families/registry.js';
 import type { Family } from '../../schema/observation.js';
 import { openReader, ParquetStore } from '../../storage/index.js';
-import { replayMarket } from './book.js';
+import { replayMarket } from '../../book/replay-book.js';
 import { bookLines, type SourceRequest } from './lines.js';
 import { parseTypes } from './plan.js';
 

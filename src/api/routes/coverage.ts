@@ -7,14 +7,14 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { familyOf } from '../../families/index.js';
+import { overlaps } from '../../schema/time.js';
+import { familyOf } from '../../families/registry.js';
 import { planAllows } from '../plugins/auth.js';
 import type { Plan } from '../plugins/keys.js';
 import { clipCoverage, CoverageCache } from '../query/coverage.js';
 import { listParams } from '../query/params.js';
 import { coverageSchema, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
 import type { IndexedMarket } from '../query/markets-index.js';
-import { overlaps } from './helpers.js';
 import { LogChanges } from '../../storage/index.js';
 
 export default async function coverageRoutes(app: FastifyInstance): Promise<void> {

@@ -12,7 +12,7 @@ import fastifyStatic from '@fastify/static';
 import { Type } from 'typebox';
 import { invalidParameter, notFound, PmtapeError } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { familyOf } from '../../families/index.js';
+import { familyOf } from '../../families/registry.js';
 import { dayStartMs, toIsoOrNull } from '../../schema/time.js';
 import {
   DATASETS, ROW_DATASETS, datasetRows, listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type Dataset, type ManifestFile,

@@ -1,5 +1,4 @@
-// Small pieces the route plugins share: cursor decode/encode bound to a logical route, and the
-// overlap test of a record's time span with a query window.
+// Small pieces the route plugins share: cursor decode/encode bound to a logical route.
 
 import type { FastifyInstance } from 'fastify';
 import { PmtapeError } from '../../errors.js';
@@ -17,11 +16,4 @@ export function resumeOf(app: FastifyInstance, route: string, query: Query, lp: 
 
 export function nextCursor(app: FastifyInstance, route: string, query: Query, pos: CursorPos | null): string | null {
   return pos === null ? null : app.pmtape.cursors.encode(route, query, pos);
-}
-
-/** Does [a0, a1] (null = unbounded) overlap the query window [start, end)? */
-export function overlaps(a0: number | null, a1: number | null, start: number | undefined, end: number | undefined): boolean {
-  if (end !== undefined && a0 !== null && a0 >= end) return false;
-  if (start !== undefined && a1 !== null && a1 < start) return false;
-  return true;
 }

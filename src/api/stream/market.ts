@@ -6,8 +6,8 @@
 import { MarketBooks } from '../../book/book-state.js';
 import type { Market } from '../../schema/market.js';
 import type { Family, Gap, Recorded } from '../../schema/observation.js';
-import type { BookModel } from '../query/book-pages.js';
-import { familyOf } from '../../families/index.js';
+import type { BookModel } from '../../book/book-model.js';
+import { familyOf } from '../../families/registry.js';
 import { bookMessage, gapMessage } from './protocol.js';
 
 /** One market a client can subscribe to, resolved against the catalogue. */

@@ -5,7 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { PmtapeError, invalidParameter } from '../../errors.js';
 import { FAMILIES, type Family } from '../../schema/observation.js';
-import { familyOf } from '../../families/index.js';
+import { familyOf } from '../../families/registry.js';
 import { isTimeShaped, parseTimeParam, toIso } from '../../schema/time.js';
 export { cursorMarket } from '../query/cursor.js';
 

@@ -6,7 +6,8 @@ import type { Data, Table, Vector } from 'apache-arrow';
 import type { Family, Level, Recorded } from '../../schema/observation.js';
 import { decodeDecimal, type Unscaled } from './decimal.js';
 import type { ColumnSpec } from './columns.js';
-import { CATALOG_FIELDS, decimalsOf } from './rows.js';
+import { CATALOG_FIELDS } from '../../schema/market.js';
+import { decimalsOf } from './rows.js';
 import { columnsOf, scalesOf, type Dataset } from './datasets.js';
 
 /** One decoded row group: a plain JS array per column (nulls as null), times in epoch ms. */
@@ -237,7 +238,7 @@ function bookRecords(family: Family, c: Columns, from: number, to: number, out: 
 function catalogMarket(family: Family, c: Columns, i: number): Record<string, unknown> {
   const m: Record<string, unknown> = {};
   for (const k of c.fields[i] as string[]) {
-    if (!CATALOG_FIELDS[family].includes(k)) throw new Error(`catalog row seq ${String(c.seq[i])} lists an unknown field ${k}`);
+    if (!(CATALOG_FIELDS[family] as readonly string[]).includes(k)) throw new Error(`catalog row seq ${String(c.seq[i])} lists an unknown field ${k}`);
     if (k === 'family') m[k] = family;
     else if (k === 'market_id') m[k] = c.market_id[i];
     else if (k === 'native') m[k] = JSON.parse(c.native[i] as string);

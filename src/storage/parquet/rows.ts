@@ -4,6 +4,7 @@
 // microsecond, a catalogue field of an unexpected type) is refused with a DecimalError naming market,
 // seq and value; `rowsOrRefusal` (compaction/input.ts) leaves no row of it, and compaction sets it aside.
 
+import { CATALOG_FIELDS } from '../../schema/market.js';
 import type { Family, Ladder, Recorded } from '../../schema/observation.js';
 import { DecimalError, encodeDecimal } from './decimal.js';
 import type { ChunkedDoubles, ColumnSpec } from './columns.js';
@@ -311,15 +312,6 @@ function metricRow(market: string, sr: SourceRecord, o: RowSink): void {
   o.emit();
 }
 
-/** Market fields of each family's catalogue entry and how they are stored (see records.ts). */
-export const CATALOG_FIELDS: Record<Family, readonly string[]> = {
-  coin: ['family', 'market_id', 'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
-    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'native'],
-  'wallet-prediction': ['family', 'topic_id', 'market_id', 'condition_id', 'slug', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
-    'created_time', 'updated_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants',
-    'chain', 'start_price', 'end_price', 'native'],
-  'yesno-exchange': ['family', 'market_id', 'ticker', 'event_ticker', 'series_ticker', 'title', 'status', 'open_time', 'close_time', 'result', 'native'],
-};
 export const TIME_FIELDS = new Set(['start_time', 'end_time', 'created_time', 'updated_time', 'resolved_time', 'open_time', 'close_time']);
 export const NUMBER_FIELDS = new Set(['volume', 'liquidity', 'participants', 'start_price', 'end_price']);
 
@@ -328,7 +320,7 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
   if (r.type !== 'catalog') return;
   const w = where(market, r.seq);
   const m = r.market as unknown as Record<string, unknown>;
-  const known = new Set(CATALOG_FIELDS[family]);
+  const known = new Set<string>(CATALOG_FIELDS[family]);
   const row: Record<string, unknown> = { event: r.event, changed: [...r.changed], fields: Object.keys(m) };
   const bad = (k: string, why: string): never => { throw new DecimalError(`${w}: catalogue field ${k} = ${JSON.stringify(m[k])} ${why}`); };
   for (const [k, v] of Object.entries(m)) {

@@ -3,12 +3,12 @@
 // the `interval` snapshot rules of book/interval-grid.ts (a bucket is served only when the books were valid
 // from its start through its end; never forward-filled across a gap).
 
-import { MarketBooks } from '../../book/book-state.js';
-import type { GapLookahead } from '../../book/gap-lookahead.js';
-import { IntervalGrid } from '../../book/interval-grid.js';
-import type { Market } from '../../schema/market.js';
-import type { Family, Ladder, Level, Recorded } from '../../schema/observation.js';
-import { IsoFormatter } from '../../schema/time.js';
+import { MarketBooks } from './book-state.js';
+import type { GapLookahead } from './gap-lookahead.js';
+import { IntervalGrid } from './interval-grid.js';
+import type { Market } from '../schema/market.js';
+import type { Family, Ladder, Level, Recorded } from '../schema/observation.js';
+import { IsoFormatter } from '../schema/time.js';
 
 /** The ISO texts of every replay line (one formatter: JS runs one line at a time). */
 export const replayIso = new IsoFormatter();
@@ -48,7 +48,7 @@ export abstract class ReplayBook {
   readonly books = new MarketBooks();
   protected readonly outcomes = new Map<string, string>();
   validSince: number | null = null;
-  /** The record a snapshot of the current state names (as intervals.ts chooses it). */
+  /** The record a snapshot of the current state names (as families/coin/intervals.ts chooses it). */
   lastBook: Recorded | null = null;
   /** Seq of the newest record applied, or -1. */
   lastSeq = -1;
@@ -144,10 +144,6 @@ export abstract class ReplayBook {
           this.levels(out, b.token_id, 'ask', b.asks, true);
         }
         return out.length > 0 ? { is_snapshot: true, changes: out } : null;
-      case 'yesno_book':
-        this.levels(out, undefined, 'yes', rec.yes, false);
-        this.levels(out, undefined, 'no', rec.no, false);
-        return { is_snapshot: true, changes: out };
       case 'book_delta':
         if (changed.length === 0) return null; // a delta to an invalid book is not applied
         for (const c of rec.changes) out.push({ token_id: rec.token_id, outcome: this.outcomes.get(rec.token_id) ?? null, side: c.side, price: Number(c.price), size: Number(c.size) });

@@ -5,41 +5,14 @@
 
 import { GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { alignUp, alignDown, IntervalGrid } from '../../book/interval-grid.js';
+import type { BookShapeOptions, CursorPos } from '../../book/book-model.js';
 import { SampledBooks } from '../../book/sampled-books.js';
 import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
 import type { LogReader, LogView } from '../../storage/index.js';
-import { coinSnapshot, type BookShapeOptions } from './shapes.js';
-import type { CursorPos } from './cursor.js';
-
-export const INTERVAL_MS: Record<string, number> = { '1s': 1000, '1m': 60_000, '5m': 300_000, '1h': 3_600_000 };
-
-export interface IntervalRequest {
-  readonly intervalMs: number;
-  readonly order: 'asc' | 'desc';
-  readonly limit: number;
-  readonly start?: number;
-  readonly end?: number;
-  /** Cursor: asc = next bucket start; desc = exclusive upper bucket bound. */
-  readonly resume?: number;
-  /** Wall clock now (buckets that have not ended are never served). */
-  readonly now: number;
-  /** A live recorder holds this market: data is known up to now, else only up to the last record. */
-  readonly connected: boolean;
-}
-
-export interface GapOut {
-  start: string;
-  end: string;
-  reason: GapReason;
-}
-
-export interface IntervalPage {
-  readonly items: Record<string, unknown>[];
-  readonly gaps: GapOut[];
-  readonly next: CursorPos | null;
-}
+import type { IntervalPage, IntervalRequest, GapOut } from '../descriptor.js';
+import { coinSnapshot } from './shapes.js';
 
 /** Buckets [b0, bEnd) forward; stops after `maxData` served buckets (returns where it stopped). */
 async function sweep(

@@ -2,17 +2,15 @@
 // over its own CTF-style venue. The stored book is priced in the first outcome; `outcome=<label>`
 // serves the mirrored view. Mounted under `/v3/wallet-prediction` and its alias `/v3/partner-venue`.
 
-import type { Market, WalletMarket } from '../schema/market.js';
-import { walletKind } from '../recorders/wallet/feed.js';
-import { walletImporter } from '../recorders/wallet/import.js';
-import { walletSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type ReplayMarket } from '../api/replay/book.js';
-import type { Recorded } from '../schema/observation.js';
-import { walletMarketRecord, walletSnapshot } from '../api/query/shapes.js';
-import { paramShapes, walletMarketSchema, walletSnapshotSchema } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { BookView, FamilyDescriptor } from './descriptor.js';
+import type { Market, WalletMarket } from '../../schema/market.js';
+import type { BookModel } from '../../book/book-model.js';
+import { ReplayBook, type ReplayMarket } from '../../book/replay-book.js';
+import type { Recorded } from '../../schema/observation.js';
+import { overlaps } from '../../schema/time.js';
+import { paramShapes } from '../json-parts.js';
+import type { BookView, FamilyDescriptor } from '../descriptor.js';
+import { walletMarketRecord, walletSnapshot } from './shapes.js';
+import { walletMarketSchema, walletSnapshotSchema } from './response-schemas.js';
 
 /** Snapshots of the first outcome's stored book; other outcomes are mirrored when shaped. */
 export function walletModel(market: WalletMarket, opts: BookView = {}): BookModel {
@@ -69,9 +67,8 @@ const LIST_URL = '/v3/wallet-prediction/markets';
 export const walletFamily: FamilyDescriptor = {
   family: 'wallet-prediction',
   plan: 'paid',
-  kinds: [walletKind],
-  importers: [walletImporter],
-  backfill: walletSource,
+  kinds: ['wallet'],
+  catalogue: 'wallet',
   aliases: (m) => [wallet(m).condition_id, wallet(m).slug, wallet(m).topic_id],
   booksWithoutCatalog: false,
   idField: 'market_id',
@@ -103,7 +100,6 @@ export const walletFamily: FamilyDescriptor = {
       latest: 'The newest recorded book (stale: true when the recorder is not connected), or the book as of `as_of`.',
     },
     schemas: { market: walletMarketSchema, snapshot: walletSnapshotSchema },
-    // Loaded when the routes are mounted: recorders and commands that look the family up never load it.
-    extra: async () => (await import('../api/routes/wallet-prediction.js')).default,
+    series: { metrics: ['chance', 'price', 'last_trade'] },
   },
 };

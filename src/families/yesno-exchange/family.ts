@@ -2,17 +2,14 @@
 // order books kept in the venue's native text and units. A ticker's books may be recorded before
 // its catalogue entry, so snapshots need only the ticker.
 
-import type { Market, YesNoMarket } from '../schema/market.js';
-import type { Recorded, YesNoBook } from '../schema/observation.js';
-import { yesnoKind } from '../recorders/yesno/feed.js';
-import { yesnoImporter } from '../recorders/yesno/import.js';
-import { yesnoSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type Change } from '../api/replay/book.js';
-import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { yesnoMarketSchema, yesnoSnapshotSchema } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { FamilyDescriptor } from './descriptor.js';
+import type { Market, YesNoMarket } from '../../schema/market.js';
+import type { Recorded, YesNoBook } from '../../schema/observation.js';
+import type { BookModel, BookShapeOptions } from '../../book/book-model.js';
+import { ReplayBook, type Change } from '../../book/replay-book.js';
+import { overlaps } from '../../schema/time.js';
+import type { FamilyDescriptor } from '../descriptor.js';
+import { YESNO_MAX_DEPTH, yesnoMarketRecord, yesnoSnapshot } from './shapes.js';
+import { yesnoMarketSchema, yesnoSnapshotSchema } from './response-schemas.js';
 
 /** Every stored yes/no book is complete: no replay, each one is a snapshot. */
 export function yesnoModel(ticker: string, opts: BookShapeOptions = {}): BookModel {
@@ -52,6 +49,15 @@ export class YesNoReplayBook extends ReplayBook {
     return yesnoSnapshot(this.m.id, this.book!, { depth, includeOrderbook: true });
   }
 
+  /** A whole yes/no book replaces the market's book: every level of both sides, in native text. */
+  override changes(rec: Recorded, changed: readonly string[]): { is_snapshot: boolean; changes: Change[] } | null {
+    if (rec.type !== 'yesno_book') return super.changes(rec, changed);
+    const out: Change[] = [];
+    this.levels(out, undefined, 'yes', rec.yes, false);
+    this.levels(out, undefined, 'no', rec.no, false);
+    return { is_snapshot: true, changes: out };
+  }
+
   override state(): { is_snapshot: true; changes: Change[] } | null {
     if (!this.valid()) return null;
     const out: Change[] = [];
@@ -66,9 +72,8 @@ const yesno = (m: Market): YesNoMarket => m as YesNoMarket;
 export const yesnoFamily: FamilyDescriptor = {
   family: 'yesno-exchange',
   plan: 'free',
-  kinds: [yesnoKind],
-  importers: [yesnoImporter],
-  backfill: yesnoSource,
+  kinds: ['yesno'],
+  catalogue: 'yesno',
   aliases: (m) => [yesno(m).ticker],
   booksWithoutCatalog: true,
   idField: 'ticker',

@@ -2,21 +2,18 @@
 // `catalog` REST. Markets live under `/v3/{coin}`; a path id may be the market id, condition id or
 // slug; snapshots may be sampled on an interval grid.
 
-import { notFound } from '../errors.js';
-import type { CoinMarket, Market } from '../schema/market.js';
-import { catalogKind } from '../recorders/catalog/feed.js';
-import { clobKind } from '../recorders/clob/feed.js';
-import { catalogImporter } from '../recorders/catalog/import.js';
-import { clobImporter } from '../recorders/clob/import.js';
-import { coinSource } from '../recorders/backfill-sources.js';
-import type { BookModel } from '../api/query/book-pages.js';
-import { ReplayBook, type LevelsText, type ReplayMarket } from '../api/replay/book.js';
-import type { Recorded } from '../schema/observation.js';
-import { INTERVAL_MS, intervalPage } from '../api/query/intervals.js';
-import { coinMarketRecord, coinSnapshot, type BookShapeOptions } from '../api/query/shapes.js';
-import { coinMarketSchema, coinSnapshotSchema, gapSchema, paramShapes } from '../api/json-schemas.js';
-import { overlaps } from '../api/routes/helpers.js';
-import type { FamilyDescriptor } from './descriptor.js';
+import { notFound } from '../../errors.js';
+import type { CoinMarket, Market } from '../../schema/market.js';
+import type { BookModel, BookShapeOptions } from '../../book/book-model.js';
+import { INTERVAL_MS } from '../../book/interval-grid.js';
+import { ReplayBook, type LevelsText, type ReplayMarket } from '../../book/replay-book.js';
+import type { Recorded } from '../../schema/observation.js';
+import { overlaps } from '../../schema/time.js';
+import { paramShapes } from '../json-parts.js';
+import type { FamilyDescriptor } from '../descriptor.js';
+import { intervalPage } from './intervals.js';
+import { coinMarketRecord, coinSnapshot } from './shapes.js';
+import { coinMarketSchema, coinSnapshotSchema, coinSnapshotsPageSchema } from './response-schemas.js';
 
 /** Every book-changing record of the market's outcome tokens is a snapshot of all its books. */
 export function coinModel(market: CoinMarket, opts: BookShapeOptions = {}): BookModel {
@@ -79,9 +76,8 @@ const coin = (m: Market): CoinMarket => m as CoinMarket;
 export const coinFamily: FamilyDescriptor = {
   family: 'coin',
   plan: 'free',
-  kinds: [catalogKind, clobKind],
-  importers: [clobImporter, catalogImporter],
-  backfill: coinSource,
+  kinds: ['catalog', 'clob'],
+  catalogue: 'catalog',
   aliases: (m) => [coin(m).condition_id, coin(m).slug],
   booksWithoutCatalog: false,
   idField: 'market_id',
@@ -125,15 +121,7 @@ export const coinFamily: FamilyDescriptor = {
     schemas: {
       market: coinMarketSchema,
       snapshot: coinSnapshotSchema,
-      snapshotsPage: {
-        type: 'object',
-        properties: {
-          data: { type: 'array', items: { ...coinSnapshotSchema, properties: { ...coinSnapshotSchema.properties, bucket_start: { type: 'string' } } } },
-          next_cursor: { type: ['string', 'null'] },
-          gaps: { type: 'array', items: gapSchema },
-        },
-        required: ['data', 'next_cursor'],
-      },
+      snapshotsPage: coinSnapshotsPageSchema,
     },
   },
 };
