@@ -7,6 +7,9 @@ export const GAP_COLOURS = {
   upstream_error: '#8250df', stale: '#d4a72c', storage_error: '#0550ae',
 };
 
+/** Shades of the recorder strip of a merged history, in order of first appearance. */
+const SOURCE_COLOURS = ['#0969da', '#8250df', '#1a7f37', '#9a6700', '#bc4c00'];
+
 const colourOf = (r) => (Object.hasOwn(GAP_COLOURS, r) ? GAP_COLOURS[r] : '#cf222e');
 const ms = (t) => (t === null || t === undefined ? null : typeof t === 'number' ? t : Date.parse(t));
 
@@ -15,7 +18,7 @@ const ms = (t) => (t === null || t === undefined ? null : typeof t === 'number' 
  * single object or a list of per-market/per-dataset entries with `intervals`/`recorded` and `gaps`.
  */
 export function spansOf(body, now) {
-  const recorded = [], gaps = [];
+  const recorded = [], gaps = [], sources = [];
   const visit = (o) => {
     if (!o || typeof o !== 'object') return;
     if (Array.isArray(o)) { o.forEach(visit); return; }
@@ -25,6 +28,13 @@ export function spansOf(body, now) {
           const s = ms(iv.start ?? iv.start_time), e = ms(iv.end ?? iv.end_time) ?? now;
           if (s !== null && Number.isFinite(s)) recorded.push([s, e]);
         }
+      }
+    }
+    // A history merged from several recorders names the recorder of each interval.
+    if (Array.isArray(o.sources)) {
+      for (const src of o.sources) {
+        const s = ms(src.start), e = ms(src.end) ?? now;
+        if (s !== null && Number.isFinite(s)) sources.push({ start: s, end: e, recorder: src.recorder ?? null });
       }
     }
     if (Array.isArray(o.gaps)) {
@@ -38,7 +48,7 @@ export function spansOf(body, now) {
     }
   };
   visit(body);
-  return { recorded, gaps };
+  return sources.length ? { recorded, gaps, sources } : { recorded, gaps };
 }
 
 // Reasons come from stored data: escape before they go into markup.
@@ -66,6 +76,13 @@ export function drawTimeline(el, legendEl, listEl, spans, from, to) {
     if (e < from || s > to) continue;
     parts.push(`<rect class="rec" x="${x(s)}" y="${bar.y}" width="${Math.max(1, x(e) - x(s))}" height="${bar.h}" fill="#2da44e"><title>recorded ${iso(s)} – ${iso(e)}</title></rect>`);
   }
+  // Merged history: a thin strip above the bar, one shade per recorder, says where each interval came from.
+  const recorders = [...new Set((spans.sources ?? []).map((s) => s.recorder ?? '?'))];
+  for (const src of spans.sources ?? []) {
+    if (src.end < from || src.start > to) continue;
+    const who = src.recorder ?? '?';
+    parts.push(`<rect class="src" data-recorder="${esc(who)}" x="${x(src.start)}" y="0" width="${Math.max(1, x(src.end) - x(src.start))}" height="5" fill="${SOURCE_COLOURS[recorders.indexOf(who) % SOURCE_COLOURS.length]}"><title>from recorder ${esc(who)} ${iso(src.start)} – ${iso(src.end)}</title></rect>`);
+  }
   const shown = spans.gaps.filter((g) => g.end >= from && g.start <= to);
   for (const g of shown) {
     const colour = colourOf(g.reason);
@@ -81,7 +98,8 @@ export function drawTimeline(el, legendEl, listEl, spans, from, to) {
 
   const reasons = [...new Set(shown.map((g) => g.reason))];
   legendEl.innerHTML = `<span><span class="sw rec"></span> recorded</span>` +
-    reasons.map((r) => `<span><span class="sw" style="background:${colourOf(r)}"></span> gap: ${esc(r)}</span>`).join('');
+    recorders.map((r, i) => `<span><span class="sw" style="background:${SOURCE_COLOURS[i % SOURCE_COLOURS.length]}"></span> from ${esc(r)}</span>`).join('') +
+    reasons.map((r) => `<span><span class="sw" style="background:${colourOf(r)}"></span> gap: ${esc(r)}${recorders.length ? ' (all recorders)' : ''}</span>`).join('');
   listEl.innerHTML = shown.slice(-20).reverse()
     .map((g) => `<li>${esc(g.reason)}: ${iso(g.start)} – ${g.open ? 'ongoing' : iso(g.end)}</li>`).join('');
   return shown.length;

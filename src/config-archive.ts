@@ -25,9 +25,19 @@ export interface ArchiveConfig {
   readonly pathStyle: boolean;
   /** `/healthz` says degraded when more closed days than this are not yet published (default 2). */
   readonly maxLagDays: number;
+  /**
+   * This recorder's id in an archive shared by several recorders (`storage.archive.recorder_id`,
+   * env PMTAPE_RECORDER_ID), or null: the only recorder, publishing straight into the canonical
+   * layout. With an id, closed days go under `recorders/<id>/` and `pmtape archive merge` builds
+   * the canonical day from every recorder's (docs/redundancy.md).
+   */
+  readonly recorderId?: string | null;
 }
 
-const ARCHIVE_KEYS = ['url', 'endpoint', 'region', 'path_style', 'max_lag_days'];
+/** A recorder id is one path segment: letters, digits, `_` and `-`, 1-64 characters, a letter or digit first. */
+export const RECORDER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+const ARCHIVE_KEYS = ['url', 'endpoint', 'region', 'path_style', 'max_lag_days', 'recorder_id'];
 
 /** Parses `s3://bucket/prefix`; `field` names where it came from in the error. */
 export function parseArchiveUrl(text: string, field: string, fail: Fail = (f, why) => new Error(`config: ${f} ${why}`)): { bucket: string; prefix: string } {
@@ -43,7 +53,18 @@ export function parseArchiveUrl(text: string, field: string, fail: Fail = (f, wh
   return { bucket: m[1], prefix };
 }
 
-export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpointText: string | undefined, fail: Fail): ArchiveConfig | null {
+function recorderIdOf(v: unknown, envText: string | undefined, fail: Fail): string | null {
+  const env = envText?.trim() || undefined;
+  const field = env !== undefined ? 'PMTAPE_RECORDER_ID' : 'storage.archive.recorder_id';
+  const id = env ?? v;
+  if (id === undefined || id === null) return null;
+  if (typeof id !== 'string' || !RECORDER_ID.test(id)) {
+    throw fail(field, `must be 1-64 letters, digits, "_" or "-" (a letter or digit first), like "rec-a", got ${JSON.stringify(id).slice(0, 80)}`);
+  }
+  return id;
+}
+
+export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpointText: string | undefined, fail: Fail, envRecorderText?: string): ArchiveConfig | null {
   if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw fail('storage.archive', 'must be an object like {"url": "s3://bucket/prefix"}');
   const o = (v ?? {}) as Record<string, unknown>;
   for (const k of Object.keys(o)) {
@@ -55,6 +76,7 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
   const url = envUrl ?? (o.url as string | undefined);
   if (url === undefined) {
     if (envEndpoint !== undefined) throw fail('PMTAPE_ARCHIVE_ENDPOINT', 'is set but no archive is: set PMTAPE_ARCHIVE_URL (or storage.archive.url) too');
+    if (envRecorderText?.trim()) throw fail('PMTAPE_RECORDER_ID', 'is set but no archive is: a recorder id names a recorder in a shared archive; set PMTAPE_ARCHIVE_URL too');
     if (v !== undefined && v !== null) throw fail('storage.archive.url', 'is missing: an archive needs "url": "s3://bucket/prefix"');
     return null;
   }
@@ -82,6 +104,7 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
     region: (o.region as string | undefined) ?? 'us-east-1',
     pathStyle: (o.path_style as boolean | undefined) ?? endpoint !== null,
     maxLagDays: o.max_lag_days === undefined ? 2 : lagDays(o.max_lag_days, fail),
+    recorderId: recorderIdOf(o.recorder_id, envRecorderText, fail),
   });
 }
 

@@ -9,7 +9,7 @@ import { ConfigError, logLevel, parseRateLimits, tooDeep, MAX_CONFIG_DEPTH, type
 export { ConfigError, LOG_LEVELS, MAX_CONFIG_DEPTH, parseRateLimits, type RateLimit } from './config-checks.js';
 import { archiveOf, type ArchiveConfig } from './config-archive.js';
 
-export { parseArchiveUrl, type ArchiveConfig } from './config-archive.js';
+export { parseArchiveUrl, RECORDER_ID, type ArchiveConfig } from './config-archive.js';
 
 export interface UpstreamConfig {
   /** Base REST URL (no trailing slash). */
@@ -405,7 +405,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       compactionThreads: st.compaction_threads === undefined ? null : threads(st.compaction_threads, 'storage.compaction_threads'),
       indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
       minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
-      archive: archiveOf(st.archive, env.PMTAPE_ARCHIVE_URL, env.PMTAPE_ARCHIVE_ENDPOINT, (f, why) => new ConfigError(f, why)),
+      archive: archiveOf(st.archive, env.PMTAPE_ARCHIVE_URL, env.PMTAPE_ARCHIVE_ENDPOINT, (f, why) => new ConfigError(f, why), env.PMTAPE_RECORDER_ID),
       archiveCacheBytes: st.archive_cache_bytes === undefined ? 1024 * 1024 * 1024 : num(st.archive_cache_bytes, 'storage.archive_cache_bytes', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),

@@ -3,6 +3,7 @@
 
 import t from 'tap';
 import { DEFAULT_STREAM_TUNING, loadConfig } from '../src/config.js';
+import { publishTarget } from '../src/storage/index.js';
 
 t.test('stream tuning comes from PMTAPE_STREAM_* over the defaults', async (t) => {
   t.same(loadConfig({ dataDir: '/tmp/x' }, {}).stream, DEFAULT_STREAM_TUNING, 'no variables: the defaults');
@@ -105,7 +106,7 @@ t.test('storage.archive: parsed from the file, PMTAPE_ARCHIVE_URL/_ENDPOINT win,
   };
   t.equal((await load({})).storage.archive, null, 'no archive unless configured');
   const aws = (await load({ archive: { url: 's3://my-archive/pm/tape/' } })).storage.archive!;
-  t.same(aws, { url: 's3://my-archive/pm/tape', bucket: 'my-archive', prefix: 'pm/tape', endpoint: null, region: 'us-east-1', pathStyle: false, maxLagDays: 2 },
+  t.same(aws, { url: 's3://my-archive/pm/tape', bucket: 'my-archive', prefix: 'pm/tape', endpoint: null, region: 'us-east-1', pathStyle: false, maxLagDays: 2, recorderId: null },
     'AWS defaults: us-east-1, virtual-hosted style, lag 2 days');
   const r2 = (await load({ archive: { url: 's3://b-1', endpoint: 'https://acct.r2.cloudflarestorage.com/', region: 'auto', max_lag_days: 5 }, archive_cache_bytes: 1000 }));
   t.match(r2.storage.archive, { bucket: 'b-1', prefix: '', endpoint: 'https://acct.r2.cloudflarestorage.com', region: 'auto', pathStyle: true, maxLagDays: 5 });
@@ -125,6 +126,17 @@ t.test('storage.archive: parsed from the file, PMTAPE_ARCHIVE_URL/_ENDPOINT win,
     [{}, { PMTAPE_ARCHIVE_ENDPOINT: 'http://x:1' }, /PMTAPE_ARCHIVE_ENDPOINT is set but no archive is/],
     [{}, { PMTAPE_ARCHIVE_URL: 's3:/bucket' }, /PMTAPE_ARCHIVE_URL must look like s3:\/\//],
     [{ archive: { url: 's3://bucket' } }, { PMTAPE_ARCHIVE_ENDPOINT: 'not a url' }, /PMTAPE_ARCHIVE_ENDPOINT must be an http\(s\):\/\/ URL/],
+    [{ archive: { url: 's3://bucket', recorder_id: '../b' } }, {}, /storage\.archive\.recorder_id must be 1-64 letters, digits/],
+    [{ archive: { url: 's3://bucket', recorder_id: 7 } }, {}, /storage\.archive\.recorder_id must be/],
+    [{ archive: { url: 's3://bucket' } }, { PMTAPE_RECORDER_ID: 'a/b' }, /PMTAPE_RECORDER_ID must be 1-64 letters/],
+    [{}, { PMTAPE_RECORDER_ID: 'rec-a' }, /PMTAPE_RECORDER_ID is set but no archive is/],
   ];
   for (const [storage, e, re] of refused) await t.rejects(load(storage, e), { name: 'ConfigError', message: re }, JSON.stringify([storage, e]));
+  // A recorder id (a shared archive): its days are published under recorders/<id>/.
+  const shared = (await load({ archive: { url: 's3://bucket/pm', recorder_id: 'rec-a' } })).storage.archive!;
+  t.equal(shared.recorderId, 'rec-a');
+  t.match(publishTarget(shared), { url: 's3://bucket/pm/recorders/rec-a', prefix: 'pm/recorders/rec-a', recorderId: null });
+  t.equal((await load({ archive: { url: 's3://bucket', recorder_id: 'x' } }, { PMTAPE_RECORDER_ID: 'rec_b' })).storage.archive!.recorderId, 'rec_b', 'the variable wins');
+  t.match(publishTarget((await load({ archive: { url: 's3://bucket', recorder_id: 'x' } })).storage.archive!), { url: 's3://bucket/recorders/x', prefix: 'recorders/x' });
+  t.equal(publishTarget(aws), aws, 'without an id: the archive itself');
 });

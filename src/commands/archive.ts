@@ -3,13 +3,16 @@
 // progress bar on a TTY (plain lines otherwise) and end stdout with one JSON summary line.
 
 import type { Command } from 'commander';
-import type { ArchiveConfig } from '../config.js';
+import { RECORDER_ID, type ArchiveConfig } from '../config.js';
 import { dayStartMs } from '../schema/time.js';
-import { syncArchive, verifyArchive } from '../storage/index.js';
+import { mergeArchiveDay, publishTarget, syncArchive, verifyArchive } from '../storage/index.js';
 import { commonOptions, configFrom, progress, type Progress } from './common.js';
 
 interface Opts {
   date?: string;
+  recorders?: string;
+  replace?: boolean;
+  workDir?: string;
   all?: boolean;
   dataDir?: string;
   config?: string;
@@ -75,7 +78,8 @@ export function register(program: Command): void {
     if (!ctx) return;
     let bar: Progress | null = null;
     try {
-      const r = await verifyArchive(ctx.archive, opts.date !== undefined ? [opts.date] : null, {
+      // A recorder with an id checks what it published (recorders/<id>/); without one, the canonical days.
+      const r = await verifyArchive(publishTarget(ctx.archive), opts.date !== undefined ? [opts.date] : null, {
         onPlanned: (objects) => {
           bar = progress('archive verify', objects);
         },
@@ -89,6 +93,43 @@ export function register(program: Command): void {
     } catch (e) {
       (bar as Progress | null)?.done();
       fail('verify', e);
+    }
+  });
+  commonOptions(
+    archive
+      .command('merge')
+      .description('build the canonical day from every recorder that published it under recorders/<id>/ (docs/redundancy.md)')
+      .requiredOption('--date <day>', 'the UTC day to merge (YYYY-MM-DD)')
+      .option('--recorders <ids>', 'recorder ids to merge, in priority order, comma-separated (default: every one that published the day)')
+      .option('--replace', 'merge again a day already in the canonical layout')
+      .option('--work-dir <dir>', 'where the scratch copy of the recorders\' days is made (default: the temp dir)'),
+  ).action(async (opts: Opts) => {
+    const ctx = archiveOf('merge', opts);
+    if (!ctx) return;
+    const ids = opts.recorders?.split(',').map((x) => x.trim()).filter(Boolean);
+    const bad = ids?.find((x) => !RECORDER_ID.test(x));
+    if (bad !== undefined) {
+      process.stderr.write(`pmtape archive merge: --recorders names "${bad.slice(0, 80)}", which is not a recorder id (letters, digits, "_", "-")\n`);
+      process.exitCode = 2;
+      return;
+    }
+    // Three steps a run (the recorders' days fetched, merged, compacted), then the publication.
+    const bar = progress('archive merge', 3);
+    try {
+      const r = await mergeArchiveDay(ctx.archive, opts.date!, {
+        recorders: ids, replace: opts.replace === true, workDir: opts.workDir,
+        onStep: (msg) => (process.stderr.isTTY ? undefined : process.stderr.write(`${msg}\n`)),
+        onPhase: (phase) => (phase === 'object' ? undefined : bar.tick(1, phase)),
+      });
+      bar.done(r.skipped ?? `${r.markets} market(s) from ${r.recorders.join(', ')}, ${r.gap_ms} ms of merged gaps`);
+      for (const e of r.published?.errors ?? []) process.stderr.write(`failed ${e}\n`);
+      const p = r.published;
+      process.stdout.write(JSON.stringify({ date: r.date, recorders: r.recorders, markets: r.markets, records: r.records, gap_ms: r.gap_ms,
+        uploaded: p?.uploaded ?? 0, skipped: p?.skipped ?? 0, failed: p?.failed ?? 0, ...(r.skipped ? { already: true } : {}) }) + '\n');
+      if (p?.failed) process.exitCode = 1;
+    } catch (e) {
+      bar.done();
+      fail('merge', e);
     }
   });
 }

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { DISK_ERROR_CODES } from '../errors.js';
 import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
-import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, syncArchive, type PartitionResult } from '../storage/index.js';
+import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, publishTarget, syncArchive, type PartitionResult } from '../storage/index.js';
 import { addVerifyCheck } from './verify.js';
 import { commonOptions, configFrom, progress } from './common.js';
 
@@ -84,7 +84,7 @@ export function register(program: Command): void {
       }
     }
     if (!opts.dryRun) {
-      const ret = await deleteExpiredLogs(cfg.dataDir, now, cfg.storage.retentionDays, archive?.url ?? null);
+      const ret = await deleteExpiredLogs(cfg.dataDir, now, cfg.storage.retentionDays, archive ? publishTarget(archive).url : null);
       for (const f of ret.deleted) process.stdout.write(`deleted ${f}\n`);
       for (const k of ret.kept) process.stderr.write(`kept ${k.file}: ${k.why}\n`);
     }

@@ -48,6 +48,23 @@ interface OpenGap {
   readonly start_ts: number;
 }
 
+/** A closed gap found after the fact, held until the market's next record (holdClosedGap). */
+interface HeldGap {
+  readonly key: LogKey;
+  readonly reason: GapReason;
+  start: number;
+  end: number;
+  recvTs: number;
+  readonly detail?: string;
+  /** Books whose divergence this row marks: each must find it within the next few records. */
+  books: number;
+}
+
+/** A held gap is written after this long even if its market says nothing more. */
+const HOLD_MS = 1000;
+/** At most this many books share one held row (so the first of them is at most two records before it). */
+const HOLD_MAX_BOOKS = 3;
+
 export abstract class Recorder {
   /** Kind name: `clob`, `catalog`, `yesno`, `wallet`. */
   abstract readonly kind: string;
@@ -60,6 +77,8 @@ export abstract class Recorder {
   protected lastMessageTs: number | null = null;
   protected stopping = false;
   private readonly openGaps = new Map<string, OpenGap>();
+  private readonly heldGaps = new Map<string, HeldGap>();
+  private heldTimer: NodeJS.Timeout | null = null;
   private readonly logLimiter = new Map<string, { last: number; suppressed: number }>();
   private readonly unreportedMessages: Record<MessageResult, number> = { ok: 0, ignored: 0, malformed: 0, unknown_type: 0, duplicate: 0 };
   private unreportedTotal = 0;
@@ -148,6 +167,7 @@ export abstract class Recorder {
    * is already open (the first reason wins; the span is one hole).
    */
   protected openGap(key: LogKey, reason: GapReason, startTs: number, recvTs = Date.now(), detail?: string, reassert = false): void {
+    this.flushHeldGap(key);
     const open = this.openGaps.get(key.market);
     if (open && !reassert) return;
     // Re-asserting an open gap (same reason and start) tells readers that books which became
@@ -169,8 +189,55 @@ export abstract class Recorder {
     void this.deps.sink.append(key, gap);
   }
 
+  /**
+   * One hole, one closed row, and still a mark after every book that revealed it. A lost change
+   * usually drifts every book of the market, and the venue resends them one message each after a
+   * trade: each book's divergence was written as its own row with the same start (a zero-length
+   * one, then the same gap again with a later end: counting closed gaps over-counted). So the row is
+   * held until the market's next record: a book of the same hole (its span overlaps the held one)
+   * widens it, anything else (`flushHeldGap`, called before every other record of the market, and
+   * by a 1 s timer) writes it first. The row thus always directly follows the last book it marks,
+   * with the others of its hole just before.
+   */
+  protected holdClosedGap(key: LogKey, reason: GapReason, startTs: number, endTs: number, recvTs: number, detail?: string): void {
+    const start = Math.min(startTs, endTs);
+    const h = this.heldGaps.get(key.market);
+    if (h && h.reason === reason && start <= h.end && h.books < HOLD_MAX_BOOKS) {
+      h.start = Math.min(h.start, start);
+      h.end = Math.max(h.end, endTs);
+      h.recvTs = Math.max(h.recvTs, recvTs);
+      h.books++;
+      return;
+    }
+    this.flushHeldGap(key);
+    this.heldGaps.set(key.market, { key, reason, start, end: endTs, recvTs, detail, books: 1 });
+    if (this.heldTimer === null) {
+      this.heldTimer = setTimeout(() => {
+        this.heldTimer = null;
+        this.flushHeldGaps();
+      }, HOLD_MS);
+      this.heldTimer.unref();
+    }
+  }
+
+  /** Writes the held after-the-fact gap of `key`, if any (before any other record of its market). */
+  protected flushHeldGap(key: LogKey): void {
+    const h = this.heldGaps.get(key.market);
+    if (!h) return;
+    this.heldGaps.delete(key.market);
+    this.writeClosedGap(h.key, h.reason, h.start, h.end, h.recvTs, h.detail);
+  }
+
+  /** Writes every held gap (the timer, and a stop before the final records). */
+  protected flushHeldGaps(): void {
+    if (this.heldTimer !== null) clearTimeout(this.heldTimer);
+    this.heldTimer = null;
+    for (const h of [...this.heldGaps.values()]) this.flushHeldGap(h.key);
+  }
+
   /** Closes the open gap of `key` (a fresh full book arrived at `endTs`): writes both ends. */
   protected closeGap(key: LogKey, endTs: number, recvTs = endTs): void {
+    this.flushHeldGap(key);
     const g = this.openGaps.get(key.market);
     if (!g) return;
     this.openGaps.delete(key.market);
@@ -182,6 +249,7 @@ export abstract class Recorder {
 
   /** Forgets an open gap without writing (the market is no longer recorded). */
   protected dropGap(key: LogKey): void {
+    this.flushHeldGap(key);
     this.openGaps.delete(key.market);
   }
 

@@ -36,6 +36,11 @@ interface Base {
   /** Provenance. Imported records also carry `import_id` (a content hash used to de-duplicate). */
   readonly origin?: Origin;
   readonly import_id?: string;
+  /**
+   * The recorder whose observation this is, set on the records of a day merged from several
+   * recorders (`pmtape archive merge`); absent on a recorder's own records.
+   */
+  readonly recorder?: string;
 }
 
 /** A full book of one outcome token, best first on both sides (replaces that token's book). */

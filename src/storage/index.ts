@@ -8,14 +8,16 @@ import { compositeReader } from './read/composite-reader.js';
 import { parquetStore, type ParquetStore } from './parquet/reader.js';
 import type { RowsRequest } from './compaction/dataset-rows.js';
 import type { LogKey, LogReader } from './types.js';
+import type { Family, StreamName } from '../schema/observation.js';
 import type { CompactOptions, PartitionResult } from './compaction/compact-day.js';
 import type { ArchiveConfig } from '../config.js';
 import type { SyncOptions, SyncResult } from './archive/sync.js';
 import type { VerifyCounts, VerifyHooks } from './archive/verify.js';
 import type { ArchiveReader } from './archive/read.js';
+import type { MergeOptions, MergeResult } from './merge/merge.js';
 
 export type {
-  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, WriterOptions,
+  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, SpanHint, WriterOptions,
 } from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { freeBytes } from './disk-space.js';
@@ -37,8 +39,9 @@ export { ParquetStore } from './parquet/reader.js';
 export { startAutoCompaction } from './compaction/auto.js';
 export type { PartitionResult } from './compaction/compact-day.js';
 // Archive side (object storage). The S3 SDK is loaded on first use only, like compaction's decoder.
-export { archiveLag, type ArchiveLag } from './archive/lag.js';
-export { uploadErrors as archiveUploadErrors } from './archive/layout.js';
+export { archiveLag, unpublishedDays, type ArchiveLag } from './archive/lag.js';
+export { uploadErrors as archiveUploadErrors, publishTarget } from './archive/layout.js';
+export type { MergeOptions, MergeResult } from './merge/merge.js';
 export type { ArchiveReader } from './archive/read.js';
 export { writeFileDurable, writeFileDurableSync } from './durable.js';
 
@@ -60,6 +63,11 @@ export async function* datasetRows(dataDir: string, req: RowsRequest): AsyncGene
 /** The closed UTC days that have logs, oldest first (see compaction/compact-day.ts). */
 export async function closedLogDays(dataDir: string, now: number): Promise<string[]> {
   return (await import('./compaction/compact-day.js')).closedLogDays(dataDir, now);
+}
+
+/** The compacted dates of a stream, ascending (the process's Parquet store; one stat when unchanged). */
+export function parquetDates(dataDir: string, family: Family, stream: StreamName): Promise<string[]> {
+  return parquetStore(dataDir).dates(family, stream);
 }
 
 /** The reader of a logical log for the read side and the stream. */
@@ -99,6 +107,11 @@ export async function verifyArchive(archive: ArchiveConfig, days: readonly strin
   } finally {
     s3.destroy();
   }
+}
+
+/** Builds and publishes the canonical day of a shared archive from its recorders' (see merge/merge.ts). */
+export async function mergeArchiveDay(archive: ArchiveConfig, day: string, opts: MergeOptions = {}): Promise<MergeResult> {
+  return (await import('./merge/merge.js')).mergeDay(archive, day, opts);
 }
 
 /** Reads the archive as a consumer: its published files and their bytes (see archive/read.ts). */

@@ -40,6 +40,11 @@ export interface AppendManyOptions {
 }
 
 export interface WriterOptions {
+  /**
+   * The seq of the first record of a log that holds none yet (default 1): a merged day's log starts
+   * where its day's seq range does, so seq rises across merged days built in any order.
+   */
+  readonly firstSeq?: number;
   /** Group commit: fsync at most this many ms after the first unsynced append (default 50). */
   readonly fsyncIntervalMs?: number;
   /** ...or as soon as this many records are unsynced (default 1000). */
@@ -180,8 +185,28 @@ export interface LogView {
  * A reader of one logical log, safe to use in another process than the writer: it sees only
  * complete, checksummed frames. Damaged or missing indexes are rebuilt from the log on demand.
  */
+/** The first and newest record of a log (receive time ms, seq): what coverage lists per dataset. */
+export interface LogSpan {
+  readonly first: { readonly recv_ts: number; readonly seq: number };
+  readonly last: { readonly recv_ts: number; readonly seq: number };
+}
+
+/** What a caller already knows, so `span()` does not list it again (a coverage page, per log). */
+export interface SpanHint {
+  /** The log's day files, ascending (a listing of its folder). */
+  readonly logDays?: readonly string[];
+  /** The stream's compacted dates, ascending (taken once for many logs: `parquetDates`). */
+  readonly parquetDates?: readonly string[];
+}
+
 export interface LogReader {
   readonly key: LogKey;
+  /**
+   * First and newest record without opening the day files of compacted days (their partition's
+   * manifest knows both ends); only a day served from its log that no manifest vouches for is read.
+   * Absent on readers with no such summary (the generic first()/latest() then answer).
+   */
+  span?(hint?: SpanHint): Promise<LogSpan | null>;
   /** Day files present, ascending. */
   days(): Promise<string[]>;
   /** The log planned once, for a request that makes several calls (see LogView). */

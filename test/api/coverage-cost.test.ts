@@ -34,10 +34,14 @@ async function seeded(t: Parameters<typeof tmpDataDir>[0]): Promise<{ dir: strin
 
 const reader = (dir: string, id: string) => (s: StreamName) => Promise.resolve(openReader(dir, { family: 'coin', stream: s, market: id }));
 
-/** What a market's datasets are when read from its logs (the answer before the cache). */
+/** What a market's datasets are when read from its logs (first()/latest(), not the summary path). */
 async function direct(dir: string, id: string): Promise<Record<string, unknown>> {
   const r = reader(dir, id);
-  return { books: await datasetSpan(await r('books')), metrics: await datasetSpan(await r('metrics')), catalog: await datasetSpan(await r('catalog')) };
+  const read = async (s: StreamName) => {
+    const lr = await r(s);
+    return datasetSpan({ ...lr, span: undefined, first: () => lr.first(), latest: () => lr.latest() } as typeof lr);
+  };
+  return { books: await read('books'), metrics: await read('metrics'), catalog: await read('catalog') };
 }
 
 t.test('the coverage list answers what the logs say, follows appends, and a market\'s own coverage is never stale', async (t) => {

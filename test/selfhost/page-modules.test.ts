@@ -13,7 +13,20 @@ const depth = (await import(pathToFileURL(join(REPO, 'public', 'depth.js')).href
 const timeline = (await import(pathToFileURL(join(REPO, 'public', 'timeline.js')).href)) as {
   spansOf(body: unknown, now: number): { recorded: [number, number][]; gaps: { start: number; end: number; reason: string; open: boolean }[] };
   viewOf(spans: unknown, to: number, maxMs: number): { from: number; to: number };
+  drawTimeline(el: { innerHTML: string }, legend: { innerHTML: string }, list: { innerHTML: string }, spans: unknown, from: number, to: number): number;
 };
+
+t.test('a merged history\'s coverage names the recorder of each interval on the timeline', async (t) => {
+  const body = { data: { intervals: [{ start: '2026-07-26T12:00:00Z', end: '2026-07-26T12:10:00Z' }], gaps: [{ start: '2026-07-26T12:10:00Z', end: '2026-07-26T12:11:00Z', reason: 'not_recording' }],
+    sources: [{ start: '2026-07-26T12:00:00Z', end: '2026-07-26T12:04:00Z', recorder: 'rec-a' }, { start: '2026-07-26T12:04:00Z', end: '2026-07-26T12:10:00Z', recorder: 'rec-<b>' }] } };
+  const spans = timeline.spansOf(body, Date.parse('2026-07-26T13:00:00Z')) as { sources?: { recorder: string }[] };
+  t.same(spans.sources?.map((s) => s.recorder), ['rec-a', 'rec-<b>']);
+  const [el, legend, list] = [{ innerHTML: '' }, { innerHTML: '' }, { innerHTML: '' }];
+  timeline.drawTimeline(el, legend, list, spans, Date.parse('2026-07-26T12:00:00Z'), Date.parse('2026-07-26T12:20:00Z'));
+  t.match(el.innerHTML, /class="src" data-recorder="rec-a"[^>]*>.*from recorder rec-a/, 'a strip per source, with its recorder');
+  t.match(el.innerHTML, /data-recorder="rec-&#60;b&#62;"/, 'recorder ids are escaped');
+  t.match(legend.innerHTML, /from rec-a.*gap: not_recording \(all recorders\)/, 'the legend says a gap is where all recorders lost data');
+});
 
 t.test('snapshots of every family become one numeric book', async (t) => {
   const coin = depth.bookOf('coin', { market_id: 'm', books: [{ outcome: 'Up', bids: [[0.52, 10]], asks: [[0.53, 5]] }, { outcome: 'Down', bids: [[0.47, 5]], asks: [] }] });

@@ -7,13 +7,17 @@
 // Figures: the cold first page (every span read from its log once), warm pages back to back, pages
 // 1.1 s apart (every live log re-stamped), and 20 pages in parallel from one key (how many the
 // per-key limit on expensive requests answered 429). Target: a warm or re-stamped page ≤ 50 ms.
+// Then the history case (`history`): the same markets recorded on a closed day and compacted, a
+// cold server's first page with the day's logs kept and again with them deleted, each against the
+// warm pages of the same server: a compacted day's ends come from its manifest, not its log.
 
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKey } from '../../src/api/plugins/keys.js';
 import type { CoinMarket } from '../../src/schema/market.js';
-import { openWriter } from '../../src/storage/index.js';
+import { compactDay, openWriter } from '../../src/storage/index.js';
+import { utcDay } from '../../src/schema/time.js';
 import { startServe, stopServe } from './serve.js';
 
 const log = (s: string): void => void process.stderr.write(`bench coverage: ${s}\n`);
@@ -48,6 +52,55 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime in clock ticks of 10 ms
 }
 
+async function writeMarkets(root: string, M: number, t0: number): Promise<void> {
+  for (let i = 0; i < M; i += 50) {
+    await Promise.all(Array.from({ length: Math.min(50, M - i) }, (_, k) => writeMarket(root, `m${String(i + k).padStart(6, '0')}`, t0 + (i + k) * 100)));
+  }
+}
+
+/** A cold server's first coverage page and its warm pages after it (server CPU ms each). */
+async function coldAndWarm(root: string, key: string, pages: number): Promise<{ cold: number; warm: number; cold_vs_warm: number }> {
+  const s = await startServe(root);
+  try {
+    const pid = s.proc.pid!;
+    const one = async (): Promise<number> => {
+      const c0 = cpuMs(pid);
+      const res = await fetch(`${s.url}/v3/coverage?family=coin&limit=1000`, { headers: { authorization: `Bearer ${key}` } });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`coverage answered ${res.status}`);
+      return cpuMs(pid) - c0;
+    };
+    const cold = await one();
+    let warm = 0;
+    for (let i = 0; i < pages; i++) warm += await one();
+    warm /= pages;
+    return { cold, warm: round(warm), cold_vs_warm: round(cold / Math.max(warm, 0.1), 1) };
+  } finally {
+    await stopServe(s.proc);
+  }
+}
+
+/** The history case: markets of a closed, compacted day (see the header). */
+async function history(M: number, pages: number): Promise<Record<string, unknown>> {
+  const root = mkdtempSync(join(tmpdir(), 'pmtape-bench-coverage-history-'));
+  try {
+    const day = utcDay(Date.now() - 2 * 86_400_000);
+    log(`history: writing ${M} markets on ${day}`);
+    await writeMarkets(root, M, Date.parse(`${day}T01:00:00.000Z`));
+    log('history: compacting');
+    await compactDay(root, day);
+    const { key } = await createKey(root, 'paid', 'bench');
+    const kept = await coldAndWarm(root, key, pages);
+    // The books logs retired (the catalogue's kept: the markets list is read from its logs).
+    rmSync(join(root, 'logs', 'coin', 'books'), { recursive: true, force: true });
+    const deleted = await coldAndWarm(root, key, pages);
+    log(`history: cold ${kept.cold} ms (logs kept), ${deleted.cold} ms (logs deleted); warm ${kept.warm} / ${deleted.warm} ms`);
+    return { day, logs_kept: kept, logs_deleted: deleted };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 export async function run(): Promise<Record<string, unknown>> {
   const M = Math.round(envNum('PMTAPE_BENCH_COVERAGE_MARKETS', 2200));
   const PAGES = Math.round(envNum('PMTAPE_BENCH_COVERAGE_PAGES', 20));
@@ -55,10 +108,7 @@ export async function run(): Promise<Record<string, unknown>> {
   let proc: Awaited<ReturnType<typeof startServe>>['proc'] | null = null;
   try {
     log(`writing ${M} markets`);
-    const t0 = Date.now() - 3_600_000;
-    for (let i = 0; i < M; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, M - i) }, (_, k) => writeMarket(root, `m${String(i + k).padStart(6, '0')}`, t0 + (i + k) * 100)));
-    }
+    await writeMarkets(root, M, Date.now() - 3_600_000);
     const { key } = await createKey(root, 'paid', 'bench');
     const headers = { authorization: `Bearer ${key}` };
     const s = await startServe(root);
@@ -93,6 +143,9 @@ export async function run(): Promise<Record<string, unknown>> {
     const c0 = cpuMs(pid);
     const statuses = await Promise.all(Array.from({ length: 20 }, () => page(COVERAGE)));
     const parallelCpu = cpuMs(pid) - c0;
+    await stopServe(s.proc);
+    proc = null;
+    const hist = await history(M, PAGES);
     return {
       markets: M,
       pages: PAGES,
@@ -102,9 +155,11 @@ export async function run(): Promise<Record<string, unknown>> {
         coverage_restamped: round(restamped),
         markets_list: round(markets),
       },
+      coverage_cold_vs_warm: round(coldCoverage / Math.max(warm, 0.1), 1),
       coverage_warm_vs_markets: round(warm / Math.max(markets, 0.1), 2),
       coverage_restamped_vs_markets: round(restamped / Math.max(markets, 0.1), 2),
       parallel_20_one_key: { ok: statuses.filter((x) => x === 200).length, limited_429: statuses.filter((x) => x === 429).length, cpu_ms: parallelCpu },
+      history: hist,
       cpu_clock_resolution_ms: 10,
       targets: { coverage_page_cpu_ms_max: 50 },
     };

@@ -16,7 +16,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso, utcDay } from '../../schema/time.js';
-import { listMarkets, logStampSync, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp } from '../../storage/index.js';
+import { listMarkets, logStampSync, parquetDates, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
@@ -32,7 +32,12 @@ export interface DatasetSpan {
   last_seq: number;
 }
 
-export async function datasetSpan(reader: LogReader): Promise<DatasetSpan | null> {
+export async function datasetSpan(reader: LogReader, hint?: SpanHint): Promise<DatasetSpan | null> {
+  if (reader.span) {
+    // From the compacted days' manifests where they vouch for the day (storage's LogReader.span).
+    const s = await reader.span(hint);
+    return s && { first_time: toIso(s.first.recv_ts), last_time: toIso(s.last.recv_ts), first_seq: s.first.seq, last_seq: s.last.seq };
+  }
   const [first, last] = await Promise.all([reader.first(), reader.latest()]);
   if (!first || !last) return null;
   return { first_time: toIso(first.rec.recv_ts), last_time: toIso(last.rec.recv_ts), first_seq: first.rec.seq, last_seq: last.rec.seq };
@@ -48,11 +53,19 @@ export class GapScanner {
   private readonly done: Span[] = [];
   private readonly open = new Map<string, Span>();
 
+  /** Where the books' recorder changes (a day merged from several recorders names one per record). */
+  private readonly switches: { start: number; recorder: string | null }[] = [];
+
   async update(reader: LogReader): Promise<void> {
     const from = this.lastSeq < 0 ? 'start' : await reader.seekSeq(this.lastSeq + 1);
     if (from === null) return;
     for await (const { rec } of reader.read(from)) {
       this.lastSeq = rec.seq;
+      // Book records only: a merged day's trades are kept from whichever recorder saw them.
+      if (rec.type !== 'trade' && rec.type !== 'gap') {
+        const r = rec.recorder ?? null;
+        if ((this.switches.at(-1)?.recorder ?? null) !== r) this.switches.push({ start: rec.recv_ts, recorder: r });
+      }
       if (rec.type === 'gap') {
         const k = `${rec.start_ts}|${rec.token_id ?? ''}`;
         if (rec.end_ts === null) {
@@ -83,14 +96,21 @@ export class GapScanner {
     return out;
   }
 
+  /** Recorder switches in time order (empty for a single recorder's books). */
+  sources(): { start: number; recorder: string | null }[] {
+    return this.switches.some((x) => x.recorder !== null) ? this.switches : [];
+  }
+
   weight(): number {
-    return 1 + this.done.length + this.open.size;
+    return 1 + this.done.length + this.open.size + this.switches.length;
   }
 }
 
 export interface MarketCoverage {
   readonly datasets: Record<'books' | 'metrics' | 'catalog', DatasetSpan | null>;
   readonly gaps: Span[];
+  /** Recorder switches of a merged history (see GapScanner.sources); empty otherwise. */
+  readonly sources?: { start: number; recorder: string | null }[];
 }
 
 interface SpanEntry {
@@ -109,6 +129,8 @@ interface StreamState {
   readonly folders: ReadonlySet<string>;
   /** Logs with a day file since this UTC day count as live. */
   readonly since: string;
+  /** The stream's compacted dates, taken with `parquet` (spans need not stat the folders again). */
+  readonly dates: readonly string[];
 }
 const DAY_MS = 86_400_000;
 
@@ -169,8 +191,8 @@ export class CoverageCache {
     const hit = this.streams.get(key);
     if (hit && now - hit.at < this.ttlMs) return hit.state;
     const held: { at: number; state: Promise<StreamState>; value?: StreamState } = { at: now, state: null as unknown as Promise<StreamState> };
-    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream)])
-      .then(([parquet, ids]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS) }));
+    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream), parquetDates(this.dataDir!, family, stream)])
+      .then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
     held.state.catch(() => this.streams.delete(key));
     this.streams.set(key, held);
     return held.state;
@@ -240,7 +262,7 @@ export class CoverageCache {
     if (running) return running;
     const p = (async () => {
       this.reads++;
-      const span = await datasetSpan(await reader(stream));
+      const span = await datasetSpan(await reader(stream), { logDays: stamp.days, parquetDates: st.dates });
       this.spans.set(key, { stamp, span, checkedAt: now });
       return span;
     })().finally(() => {
@@ -261,8 +283,32 @@ export class CoverageCache {
     if (!g) this.scanners.set(key, (g = new GapScanner()));
     await g.update(books);
     this.scanners.set(key, g); // re-weigh
-    return { datasets, gaps: g.spans() };
+    return { datasets, gaps: g.spans(), sources: g.sources() };
   }
+}
+
+/**
+ * The recorded intervals split by the recorder they came from (a merged history, docs/redundancy.md):
+ * `intervals` cut at every recorder switch within [from, to).
+ */
+export function clipSources(intervals: readonly { start: string; end: string }[], switches: readonly { start: number; recorder: string | null }[]): { start: string; end: string; recorder: string | null }[] {
+  if (switches.length === 0) return [];
+  const out: { start: string; end: string; recorder: string | null }[] = [];
+  for (const iv of intervals) {
+    const a = Date.parse(iv.start), b = Date.parse(iv.end);
+    let i = -1;
+    while (i + 1 < switches.length && switches[i + 1].start <= a) i++;
+    let cur = a;
+    for (;;) {
+      const next = switches[i + 1]?.start ?? Infinity;
+      const end = Math.min(b, next);
+      if (end > cur) out.push({ start: toIso(cur), end: toIso(end), recorder: i >= 0 ? switches[i].recorder : null });
+      if (next >= b) break;
+      cur = next;
+      i++;
+    }
+  }
+  return out;
 }
 
 /** Gaps and covered intervals of the books within [from, to). */

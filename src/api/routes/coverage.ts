@@ -11,7 +11,7 @@ import { overlaps } from '../../schema/time.js';
 import { familyOf } from '../../families/registry.js';
 import { planAllows } from '../plugins/auth.js';
 import type { Plan } from '../plugins/keys.js';
-import { clipCoverage, CoverageCache } from '../query/coverage.js';
+import { clipCoverage, clipSources, CoverageCache } from '../query/coverage.js';
 import { listParams } from '../query/params.js';
 import { coverageSchema, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
 import type { IndexedMarket } from '../query/markets-index.js';
@@ -71,7 +71,9 @@ export default async function coverageRoutes(app: FastifyInstance): Promise<void
         const to = Math.min(lp.end ?? Infinity, live ? Date.now() : Date.parse(b.last_time));
         if (from < to) clipped = clipCoverage(cov.gaps, from, to);
       }
-      return { data: { family: found.family, market_id: found.market, datasets: cov.datasets, intervals: clipped.intervals, gaps: clipped.gaps, connected: live } };
+      // A merged history names the recorder of each interval; a single recorder's has no `sources`.
+      const sources = clipSources(clipped.intervals, cov.sources ?? []);
+      return { data: { family: found.family, market_id: found.market, datasets: cov.datasets, intervals: clipped.intervals, gaps: clipped.gaps, ...(sources.length ? { sources } : {}), connected: live } };
     }
     // The list: families in contract order, markets in listing order; the cursor is the last key.
     let after: { f: number; ts: number; id: string } | null = null;

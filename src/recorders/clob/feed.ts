@@ -78,6 +78,7 @@ export class ClobRecorder extends Recorder {
     if (this.timer) clearInterval(this.timer);
     this.conn.stop();
     await this.syncing;
+    this.flushHeldGaps();
     const now = Date.now();
     for (const t of this.markets.values()) {
       // A hole of another reason ends here; from now on the recorder is simply not running.
@@ -260,14 +261,18 @@ export class ClobRecorder extends Recorder {
       this.dropped++;
       return;
     }
+    // A held after-the-fact gap goes to the log before any record of its market but a book (which
+    // may belong to the same hole: see holdClosedGap).
+    if (o.type !== 'book') this.flushHeldGap(t.key);
     switch (o.type) {
       case 'book': {
         const r = t.books.onBook(o);
+        if (r.divergedSince === null) this.flushHeldGap(t.key);
         this.deps.sink.write(t.key, o);
         if (r.divergedSince !== null) {
           // The rebuilt book had silently drifted from the venue's: that span was not a valid book.
           this.reportError('sequence_gap', `book of ${o.token_id} diverged from the venue's snapshot`);
-          this.writeClosedGap(t.key, 'sequence_gap', r.divergedSince, recvTs, recvTs, 'rebuilt book disagreed with the next snapshot');
+          this.holdClosedGap(t.key, 'sequence_gap', r.divergedSince, recvTs, recvTs, 'rebuilt book disagreed with the next snapshot');
         }
         if (r.completed) {
           this.closeGap(t.key, recvTs);
@@ -306,6 +311,7 @@ export class ClobRecorder extends Recorder {
   }
 
   private writeCheckpoint(t: Tracked, recvTs: number): void {
+    this.flushHeldGap(t.key);
     const cp = t.books.checkpoint(recvTs);
     if (cp) this.deps.sink.write(t.key, cp, { checkpoint: true });
   }

@@ -6,7 +6,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { listPartitions, partitionRel, readManifest, MANIFEST } from '../parquet/manifest.js';
-import { isPublished, publishedDays } from './layout.js';
+import { isPublished, publishTarget, publishedDays } from './layout.js';
 
 /** Days with at least one published local partition (a manifest), oldest first. */
 export async function compactedDays(dataDir: string): Promise<string[]> {
@@ -27,7 +27,7 @@ export async function dayPartitions(dataDir: string, day: string): Promise<Map<s
 /** Compacted days not yet published to `a` (or rebuilt locally since they were). */
 export async function unpublishedDays(dataDir: string, a: ArchiveConfig): Promise<string[]> {
   const out: string[] = [];
-  for (const day of await compactedDays(dataDir)) if (!(await isPublished(dataDir, a.url, day, await dayPartitions(dataDir, day)))) out.push(day);
+  for (const day of await compactedDays(dataDir)) if (!(await isPublished(dataDir, publishTarget(a).url, day, await dayPartitions(dataDir, day)))) out.push(day);
   return out;
 }
 

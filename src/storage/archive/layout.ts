@@ -88,3 +88,15 @@ export async function addUploadErrors(dataDir: string, n: number): Promise<void>
   await mkdir(stateDir(dataDir), { recursive: true });
   await writeFileDurable(errorsFile(dataDir), JSON.stringify({ total: (await uploadErrors(dataDir)) + n }) + '\n');
 }
+
+/**
+ * Where this data dir publishes its closed days: the archive itself, or, for a recorder with an id
+ * in a shared archive, `<prefix>/recorders/<id>` (its own day records and manifests there, merged
+ * into the canonical layout by `pmtape archive merge`). Local state and the lag name this URL.
+ */
+export function publishTarget(a: ArchiveConfig): ArchiveConfig {
+  if (!a.recorderId) return a;
+  return { ...a, prefix: objectKey(a, recorderRel(a.recorderId)), url: `${a.url}/${recorderRel(a.recorderId)}`, recorderId: null };
+}
+
+export const recorderRel = (id: string): string => `recorders/${id}`;

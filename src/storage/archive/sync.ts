@@ -3,7 +3,7 @@
 
 import type { ArchiveConfig } from '../../config.js';
 import { DEFAULT_RETRY, archiveClient, type ClientOptions, type RetryOptions } from './client.js';
-import { addUploadErrors } from './layout.js';
+import { addUploadErrors, publishTarget } from './layout.js';
 import { compactedDays, unpublishedDays } from './lag.js';
 import { planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
 
@@ -22,7 +22,8 @@ export interface SyncResult extends SyncCounts {
   readonly errors: string[];
 }
 
-export async function syncArchive(dataDir: string, a: ArchiveConfig, o: SyncOptions = {}): Promise<SyncResult> {
+export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: SyncOptions = {}): Promise<SyncResult> {
+  const a = publishTarget(shared); // a recorder with an id publishes under recorders/<id>/
   const days = o.days === undefined || o.days === 'pending' ? await unpublishedDays(dataDir, a) : o.days === 'all' ? await compactedDays(dataDir) : o.days;
   const plans = [];
   for (const day of days) {

@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import { closedLogDays, compactDay } from './compact-day.js';
 import { deleteExpiredLogs } from './retention.js';
+import { publishTarget } from '../archive/layout.js';
 import type { ArchiveConfig } from '../../config.js';
 
 export interface WorkerInput {
@@ -73,7 +74,7 @@ async function main(input: WorkerInput): Promise<void> {
       post({ type: 'archive-error', error: (e as Error).message });
     }
   }
-  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays, input.archive?.url ?? null);
+  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays, input.archive ? publishTarget(input.archive).url : null);
   if (ret.deleted.length || ret.kept.length) post({ type: 'retention', deleted: ret.deleted.length, kept: ret.kept });
   post({ type: 'done', settled: [...settled] });
 }

@@ -53,6 +53,7 @@ export async function openWriter(dataDir: string, key: LogKey, opts: WriterOptio
       const datasets = stream === 'books' ? [...datasetsOfStream(stream), 'books' as const] : datasetsOfStream(stream);
       tail = { ...tail, lastSeq: await lastCompactedSeq(dataDir, key.family, datasets, key.market) };
     }
+    if (tail.last === null && opts.firstSeq !== undefined) tail = { ...tail, lastSeq: Math.max(tail.lastSeq, opts.firstSeq - 1) };
     return new AppendLog(dataDir, key, opts, tail, release);
   } catch (e) {
     await release();

@@ -85,7 +85,7 @@ class RowWriter {
   private readonly memo = new Map<string, Encoded>();
   private readonly col: (name: string) => number;
   private readonly levelCols: { bidPrice: number[]; bidSize: number[]; askPrice: number[]; askSize: number[] };
-  private readonly at: { bucket: number; recv: number; source: number; seq: number };
+  private readonly at: { bucket: number; recv: number; source: number; seq: number; recorder: number };
   /** Rows left out: their book held a value the columns cannot hold exactly. */
   setAside = 0;
 
@@ -99,7 +99,7 @@ class RowWriter {
     const [bid, ask] = mode === 'yesno' ? ['yes', 'no'] : ['bid', 'ask'];
     const n = (p: string): number[] => Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => this.col(`${p}_${i}`));
     this.levelCols = { bidPrice: n(`${bid}_price`), bidSize: n(`${bid}_size`), askPrice: n(`${ask}_price`), askSize: n(`${ask}_size`) };
-    this.at = { bucket: this.col('bucket_start'), recv: this.col('receive_time'), source: this.col('source_time'), seq: this.col('seq') };
+    this.at = { bucket: this.col('bucket_start'), recv: this.col('receive_time'), source: this.col('source_time'), seq: this.col('seq'), recorder: this.col('recorder') };
   }
 
   write(bucketStart: number, state: SampledBooks): number {
@@ -137,6 +137,7 @@ class RowWriter {
     row[this.at.recv] = at.recv_ts;
     row[this.at.source] = at.source_ts;
     row[this.at.seq] = at.seq;
+    row[this.at.recorder] = at.recorder ?? null; // a merged day: the recorder whose book the row shows
     this.sink.emitRow(row);
   }
 

@@ -53,10 +53,13 @@ const head = (): ColumnSpec[] => [
   c('source_time', 'ts', true, "the venue's own time, null when the venue gave none", { delta: true }),
   c('seq', 'int64', false, 'per-market sequence number of the stored record: strictly increasing, never reused; the rows of one record share it', { delta: true }),
 ];
+// Last, so files written before it existed read the same (a missing column reads as null).
+const RECORDER = c('recorder', 'utf8', true, 'id of the recorder the row came from in a day merged from several recorders (docs/redundancy.md); null in a single recorder\'s day');
 const tail = (): ColumnSpec[] => [
   c('origin', 'utf8', true, 'provenance: `ws`, `rest`, `import` or `recorder` (null when not recorded)'),
   c('import_id', 'utf8', true, 'content hash of an imported record (de-duplication), else null'),
   c('checkpoint', 'bool', false, 'the record was marked as a full-book checkpoint in its log (as-of reads start there)'),
+  RECORDER,
 ];
 const dec = (name: string, scale: number, nullable: boolean, doc: string): ColumnSpec[] => [
   c(name, 'decimal', nullable, doc, { scale }),
@@ -134,6 +137,7 @@ function bookSnapshots(f: Family): ColumnSpec[] {
     c('best_ask', 'decimal', true, yn ? 'implied yes ask: 1 dollar (100 cents) minus the best no bid; null when the no side is empty' : 'best ask (`ask_price_0`); null when the side is empty', { scale: s.price }),
     c('mid', 'decimal', true, '(best_bid + best_ask) / 2, exact (one more decimal); null unless both exist', { scale: s.price + 1 }),
     ...levels,
+    RECORDER,
   ];
 }
 

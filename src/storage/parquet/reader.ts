@@ -101,6 +101,17 @@ interface OpenPartition {
   readonly files: PartitionFiles;
 }
 
+/** A compacted market-day's ends as its manifest records them (ParquetStore.daySummary). */
+export interface DaySummary {
+  readonly first: { readonly recv_ts: number; readonly seq: number };
+  readonly last: { readonly recv_ts: number; readonly seq: number };
+  /** The day's log as compaction read it: its bytes and last seq (-1: not recorded). */
+  readonly logBytes: number;
+  readonly logLastSeq: number;
+  /** Records of the market set aside in quarantine files (not in the record index). */
+  readonly quarantined: number;
+}
+
 /** Decoded row groups, bounded by bytes; shared by every reader of the process. */
 const DEFAULT_CACHE_BYTES = 256 * 1024 * 1024;
 
@@ -175,6 +186,26 @@ export class ParquetStore {
       rows += s.rows;
     }
     return { day, segments, firstRow, rows, group: (seg) => this.group(files.files.get(seg.file)!, seg.rg) };
+  }
+
+  /**
+   * Both ends of a market's compacted day from the manifest alone (its record index), with what the
+   * compaction read (`sources`: the log's bytes, its last seq; `quarantined`: records set aside,
+   * which the index lacks): no part file is opened. Undefined when the day has no complete v2
+   * partition set (read it instead); null when the set does not list the market.
+   */
+  async daySummary(family: Family, stream: Stream, day: string, market: string): Promise<DaySummary | null | undefined> {
+    const datasets = datasetsOfStream(stream);
+    const parts = await Promise.all(datasets.map((d) => this.partition(family, d, day)));
+    if (parts.some((p) => !p || manifestVersion(p.manifest) < 2)) return undefined;
+    const m = parts[0]!.manifest;
+    const chunks = m.records?.[market];
+    if (!chunks || chunks.length === 0) return null;
+    const a = chunks[0];
+    const b = chunks[chunks.length - 1];
+    const quarantined = parts.reduce((n, p) => n + (p!.manifest.quarantine?.markets[market] ?? 0), 0);
+    const src = m.sources[market];
+    return { first: { seq: a[0], recv_ts: a[2] }, last: { seq: b[1], recv_ts: b[3] }, logBytes: src?.bytes ?? -1, logLastSeq: src?.last_seq ?? -1, quarantined };
   }
 
   /**

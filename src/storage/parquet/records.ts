@@ -163,6 +163,8 @@ function base(c: Columns, i: number): Record<string, unknown> {
   const o: Record<string, unknown> = { recv_ts: c.receive_time[i], source_ts: c.source_time[i] ?? null };
   if (c.origin[i] !== null) o.origin = c.origin[i];
   if (c.import_id[i] !== null) o.import_id = c.import_id[i];
+  const rec = c.recorder?.[i]; // absent in files written before the column
+  if (rec !== null && rec !== undefined) o.recorder = rec;
   return o;
 }
 

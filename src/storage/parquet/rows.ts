@@ -180,6 +180,7 @@ function base(o: RowSink, market: string, r: Recorded, checkpoint: boolean): voi
   o.set('origin', r.origin ?? null);
   o.set('import_id', r.import_id ?? null);
   o.set('checkpoint', checkpoint);
+  o.set('recorder', r.recorder ?? null);
 }
 
 /** `<name>_decimals` of each decimal column, made once (not a new string to hash per value; records.ts reads with it too). */

@@ -3,8 +3,9 @@
 // In a compacted day a position's offset is the row index of the market's day and its seq is
 // authoritative, so cursors made before compaction keep working after the log is deleted.
 
+import { statSync } from 'node:fs';
 import { utcDay } from '../../schema/time.js';
-import { listDays } from '../paths.js';
+import { listDays, logFilePath } from '../paths.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import type { Stream as Dataset } from '../parquet/datasets.js';
 import type { DaySource } from './log-day.js';
@@ -12,7 +13,7 @@ import { ParquetDay } from './parquet-day.js';
 import type { FileLogReader } from './reader.js';
 import { replayFrom, ViewReader } from './view-reader.js';
 import { PlannedView } from './view.js';
-import type { LogKey, LogReader, LogView, Position, ReadItem } from '../types.js';
+import type { LogKey, LogReader, LogSpan, LogView, Position, ReadItem, SpanHint } from '../types.js';
 
 export class CompositeReader extends ViewReader implements LogReader {
   private readonly store: ParquetStore;
@@ -85,6 +86,52 @@ export class CompositeReader extends ViewReader implements LogReader {
       return item;
     }
     return null;
+  }
+
+  /**
+   * First and newest record (see LogReader.span). The days are those a plan would hold; a day's end
+   * comes from its partition's manifest when that is what a read would serve: the log is gone, or it
+   * is the very log compaction read (same bytes, same last seq, nothing quarantined). Otherwise the
+   * day is read as a view would read it. A cold coverage page thus opens only live and uncompacted logs.
+   */
+  async span(hint: SpanHint = {}): Promise<LogSpan | null> {
+    const logDays = hint.logDays ?? (await listDays(this.dataDir, this.key));
+    const have = new Set(logDays);
+    const dates = hint.parquetDates ?? (await this.store.dates(this.key.family, this.dataset));
+    const days = [...new Set([...logDays, ...dates])].sort();
+    let first: LogSpan['first'] | null = null;
+    let k = 0;
+    for (; k < days.length && first === null; k++) first = await this.dayEnd(days[k], have.has(days[k]), 'first');
+    if (first === null) return null;
+    for (let j = days.length - 1; j >= k - 1; j--) {
+      const last = await this.dayEnd(days[j], have.has(days[j]), 'last');
+      if (last !== null) return { first, last };
+    }
+    return null; // unreachable: the first day has a last record
+  }
+
+  private async dayEnd(day: string, hasLog: boolean, end: 'first' | 'last'): Promise<LogSpan['first'] | null> {
+    const { family, market } = this.key;
+    const s = await this.store.daySummary(family, this.dataset, day, market);
+    if (s && (!hasLog || this.sameAsCompacted(day, s.logBytes, s.logLastSeq, s.last.seq, s.quarantined))) return s[end];
+    let src: DaySource | null = null;
+    if (hasLog) src = this.log.day(day);
+    else if (s !== null) {
+      const md = await this.store.marketDay(family, this.dataset, day, market);
+      if (md) src = new ParquetDay(md);
+    }
+    if (src === null) return null;
+    let item: ReadItem | null = null;
+    if (end === 'last') item = await src.latest();
+    else for await (const it of src.forward(null)) { item = it; break; }
+    return item ? { recv_ts: item.rec.recv_ts, seq: item.rec.seq } : null;
+  }
+
+  /** True when the day's log is still what compaction read (so its manifest's ends are the log's). */
+  private sameAsCompacted(day: string, bytes: number, lastSeq: number, indexedLastSeq: number, quarantined: number): boolean {
+    if (bytes < 0 || quarantined > 0 || lastSeq !== indexedLastSeq) return false;
+    const st = statSync(logFilePath(this.dataDir, this.key, day), { throwIfNoEntry: false });
+    return st !== undefined && st.size === bytes;
   }
 
   async *follow(from: Position | 'start' | 'end', signal: AbortSignal): AsyncIterable<ReadItem> {

@@ -31,6 +31,8 @@ export interface LogStamp {
   readonly ino: number;
   /** The stream's Parquet folders' mtimes (`parquetStamp`): publications and rebuilds. */
   readonly parquet: string;
+  /** The log's day files, ascending, when the stamp listed them (logStampSync); not compared. */
+  readonly days?: readonly string[];
 }
 
 const mtimeOrMissing = (path: string): Promise<number> => stat(path).then((s) => s.mtimeMs, () => -1);
@@ -66,22 +68,24 @@ const DAY_LOG = /^(\d{4}-\d{2}-\d{2})\.log$/;
  */
 export function logStampSync(dataDir: string, key: LogKey, parquet: string, exists = true): LogStamp {
   const none: LogStamp = { day: null, size: -1, mtimeMs: -1, ino: -1, parquet };
-  if (!exists) return none;
+  if (!exists) return { ...none, days: [] };
   let names: string[];
   try {
     names = readdirSync(marketDir(dataDir, key));
   } catch {
-    return none; // no folder (or an id that cannot name one): no log
+    return { ...none, days: [] }; // no folder (or an id that cannot name one): no log
   }
-  let day: string | null = null;
+  const days: string[] = [];
   for (const n of names) {
     const m = DAY_LOG.exec(n);
-    if (m && (day === null || m[1] > day) && dayStartMs(m[1]) !== null) day = m[1];
+    if (m && dayStartMs(m[1]) !== null) days.push(m[1]);
   }
-  if (day === null) return none;
+  if (days.length === 0) return { ...none, days };
+  days.sort();
+  const day = days[days.length - 1];
   const st = statSync(logFilePath(dataDir, key, day), { throwIfNoEntry: false });
-  if (st === undefined) return { day, size: -1, mtimeMs: Number.NaN, ino: -1, parquet };
-  return { day, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, parquet };
+  if (st === undefined) return { day, size: -1, mtimeMs: Number.NaN, ino: -1, parquet, days };
+  return { day, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, parquet, days };
 }
 
 /** True when nothing the stamps cover changed between them (NaN never compares equal). */

@@ -1,0 +1,64 @@
+// The request line written as text on serve's line buffer (plugins/request-log.ts, fastLine) is the
+// line pino itself writes for the same fields: same keys in the same order, same values, one line
+// per call, beside pino's own lines in the order they were logged; and what the buffer gathers
+// reaches the destination when it fills, on flush and on flushSync.
+
+import t from 'tap';
+import { pino } from 'pino';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import { LineBuffer, requestLog } from '../../src/api/plugins/request-log.js';
+
+/** A destination that keeps what it is handed (as pino's sonic-boom would write it). */
+function capture(): { dest: pino.DestinationStream & { flushSync(): void }; out: string[]; syncs: number[] } {
+  const out: string[] = [];
+  const syncs: number[] = [];
+  return { out, syncs, dest: { write: (s: string) => void out.push(s), flushSync: () => void syncs.push(out.length) } };
+}
+
+const req = (id: string, url: string, key: string | null, ip: string | undefined): FastifyRequest =>
+  ({ id, method: 'GET', url, apiKey: key === null ? undefined : { id: key }, socket: { remoteAddress: ip } }) as unknown as FastifyRequest;
+const reply = (statusCode: number): FastifyReply => ({ statusCode }) as FastifyReply;
+
+t.test('the text line equals pino\'s own line for the same fields', async (t) => {
+  const fast = capture();
+  const buffer = new LineBuffer(fast.dest);
+  const fastLog = pino({ level: 'info' }, buffer);
+  const slow = capture();
+  const slowLog = pino({ level: 'info' }, slow.dest);
+  const cases: [FastifyRequest, number, number][] = [
+    [req('req-1', '/v3/btc/markets/x/orderbook/latest?depth=5', 'k1', '127.0.0.1'), 200, 0.1234],
+    [req('req-2', '/v3/coverage?api_key=pmt_0123456789ab_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', null, '::1'), 401, 0],
+    [req('req-3', '/v3/"quoted"\\path\u0001é', null, undefined), 404, 12.5],
+  ];
+  const f = requestLog(fastLog as unknown as FastifyBaseLogger)!;
+  const s = requestLog({ level: 'info', info: (o: object, m: string) => slowLog.info(o, m) } as unknown as FastifyBaseLogger)!;
+  for (const [r, status, ms] of cases) {
+    f(r, reply(status), ms);
+    s(r, reply(status), ms);
+  }
+  buffer.flushSync();
+  const fastLines = fast.out.join('').split('\n').filter(Boolean);
+  const slowLines = slow.out.join('').split('\n').filter(Boolean);
+  t.equal(fastLines.length, 3, 'one line per request');
+  const noTime = (l: string): string => l.replace(/"time":\d+/, '"time":0');
+  t.same(fastLines.map(noTime), slowLines.map(noTime), 'byte for byte, but for the time');
+  t.notOk(fastLines.join('\n').includes('AAAAAAAA'), 'a key in the URL is redacted on this path too');
+});
+
+t.test('pino\'s own lines and request lines keep their order; the buffer hands over when full, on flush and at exit', async (t) => {
+  const c = capture();
+  const lines = new LineBuffer(c.dest);
+  const log = pino({ level: 'info' }, lines);
+  const rl = requestLog(log as unknown as FastifyBaseLogger)!;
+  log.warn('first');
+  rl(req('r1', '/a', null, '127.0.0.1'), reply(200), 1);
+  log.error('third');
+  t.same(c.out, [], 'nothing handed over below the buffer size');
+  lines.flush();
+  t.same(c.out.join('').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg), ['first', 'request', 'third'], 'in the order logged');
+  for (let i = 0; i < 400; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
+  t.ok(c.out.length > 1, 'a full buffer is handed over without a flush');
+  lines.flushSync();
+  t.equal(c.syncs.length, 1, 'flushSync reaches the destination');
+  t.equal(c.out.join('').split('\n').filter(Boolean).length, 403, 'every line handed over');
+});
