@@ -29,6 +29,7 @@ import { DESCRIPTORS } from '../families/registry.js';
 import coverageRoutes from './routes/coverage.js';
 import datasetsRoutes from './routes/datasets.js';
 import replayRoutes from './replay/route.js';
+import tardisRoutes from './tardis/routes.js';
 import streamPlugin from './stream/route.js';
 import liveForward, { type LiveForwardOptions } from './plugins/live-forward.js';
 import pagePlugin from './plugins/page.js';
@@ -112,6 +113,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   await fastify.register(coverageRoutes, { prefix: '/v3' });
   await fastify.register(datasetsRoutes, { prefix: '/v3' });
   await fastify.register(replayRoutes, { prefix: '/v3' });
+  await fastify.register(tardisRoutes); // /v1/<exchange>/<data_type>/...: Tardis's datasets API paths
   // A reader with --live-from relays the stream's upgrade to the live server instead of serving it.
   if (!opts.liveFrom) await fastify.register(streamPlugin, { prefix: '/v3' });
   await fastify.register(pagePlugin); // the page at `/` (static files from public/, no key)

@@ -3,7 +3,7 @@
 // and snapshot schemas live in its folder (src/families/<family>/response-schemas.ts); the pieces
 // they share are src/families/json-parts.ts.
 
-import { gapSchema, str, strOrNull } from '../families/json-parts.js';
+import { gapSchema, numOrNull, str, strOrNull } from '../families/json-parts.js';
 
 export const listOf = (item: object): object => ({
   type: 'object',
@@ -62,3 +62,31 @@ const ERROR_MEANING: Record<number, string> = {
 /** Response schemas of the error envelope for the given statuses (they also serialize the envelope). */
 export const errorResponses = (statuses: readonly number[]): Record<number, object> =>
   Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: `error envelope (API.md §2): ${ERROR_MEANING[s] ?? 'see API.md §2'}` }]));
+const ohlcOrNull = {
+  type: ['object', 'null'],
+  properties: { open: { type: 'number' }, high: { type: 'number' }, low: { type: 'number' }, close: { type: 'number' } },
+  required: ['open', 'high', 'low', 'close'],
+} as const;
+
+/** One candle (API.md §10); `units` only on a yes/no market's (its book's units). */
+export const candleSchema = {
+  type: 'object',
+  properties: {
+    start: str, outcome: str, units: str, mid: ohlcOrNull, last_trade: ohlcOrNull, best_bid: numOrNull, best_ask: numOrNull,
+    volume: { type: 'number' }, trades: { type: 'integer' }, gap_seconds: { type: 'number' },
+  },
+  required: ['start', 'outcome', 'mid', 'last_trade', 'best_bid', 'best_ask', 'volume', 'trades', 'gap_seconds'],
+} as const;
+
+/** A market's lifecycle and result beside its data (candles page, replay end line). */
+export const marketOutcomeSchema = {
+  type: 'object',
+  properties: { status: strOrNull, resolution: strOrNull, winning_outcome: strOrNull, resolved_time: strOrNull },
+  required: ['status', 'resolution', 'winning_outcome', 'resolved_time'],
+} as const;
+
+export const candlesPageSchema = {
+  type: 'object',
+  properties: { data: { type: 'array', items: candleSchema }, next_cursor: strOrNull, market: marketOutcomeSchema },
+  required: ['data', 'next_cursor', 'market'],
+} as const;

@@ -13,6 +13,7 @@ import { register as compact } from './compact.js';
 import { register as backfill } from './backfill.js';
 import { register as pull } from './pull.js';
 import { register as archive } from './archive.js';
+import { register as exportCmd } from './export.js';
 
 const commands: Array<(program: Command) => void> = [
   verify,
@@ -27,6 +28,7 @@ const commands: Array<(program: Command) => void> = [
   backfill,
   pull,
   archive,
+  exportCmd,
 ];
 
 export function registerCommands(program: Command): void {

@@ -126,6 +126,8 @@ export interface FamilyDescriptor {
   readonly family: Family;
   /** The plan a key needs for this family's routes, stream and datasets. */
   readonly plan: 'free' | 'paid';
+  /** The `exchange` of its Tardis-format files (`GET /v1/<exchange>/...`, docs/tardis.md): its venue kind. */
+  readonly tardisExchange: string;
 
   // ---- write side (the recorders look these kinds up in their own table) ----
   /** Venue kinds that record this family, in start order (each also has a `pmtape import --kind K` importer). */

@@ -32,6 +32,8 @@ export { verifyDataDir } from './verify.js';
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/datasets.js';
 export { deleteExpiredLogs } from './compaction/retention.js';
+export { CANDLE_DATASET_INTERVAL_MS, CANDLE_INTERVALS, candleScales, candlesOf, type Candle, type CandleOutcome, type CandleQuery, type Ohlc } from './candles/candles.js';
+export { CandleBuilder, candleOutcomes } from './candles/candle-builder.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';
 // A store of its own (its own decode cache), for reads that must leave the process-wide one untouched.
@@ -118,3 +120,7 @@ export async function mergeArchiveDay(archive: ArchiveConfig, day: string, opts:
 export async function openArchiveReader(archive: ArchiveConfig): Promise<ArchiveReader> {
   return (await import('./archive/read.js')).openArchiveReader(archive);
 }
+
+// Tardis-format CSV files of compacted days (see tardis/files.ts, docs/tardis.md).
+export { TARDIS_DATA_TYPES, tardisHeader, type TardisDataType, type TardisRequest, type TardisView } from './tardis/rows.js';
+export { findTardisSymbol, symbolPart, tardisFile, tardisMarkets, tardisSymbols, type TardisSymbol } from './tardis/files.js';

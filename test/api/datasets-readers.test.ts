@@ -34,7 +34,7 @@ t.test('DuckDB and polars read every dataset of the tree identically, and as the
     const cols = columnsOf(family, dataset);
     const glob = `${dir}/parquet/family=${family}/dataset=${dataset}/**/*.parquet`;
     const duck = (await conn.runAndReadAll(`SELECT ${cols.map(duckExpr).join(', ')}, date::VARCHAR AS date, family, dataset
-      FROM read_parquet('${glob}', hive_partitioning = true) ORDER BY market_id, ${dataset === 'book_snapshots' ? 'bucket_start, token_id' : 'receive_time, seq'}`)).getRowObjectsJS() as Record<string, unknown>[];
+      FROM read_parquet('${glob}', hive_partitioning = true) ORDER BY market_id, ${dataset === 'book_snapshots' ? 'bucket_start, token_id' : dataset === 'candles' ? 'candle_start, outcome' : 'receive_time, seq'}`)).getRowObjectsJS() as Record<string, unknown>[];
     const polars = pl.scanParquet(glob, { hivePartitioning: true, tryParseHiveDates: false })
       .select(...cols.map(polarsExpr), pl.col('date').cast(pl.Utf8), pl.col('family'), pl.col('dataset'))
       .collectSync()

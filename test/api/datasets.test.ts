@@ -33,19 +33,25 @@ t.test('datasets routes', async (t) => {
     t.same(paths, [
       `family=coin/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
       `family=coin/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=coin/dataset=candles/date=${DAY}/candles-${DAY}-0000.parquet`,
       `family=coin/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
       `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
+      `family=coin/dataset=markets/date=${DAY}/markets-${DAY}-0000.parquet`,
       `family=coin/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=wallet-prediction/dataset=candles/date=${DAY}/candles-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, // empty: no gap that day
+      `family=wallet-prediction/dataset=markets/date=${DAY}/markets-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`,
       `family=wallet-prediction/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`, // empty
       `family=yesno-exchange/dataset=book_changes/date=${DAY}/book_changes-${DAY}-0000.parquet`,
       `family=yesno-exchange/dataset=book_snapshots/date=${DAY}/book_snapshots-${DAY}-0000.parquet`,
+      `family=yesno-exchange/dataset=candles/date=${DAY}/candles-${DAY}-0000.parquet`,
       `family=yesno-exchange/dataset=catalog/date=${DAY}/catalog-${DAY}-0000.parquet`,
       `family=yesno-exchange/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, // empty
+      `family=yesno-exchange/dataset=markets/date=${DAY}/markets-${DAY}-0000.parquet`,
       `family=yesno-exchange/dataset=trades/date=${DAY}/trades-${DAY}-0000.parquet`, // empty
     ]);
     t.equal(body.next_cursor, null);
@@ -61,10 +67,10 @@ t.test('datasets routes', async (t) => {
 
   t.test('filters by family and date; pages with a cursor that never repeats', async (t) => {
     const coin = await json('/v3/datasets?family=coin');
-    t.equal(coin.body.data.length, 5);
+    t.equal(coin.body.data.length, 7);
     t.equal((await json(`/v3/datasets?start_date=2026-07-27`)).body.data.length, 0);
     t.equal((await json(`/v3/datasets?end_date=2026-07-25`)).body.data.length, 0);
-    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 16, 'four of them empty');
+    t.equal((await json(`/v3/datasets?start_date=${DAY}&end_date=${DAY}`)).body.data.length, 22, 'four of them empty');
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -72,8 +78,8 @@ t.test('datasets routes', async (t) => {
       seen.push(...page.body.data.map((x: { path: string }) => x.path));
       cursor = page.body.next_cursor;
     } while (cursor);
-    t.equal(seen.length, 16);
-    t.equal(new Set(seen).size, 16);
+    t.equal(seen.length, 22);
+    t.equal(new Set(seen).size, 22);
   });
 
   t.test('rejects bad dates, tampered cursors and unknown parameters with the envelope', async (t) => {

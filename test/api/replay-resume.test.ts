@@ -46,7 +46,7 @@ t.test('resume after a dropped connection gives exactly the rest', async (t) => 
   const end = JSON.parse(full.text.trim().split('\n').pop()!);
   t.equal(end.next, tokenOf(JSON.parse(lines[lines.length - 1])), 'the end token is the last line\'s position');
   const again = await get(s.base, `${path}&after=${end.next}`, s.keys.paid);
-  t.same(again.lines, [{ type: 'end', next: end.next }], 'resuming at the end: nothing more, the same token');
+  t.same(again.lines, [{ type: 'end', next: end.next, markets: end.markets }], 'resuming at the end: nothing more, the same token');
 });
 
 t.test('the same bytes over open logs, a compacted day, and after its logs are deleted', async (t) => {

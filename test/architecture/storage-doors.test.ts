@@ -20,7 +20,7 @@ const doors = { product: join(storage, 'index.ts'), testing: join(storage, 'test
  * imports only files of its own floor and of those below. index.ts, testing.ts and verify.ts stand
  * on top of all of them.
  */
-export const FLOORS = ['base', 'parquet', 'log', 'read', 'archive', 'compaction', 'merge'] as const;
+export const FLOORS = ['base', 'parquet', 'log', 'read', 'candles', 'tardis', 'archive', 'compaction', 'merge'] as const;
 const BASE = new Set(['types.ts', 'paths.ts', 'durable.ts', 'disk-space.ts']);
 const TOP = new Set(['index.ts', 'testing.ts', 'verify.ts']);
 

@@ -39,9 +39,9 @@ t.test('compaction of a closed day', async (t) => {
   t.test('writes one partition per family and dataset that has records', async (t) => {
     const written = results.filter((r) => r.status === 'written').map((r) => `${r.family}/${r.dataset}`).sort();
     t.same(written, [
-      'coin/book_changes', 'coin/gaps', 'coin/metrics', 'coin/trades',
-      'wallet-prediction/book_changes', 'wallet-prediction/book_snapshots', 'wallet-prediction/gaps', 'wallet-prediction/metrics', 'wallet-prediction/trades',
-      'yesno-exchange/book_changes', 'yesno-exchange/book_snapshots',
+      'coin/book_changes', 'coin/candles', 'coin/gaps', 'coin/metrics', 'coin/trades', // candles: per outcome, each book on its own
+      'wallet-prediction/book_changes', 'wallet-prediction/book_snapshots', 'wallet-prediction/candles', 'wallet-prediction/gaps',
+      'wallet-prediction/metrics', 'wallet-prediction/trades', 'yesno-exchange/book_changes', 'yesno-exchange/book_snapshots', 'yesno-exchange/candles',
     ]);
     t.ok(results.every((r) => r.date === day2));
   });

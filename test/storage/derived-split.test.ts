@@ -101,7 +101,9 @@ t.test('part files the helper wrote alone are adopted and renamed in market orde
   t.same(await leftovers(dir), []);
 });
 
-t.test('a helper thread that dies fails the partition and leaves the published one as it was', async (t) => {
+// Two whole compactions (each also building candles and markets) before the first assertion: more
+// than tap's 30 s without output on a loaded machine, so this test has a wider guard.
+t.test('a helper thread that dies fails the partition and leaves the published one as it was', { timeout: 300_000 }, async (t) => {
   const dir = await copy('dead-helper');
   await compactDay(dir, day, { threads: 1, fileRows: 4000 });
   const published = await readManifest(partitionDir(dir, 'coin', 'book_snapshots', day));

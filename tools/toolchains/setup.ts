@@ -5,13 +5,13 @@
 
 import { pathToFileURL } from 'node:url';
 import { underCi, type Toolchain } from './toolchain.js';
-import { toolchain as python } from './python.js';
+import { hftbacktest, nautilus, toolchain as python } from './python.js';
 import { toolchain as chromium } from './chromium.js';
 import { toolchain as seaweedfs } from './seaweedfs.js';
 import { toolchain as spark } from './spark.js';
 
 /** Every toolchain the full suite needs, in the order they are ensured. */
-export const toolchains: readonly Toolchain[] = [python, chromium, seaweedfs, spark];
+export const toolchains: readonly Toolchain[] = [python, chromium, seaweedfs, spark, nautilus, hftbacktest];
 
 export function findToolchain(name: string): Toolchain | undefined {
   return toolchains.find((tc) => tc.name === name);

@@ -20,12 +20,14 @@ export interface ReplayTypes {
   readonly trade: boolean;
   readonly gap: boolean;
   readonly metric: boolean;
+  /** `candle_1m`: one line per market and minute once it has ended (replay-candles.ts). */
+  readonly candle: boolean;
   /** Sorted by name: lines of one bucket end come out in that order. */
   readonly snapshots: readonly SnapshotType[];
 }
 
 const SNAPSHOT_RE = /^book_snapshot_([1-9][0-9]{0,3})_([0-9]+[smh])$/;
-const PLAIN = ['book', 'book_change', 'trade', 'gap', 'metric'] as const;
+const PLAIN = ['book', 'book_change', 'trade', 'gap', 'metric', 'candle_1m'] as const;
 const MAX_TYPES = 12;
 
 /** Parses `types` (comma list); every unknown or misplaced name is a 400 naming it. */
@@ -46,7 +48,7 @@ export function parseTypes(
     }
     const m = SNAPSHOT_RE.exec(n);
     if (!m) {
-      throw invalidParameter('types', `has an unknown type '${n.slice(0, 60)}'; use book, book_change, book_snapshot_<depth>_<interval>, trade, gap, metric`);
+      throw invalidParameter('types', `has an unknown type '${n.slice(0, 60)}'; use book, book_change, book_snapshot_<depth>_<interval>, trade, gap, metric, candle_1m`);
     }
     const depth = Number(m[1]);
     const intervalMs = INTERVAL_MS[m[2]];
@@ -60,7 +62,7 @@ export function parseTypes(
   snapshots.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return {
     book: plain.has('book'), bookChange: plain.has('book_change'), trade: plain.has('trade'),
-    gap: plain.has('gap'), metric: plain.has('metric'), snapshots,
+    gap: plain.has('gap'), metric: plain.has('metric'), candle: plain.has('candle_1m'), snapshots,
   };
 }
 

@@ -18,6 +18,10 @@ import { recordedSpan } from './cursor.js';
 import { bookLines, metricLines, type ReplayLine, type SourceRequest } from './lines.js';
 import { mergeSorted } from './merge.js';
 import { compareKeys, decodeToken, encodeToken, parseTypes, type LineKey } from './plan.js';
+import { candleLines } from './candles.js';
+import { marketOutcome } from '../../schema/market-outcome.js';
+import { toIso } from '../../schema/time.js';
+import { CANDLE_DATASET_INTERVAL_MS } from '../../storage/index.js';
 import { envelope } from '../plugins/error-handler.js';
 import { errorResponses, oneOf, queryParam, typedQuery } from '../route-params.js';
 
@@ -39,7 +43,7 @@ const querySchema = typedQuery({
   window: Type.Optional(Type.Unsafe<string>({ ...queryParam.window, description: 'with coin: only markets of this window (5m, 15m...)' })),
   start_time: Type.String({ ...queryParam.start_time, description: 'inclusive; required' }),
   end_time: Type.Optional(Type.String({ ...queryParam.end_time, description: 'exclusive; default one second before now' })),
-  types: Type.Optional(Type.String({ maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric' })),
+  types: Type.Optional(Type.String({ maxLength: 400, default: 'book', description: 'comma list: book, book_change, book_snapshot_<depth>_<interval> (e.g. book_snapshot_25_1s), trade, gap, metric, candle_1m' })),
   depth: Type.Optional(queryParam.depth),
   after: Type.Optional(Type.String({ maxLength: 1024, description: 'resume token: the next of an end line, or the position of the last line read' })),
 });
@@ -48,7 +52,7 @@ type ReplayQuery = Static<typeof querySchema>;
 const DESCRIPTION = [
   'Streams application/x-ndjson: one {"type","family","market_id"|"ticker","seq","receive_time","source_time","data"} per line,',
   'in receive-time order across markets (ties: market, then seq, then type), gaps inline; the last line is',
-  '{"type":"end","next":"<token>"} (or {"type":"error","error":{...}} when reading fails mid-stream). after=<token>',
+  '{"type":"end","next":"<token>","markets":[{"market_id","status","resolution","winning_outcome","resolved_time"}]} (or {"type":"error","error":{...}} when reading fails mid-stream). after=<token>',
   'continues exactly after the line the token names. wallet-prediction needs the paid plan. Counts as one request.',
 ].join(' ');
 
@@ -178,6 +182,17 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
           }
         }
       }
+      if (types.candle) {
+        const reader = await app.pmtape.markets.reader(family, 'books', m.id);
+        const span = await recordedSpan(reader);
+        if (span) {
+          // Minutes that have ended, not after now; a market not being recorded ends with the minute of
+          // its last record (that minute's candle is as complete as it will be; its gap seconds say so).
+          const connected = await app.pmtape.status.isConnected(family, m.id);
+          const stop = Math.min(end, now - 1000, connected ? now : Math.ceil((Math.floor(span.last) + 1) / CANDLE_DATASET_INTERVAL_MS) * CANDLE_DATASET_INTERVAL_MS);
+          sources.push(candleLines({ market: m, reader, start, stop, after }));
+        }
+      }
       if (types.metric) {
         const reader = await app.pmtape.markets.reader(family, 'metrics', m.id);
         sources.push(metricLines({ ...base, reader, sampleStop: start, firstRecv: start }));
@@ -206,7 +221,12 @@ export default async function replayRoutes(app: FastifyInstance): Promise<void> 
     try {
       if (!(await mergeSorted(sources, compareKeys, sink))) return;
       if (!started) begin();
-      batch.add(JSON.stringify({ type: 'end', next: encodeToken(last ?? { t: start - 1, market: '', seq: -1, type: '' }) }));
+      // Each market's lifecycle and result beside its data: what a backtest settles against.
+      const outcomes = markets.map((m) => {
+        const o = marketOutcome(m.market);
+        return { [m.idField]: m.id, ...o, resolved_time: o.resolved_time === null ? null : toIso(o.resolved_time) };
+      });
+      batch.add(JSON.stringify({ type: 'end', next: encodeToken(last ?? { t: start - 1, market: '', seq: -1, type: '' }), markets: outcomes }));
       await out.write(batch.take());
     } catch (err) {
       if (!started) throw err; // a failure before the first line is answered with the envelope

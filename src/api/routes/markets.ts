@@ -1,12 +1,13 @@
 // The `/markets` list of every family, from its descriptor: the catalogue entries in listing order
 // (first capture, then id) filtered by the family's own parameters, shaped as its market record.
-// The coin family's list is scoped by the `{coin}` path segment, which its cursors are bound to.
+// `as_of=T` answers the catalogue as it stood at T (markets-asof.ts). The coin family's list is scoped by the `{coin}` path segment, which its cursors are bound to.
 
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FamilyDescriptor } from '../../families/descriptor.js';
-import { listParams } from '../query/params.js';
+import { asOfParam, listParams } from '../query/params.js';
+import { catalogAsOf } from '../query/markets-asof.js';
 import { listOf, narrowQuery, queryParam, typedParams, typedQuery } from '../route-params.js';
 import { PmtapeError } from '../../errors.js';
 import type { IndexedMarket } from '../query/markets-index.js';
@@ -16,6 +17,7 @@ import type { ListParams, Query } from '../query/params.js';
 const MARKETS_QUERY = typedQuery({
   limit: Type.Optional(queryParam.limit), cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
   start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time),
+  as_of: Type.Optional(Type.String({ maxLength: 64, description: 'the catalogue as it stood at this time (ISO 8601 UTC or epoch ms): status, labels, tick size' })),
   coin: Type.Optional(Type.String()), window: Type.Optional(Type.String()), status: Type.Optional(Type.String()), series: Type.Optional(Type.String()),
 });
 
@@ -39,7 +41,9 @@ export function marketsRoute(app: FastifyInstance, d: FamilyDescriptor): void {
     const filter = { coin: scope ?? qs.coin, window: qs.window, status: qs.status, series: qs.series, start: lp.start, end: lp.end };
     // The scope is part of the cursor's query: a btc cursor is refused on /v3/eth/markets.
     const cq = r.scope ? { ...qs, [`_${r.scope.param}`]: scope } : qs;
-    const entries = await app.pmtape.markets.list(d.family);
+    const asOf = asOfParam(qs);
+    const all = await app.pmtape.markets.list(d.family);
+    const entries = asOf === undefined ? all : await catalogAsOf(all, asOf, (f, id) => app.pmtape.markets.reader(f, 'catalog', id));
     return listPage(app, route, cq, entries, (e) => d.keep(e.market, filter), (e) => d.marketRecord(e.market), lp);
   });
 }

@@ -76,6 +76,7 @@ const coin = (m: Market): CoinMarket => m as CoinMarket;
 export const coinFamily: FamilyDescriptor = {
   family: 'coin',
   plan: 'free',
+  tardisExchange: 'pmtape-clob',
   kinds: ['catalog', 'clob'],
   catalogue: 'catalog',
   aliases: (m) => [coin(m).condition_id, coin(m).slug],

@@ -67,6 +67,7 @@ const LIST_URL = '/v3/wallet-prediction/markets';
 export const walletFamily: FamilyDescriptor = {
   family: 'wallet-prediction',
   plan: 'paid',
+  tardisExchange: 'pmtape-wallet',
   kinds: ['wallet'],
   catalogue: 'wallet',
   aliases: (m) => [wallet(m).condition_id, wallet(m).slug, wallet(m).topic_id],

@@ -72,6 +72,7 @@ const yesno = (m: Market): YesNoMarket => m as YesNoMarket;
 export const yesnoFamily: FamilyDescriptor = {
   family: 'yesno-exchange',
   plan: 'free',
+  tardisExchange: 'pmtape-yesno',
   kinds: ['yesno'],
   catalogue: 'yesno',
   aliases: (m) => [yesno(m).ticker],

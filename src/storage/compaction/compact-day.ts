@@ -90,7 +90,8 @@ export async function compactStream(
     await split?.abandon().catch(() => undefined);
     throw e;
   }
-  if (split) return { now: written, later: split.finish() };
+  // The split builds the first derived dataset (book_snapshots) beside the records; the rest after it.
+  if (split) return { now: written, later: split.finish().then(async (r) => [...r, ...(await buildDerived(dataDir, family, stream, day, opts, derivedOfStream(stream).slice(1)))]) };
   return { now: [...written, ...(await buildDerived(dataDir, family, stream, day, opts))], later: null };
 }
 

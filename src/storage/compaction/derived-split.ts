@@ -124,7 +124,7 @@ export async function startDerivedSplit(
 ): Promise<DerivedSplit | null> {
   const derived = derivedOfStream(stream);
   const markets = Object.keys(sources).sort();
-  if ((opts.threads ?? DEFAULT_COMPACTION_THREADS) < 2 || opts.dryRun || derived.length !== 1 || markets.length === 0) return null;
+  if ((opts.threads ?? DEFAULT_COMPACTION_THREADS) < 2 || opts.dryRun || derived[0] !== 'book_snapshots' || markets.length === 0) return null;
   const dataset = derived[0];
   await settleLeftovers(dataDir, family, dataset, day);
   // This builder clears the staging folder before the helper writes into it.

@@ -17,6 +17,9 @@ import { manifestVersion, partitionDir, readManifest, type Manifest } from '../p
 import { PartitionBuilder, currentPartNames, settleLeftovers } from '../parquet/publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/datasets.js';
 import { contextOf } from './stream.js';
+import { candleRows } from '../candles/candles.js';
+import { DecimalError } from '../parquet/decimal.js';
+import { marketRow } from './markets-dataset.js';
 
 async function current(dir: string, primary: Manifest): Promise<Manifest | null> {
   const m = await readManifest(dir);
@@ -34,9 +37,11 @@ async function current(dir: string, primary: Manifest): Promise<Manifest | null>
 const sortedKeys = <T>(o: Record<string, T>): [string, T][] => Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 
 /** Builds (or keeps) every derived dataset of the stream's day; nothing when its records are not compacted. */
-export async function buildDerived(dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions): Promise<PartitionResult[]> {
+export async function buildDerived(
+  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions, only?: readonly Dataset[],
+): Promise<PartitionResult[]> {
   const out: PartitionResult[] = [];
-  const derived = derivedOfStream(stream);
+  const derived = only ?? derivedOfStream(stream);
   if (derived.length === 0) return out;
   const primary = await readManifest(partitionDir(dataDir, family, datasetsOfStream(stream)[0], day));
   if (!primary || manifestVersion(primary) < SCHEMA_VERSION) return out;
@@ -57,11 +62,25 @@ export async function buildDerived(dataDir: string, family: Family, stream: Stre
   return out;
 }
 
-/** One market's rows of the derived dataset (`book_snapshots`), into `b` (a part file is written once enough gathered). */
+/** One market's rows of the derived dataset (`book_snapshots`, `candles`), into `b` (a part file is written once enough gathered). */
 export async function addMarket(dataDir: string, family: Family, stream: Stream, day: string, market: string, b: PartitionBuilder): Promise<void> {
   const key = { family, stream, market };
   const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
   const { outcomes } = await contextOf(dataDir, family, market);
+  if (b.dataset === 'markets') {
+    await marketRow(dataDir, family, market, b.sink);
+    return b.added();
+  }
+  if (b.dataset === 'candles') {
+    // A value the DECIMAL columns cannot hold (its record is set aside by the record datasets): no candles for the market.
+    try {
+      await candleRows(view, { family, market, day, outcomes }, b.sink);
+    } catch (e) {
+      if (!(e instanceof DecimalError)) throw e;
+      await b.quarantine(market, undefined, 1);
+    }
+    return b.added();
+  }
   const { setAside } = await bookSnapshotRows(view, { family, market, day, outcomes }, b.sink);
   if (setAside > 0) await b.quarantine(market, undefined, setAside);
   await b.added();
@@ -71,7 +90,10 @@ async function build(dataDir: string, family: Family, stream: Stream, dataset: D
   const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows);
   await b.start();
   try {
-    for (const market of Object.keys(primary.sources).sort()) await addMarket(dataDir, family, stream, day, market, b);
+    // `markets`: every market recorded on the day, by its catalogue or by its books.
+    const books = dataset === 'markets' ? await readManifest(partitionDir(dataDir, family, datasetsOfStream('books')[0], day)) : null;
+    const markets = [...new Set([...Object.keys(primary.sources), ...Object.keys(books?.sources ?? {})])].sort();
+    for (const market of markets) await addMarket(dataDir, family, stream, day, market, b);
     await b.publish(primary.sources);
   } catch (e) {
     await b.abandon().catch(() => undefined);

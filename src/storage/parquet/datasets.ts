@@ -6,12 +6,13 @@
 import type { SampledMarket } from '../../book/sampled-books.js';
 import type { Family } from '../../schema/observation.js';
 import type { ColumnSpec } from './columns.js';
+import { MARKETS_COLUMNS } from './markets-columns.js';
 
 /** Bumped whenever any dataset's columns change; written in every footer and manifest entry. */
 export const SCHEMA_VERSION = 2;
 
-export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps';
-export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps'];
+export type Dataset = 'book_changes' | 'book_snapshots' | 'trades' | 'metrics' | 'catalog' | 'gaps' | 'candles' | 'markets';
+export const DATASETS: readonly Dataset[] = ['book_changes', 'book_snapshots', 'trades', 'metrics', 'catalog', 'gaps', 'candles', 'markets'];
 /** The datasets made of records, served a range at a time by `GET /v3/datasets/rows` (book_snapshots is sampled from book state). */
 export const ROW_DATASETS = ['book_changes', 'trades', 'gaps', 'metrics', 'catalog'] as const satisfies readonly Dataset[];
 export type RowDataset = (typeof ROW_DATASETS)[number];
@@ -24,14 +25,14 @@ export const DATASET_FOLDERS: readonly AnyDataset[] = [...DATASETS, 'books'];
 
 export type Stream = 'books' | 'metrics' | 'catalog';
 /** Which log stream feeds a dataset. */
-export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : 'books');
+export const streamOfDataset = (d: AnyDataset): Stream => (d === 'metrics' || d === 'catalog' ? d : d === 'markets' ? 'catalog' : 'books');
 /**
  * The v2 datasets that hold one stream's records (the read side rebuilds the records from them); the
  * first is the stream's primary (it holds the record index).
  */
 export const datasetsOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_changes', 'trades', 'gaps'] : [s]);
 /** Datasets derived from a stream's compacted records (not records themselves): built after them. */
-export const derivedOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_snapshots'] : []);
+export const derivedOfStream = (s: Stream): readonly Dataset[] => (s === 'books' ? ['book_snapshots', 'candles'] : s === 'catalog' ? ['markets'] : []);
 
 /** `book_snapshots`: levels a side per row, and the grid (one row per second while the book is valid). */
 export const SNAPSHOT_DEPTH = 25;
@@ -141,6 +142,31 @@ function bookSnapshots(f: Family): ColumnSpec[] {
   ];
 }
 
+/** `candles`: one row per minute, market and outcome while its book was valid for part of the minute (storage/candles/). */
+function candles(f: Family): ColumnSpec[] {
+  const s = scalesOf(f);
+  const yn = FAMILY_TABLES[f].snapshots === 'yesno';
+  const ohlc = (k: string, scale: number, what: string): ColumnSpec[] => (['open', 'high', 'low', 'close'] as const).map((p) =>
+    c(`${k}_${p}`, 'decimal', true, p === 'open' ? `${what}: open (at the minute's start, or when the book became valid), high, low, close; null when none` : '', { scale }));
+  return [
+    c('market_id', 'utf8', false, 'market id (the ticker for yes/no)'),
+    c('candle_start', 'ts', false, 'the minute the row describes, [candle_start, candle_start + 1 min)', { delta: true }),
+    c('receive_time', 'ts', false, 'receive time of the newest record the candle shows (its close)', { delta: true }),
+    c('source_time', 'ts', true, "the venue's time of that record, null when it gave none", { delta: true }),
+    c('seq', 'int64', false, 'seq of that record', { delta: true }),
+    c('token_id', 'utf8', true, yn ? 'always null (one yes/no book per market)' : 'outcome token'),
+    c('outcome', 'utf8', false, yn ? 'always `yes` (prices of the yes side)' : "outcome label from the market's catalogue (the second outcome of a wallet market is the mirror of the first's book)"),
+    ...(yn ? [c('units', 'utf8', true, '`dollars` or `cents`: the unit of every price of the row')] : []),
+    ...ohlc('mid', s.price + 1, '(best bid + best ask) / 2, exact (one more decimal)'),
+    ...ohlc('last', s.price, 'trade prices in the minute'),
+    c('best_bid', 'decimal', true, 'best bid at the close; null when the side is empty', { scale: s.price }),
+    c('best_ask', 'decimal', true, yn ? 'implied yes ask at the close (1 dollar or 100 cents less the best no bid)' : 'best ask at the close', { scale: s.price }),
+    c('volume', 'decimal', false, 'sum of the trade sizes in the minute (0 when none)', { scale: s.size }),
+    c('trades', 'int64', false, 'number of trades in the minute'),
+    c('gap_seconds', 'decimal', false, 'seconds of the minute (up to the last known instant) the book was not valid: a gap, or before capture began', { scale: 3 }),
+  ];
+}
+
 const METRICS: ColumnSpec[] = [
   ...head(),
   c('metric', 'utf8', false, '`chance`, `price` or `last_trade` (three series, never merged)'),
@@ -219,6 +245,8 @@ const FAMILY_TABLES: Readonly<Record<Family, FamilyTables>> = {
 };
 
 export const snapshotBooksOf = (f: Family): SnapshotBooks => FAMILY_TABLES[f].snapshots;
+/** The books a family records: `decimal` outcome-token books or whole `yesno` books. */
+export const booksOf = (f: Family): keyof typeof SCALES => FAMILY_TABLES[f].books;
 
 const cache = new Map<string, readonly ColumnSpec[]>();
 
@@ -227,7 +255,7 @@ export function columnsOf(family: Family, dataset: Dataset): readonly ColumnSpec
   const k = `${family}/${dataset}`;
   let cols = cache.get(k);
   if (!cols) {
-    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'book_snapshots' ? bookSnapshots(family) : dataset === 'trades' ? trades(family)
+    cols = dataset === 'book_changes' ? bookChanges(family) : dataset === 'book_snapshots' ? bookSnapshots(family) : dataset === 'candles' ? candles(family) : dataset === 'markets' ? MARKETS_COLUMNS : dataset === 'trades' ? trades(family)
       : dataset === 'metrics' ? METRICS : dataset === 'gaps' ? GAPS : FAMILY_TABLES[family].catalog();
     cache.set(k, cols);
   }

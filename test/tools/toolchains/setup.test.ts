@@ -62,3 +62,10 @@ t.test('a second run over an ensured python cache does nothing', async (t) => {
   t.equal(r.code, 0);
   t.notMatch(r.stderr, /toolchains: python: (making|installing)/, 'the stamps match: no step runs');
 });
+
+t.test('a second run over ensured engine venvs does nothing', async (t) => {
+  if (requireTool(t, 'nautilus') === null || requireTool(t, 'hftbacktest') === null) return;
+  const r = await setup(['nautilus', 'hftbacktest'], {});
+  t.equal(r.code, 0);
+  t.notMatch(r.stderr, /toolchains: (nautilus|hftbacktest): (making|installing)/, 'the stamps match: no step runs');
+});

@@ -1,0 +1,185 @@
+// Tardis-format CSV rows of one symbol (a book view of one market) for one compacted day, read from
+// the day's Parquet partitions a row group at a time: `incremental_book_L2`, `book_snapshot_25` and
+// `quotes` from `book_changes` (through the symbol's book state, book.ts), `trades` from `trades`.
+// Memory holds one decoded row group and one book, whatever the day's size; text leaves in chunks
+// of about CHUNK_CHARS for the caller to compress (tardis.ts).
+
+import type { Table } from 'apache-arrow';
+import type { Family } from '../../schema/observation.js';
+import { decodeDecimal, type Unscaled } from '../parquet/decimal.js';
+import type { ParquetStore } from '../parquet/reader.js';
+import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
+import { chunks, type Col } from './columns.js';
+import { TardisBook, decimalText, type L2Row, type Levels } from './book.js';
+
+export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
+export type TardisDataType = (typeof TARDIS_DATA_TYPES)[number];
+
+/** Which book a symbol shows: one outcome token's, or one side's view of a yes/no book. */
+export type TardisView = { readonly token: string } | { readonly yesno: 'yes' | 'no' };
+
+export interface TardisRequest {
+  readonly family: Family;
+  readonly day: string;
+  /** The datasets' `market_id`. */
+  readonly market: string;
+  readonly view: TardisView;
+  readonly dataType: TardisDataType;
+  /** The `exchange` and `symbol` cells. */
+  readonly exchange: string;
+  readonly symbol: string;
+}
+
+const SNAPSHOT_LEVELS = 25;
+const CHUNK_CHARS = 1 << 16;
+
+export function tardisHeader(t: TardisDataType): string {
+  const head = 'exchange,symbol,timestamp,local_timestamp';
+  if (t === 'incremental_book_L2') return `${head},is_snapshot,side,price,amount\n`;
+  if (t === 'trades') return `${head},id,side,price,amount\n`;
+  if (t === 'quotes') return `${head},ask_amount,ask_price,bid_price,bid_amount\n`;
+  const cells: string[] = [];
+  for (let i = 0; i < SNAPSHOT_LEVELS; i++) cells.push(`asks[${i}].price`, `asks[${i}].amount`, `bids[${i}].price`, `bids[${i}].amount`);
+  return `${head},${cells.join(',')}\n`;
+}
+
+/** A decimal cell's text: exact for the unscaled integers the columns hold, up to 2^63. */
+function decText(c: Col, i: number, scale: number): string {
+  if (c.huge(i)) return decodeDecimal(c.big(i) as Unscaled, scale, scale).replace(/\.?0+$/, '');
+  return decimalText(c.num(i), scale);
+}
+const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
+const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
+
+/** The rows of one market in one dataset of one day, a decoded chunk at a time (typed, see columns.ts). */
+async function* segments(store: ParquetStore, family: Family, dataset: Dataset, day: string, market: string, names: readonly string[]): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
+  const files = await store.datasetFiles(family, dataset, day, market);
+  if (!files) return;
+  const read = (k: number): Promise<Table> => {
+    const s = files.segments[k];
+    const p = files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]);
+    p.catch(() => undefined); // observed when awaited; a reader that stops early leaves it unawaited
+    return p;
+  };
+  // The next segment is read while this one's rows are written: the file reads overlap the CPU work.
+  let next = files.segments.length > 0 ? read(0) : null;
+  for (let k = 0; next !== null; k++) {
+    const t = await next;
+    next = k + 1 < files.segments.length ? read(k + 1) : null;
+    yield* chunks(t, names);
+  }
+}
+
+const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_type', 'is_snapshot', 'side', 'price', 'size', 'units'];
+const TRADE_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'price', 'size', 'side'];
+
+/** The CSV text of a request after its header, in chunks. */
+export async function* tardisBody(store: ParquetStore, req: TardisRequest): AsyncGenerator<string> {
+  const lead = `${req.exchange},${req.symbol},`;
+  let buf = '';
+  if (req.dataType === 'trades') {
+    const scales = scalesOf(req.family);
+    const want = 'token' in req.view ? req.view.token : req.view.yesno;
+    let prevSeq = -1, k = 0;
+    for await (const { n, c } of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS)) {
+      for (let i = 0; i < n; i++) {
+        if (c.token_id.text(i) !== want) continue;
+        const seq = c.seq.num(i);
+        k = seq === prevSeq ? k + 1 : 0;
+        prevSeq = seq;
+        const size = c.size.isNull(i) ? '' : decText(c.size, i, scales.size);
+        buf += `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${decText(c.price, i, scales.price)},${size}\n`;
+        if (buf.length >= CHUNK_CHARS) {
+          yield buf;
+          buf = '';
+        }
+      }
+    }
+    if (buf) yield buf;
+    return;
+  }
+  const yesno = booksOf(req.family) === 'yesno';
+  const scales = scalesOf(req.family);
+  // Yes/no prices are dollars at 6 decimals whatever the stored units (cents are 1/100 dollar).
+  const priceScale = yesno ? 6 : scales.price;
+  const one = 10 ** priceScale;
+  const texts = new Map<number, string>();
+  const price = (k: number): string => {
+    let s = texts.get(k);
+    if (s === undefined) {
+      s = decimalText(k, priceScale);
+      if (texts.size < 100_000) texts.set(k, s);
+    }
+    return s;
+  };
+  const book = new TardisBook();
+  const out: L2Row[] = [];
+  const type = req.dataType;
+  const emit = (ts: number, local: number): void => {
+    if (type === 'incremental_book_L2') {
+      for (const [snap, side, p, amount] of out) buf += `${lead}${ts},${local},${snap},${side},${price(p)},${amount}\n`;
+    } else if (type === 'quotes') {
+      const q = book.quote(price);
+      if (q !== null) buf += `${lead}${ts},${local},${q}\n`;
+    } else {
+      const top = book.top(SNAPSHOT_LEVELS, price);
+      if (top !== null) buf += `${lead}${ts},${local},${top}\n`;
+    }
+    out.length = 0;
+  };
+  const view = req.view;
+  const token = 'token' in view ? view.token : null;
+  const yesSide = 'yesno' in view ? view.yesno : null;
+  // The full book being gathered: its rows share (seq, token) and come together.
+  let full: Levels | null = null;
+  let scratch: Levels = { bids: new Map(), asks: new Map() };
+  let fullSeq = -1, fullVenue = false, fullTs = 0, fullLocal = 0;
+  const closeFull = (): void => {
+    if (!full) return;
+    scratch = book.full(full, fullVenue, out); // the old book's maps, cleared: the next full book's
+    emit(fullTs, fullLocal);
+    full = null;
+  };
+  for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS)) {
+    for (let i = 0; i < n; i++) {
+      if (token !== null && c.token_id.text(i) !== token) continue;
+      const seq = c.seq.num(i);
+      if (full && seq !== fullSeq) closeFull();
+      const rt = c.record_type.text(i)!;
+      if (rt === 'tick_size') continue; // a tick size is no level; docs/tardis.md
+      if (c.is_snapshot.bool(i)) {
+        if (!full) {
+          full = scratch;
+          fullSeq = seq;
+          fullVenue = rt === 'book'; // a venue snapshot; a checkpoint or a yes/no poll repeats the book
+          fullTs = venue(c, i);
+          fullLocal = local(c, i);
+        }
+        if (c.price.isNull(i)) continue; // an empty side's (or an empty book's) marker
+        let k = c.price.num(i);
+        const size = decText(c.size, i, scales.size);
+        if (yesno) {
+          if (c.units.text(i) !== 'cents') k *= 100;
+          // The view's own ladder is its bids; the other ladder's bids are its asks at 1 − price.
+          if (c.side.text(i) === yesSide) full.bids.set(k, size);
+          else full.asks.set(one - k, size);
+        } else {
+          (c.side.text(i) === 'bid' ? full.bids : full.asks).set(k, size);
+        }
+        continue;
+      }
+      const side = c.side.text(i) as 'bid' | 'ask' | null;
+      if (side === null || c.price.isNull(i)) continue;
+      book.update(side, c.price.num(i), decText(c.size, i, scales.size), !c.size.isNull(i) && c.size.num(i) === 0, out);
+      // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
+      const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
+      if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));
+      if (buf.length >= CHUNK_CHARS) {
+        yield buf;
+        buf = '';
+      }
+    }
+  }
+  closeFull();
+  if (buf) yield buf;
+}

@@ -1,0 +1,121 @@
+// `npm run bench -- export`: the Tardis-format route (`GET /v1/pmtape-clob/incremental_book_L2/...`)
+// against DuckDB writing the same CSV.gz from the same Parquet (`COPY (SELECT ...) TO 'x.csv.gz'`),
+// on one compacted day of one busy coin market (both outcome books), same machine, one run. Figures:
+// rows/s of each (rows written / wall seconds; the route's time is the whole download by a local
+// client), their ratio, the output sizes, and the server's RSS while it streams the whole day.
+
+import { readFileSync, statSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { startServe, stopServe } from './serve.js';
+import { createKey } from '../../src/api/plugins/keys.js';
+import { DAY_MS, utcDay } from '../../src/schema/time.js';
+import { compactDay, deleteExpiredLogs } from '../../src/storage/testing.js';
+import { writeFixture } from '../fixtures/compaction-logs.js';
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+const log = (s: string): void => void process.stderr.write(`bench export: ${s}\n`);
+const ROUNDS = Number(process.env.PMTAPE_BENCH_ROUNDS ?? 3);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+export async function run(): Promise<Record<string, unknown>> {
+  const dir = await mkdtemp(join(tmpdir(), 'pmtape-bench-export-'));
+  try {
+    const day = utcDay(Date.now() - 2 * DAY_MS);
+    const booksPerDay = Number(process.env.PMTAPE_BENCH_BOOKS ?? 200_000);
+    const levels = Number(process.env.PMTAPE_BENCH_LEVELS ?? 50);
+    log(`writing logs: one coin market, ${booksPerDay} book observations (both outcomes, ${levels} levels a side) on ${day}`);
+    await writeFixture(dir, { days: [day], booksPerDay, coinMarkets: 1, bothOutcomes: true, levels });
+    log('compacting the day and deleting its logs');
+    await compactDay(dir, day);
+    await deleteExpiredLogs(dir, Date.now(), 0);
+    const key = (await createKey(dir, 'paid', 'bench')).key;
+    const [y, m, d] = day.split('-');
+
+    // Route and DuckDB alternate, ROUNDS times, and each side's median counts: on a shared machine
+    // the load moves between runs, and measured one after the other the ratio moved from 0.7 to 2.5.
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    const out = join(dir, 'duckdb.csv.gz');
+    const sql = `COPY (SELECT 'pmtape-clob' AS exchange, '50000-UP' AS symbol,
+        epoch_us(coalesce(source_time, receive_time)) AS "timestamp", epoch_us(receive_time) AS local_timestamp,
+        is_snapshot, side, price, size AS amount
+      FROM read_parquet('${dir}/parquet/family=coin/dataset=book_changes/**/*.parquet', hive_partitioning = true)
+      WHERE market_id = '50000' AND token_id = '50000-up' AND price IS NOT NULL AND record_type <> 'tick_size'
+      ORDER BY seq) TO '${out}' (FORMAT csv, HEADER, COMPRESSION gzip)`;
+    const { url, proc } = await startServe(dir);
+    const routeTimes: number[] = [];
+    const duckTimes: number[] = [];
+    let route: { bytes: number; rows: number; s: number; rssIdle: number; rssMax: number };
+    try {
+      const fileUrl = `${url}/v1/pmtape-clob/incremental_book_L2/${y}/${m}/${d}/50000-UP.csv.gz`;
+      const auth = { authorization: `Bearer ${key}` };
+      const get = async (): Promise<Buffer[]> => {
+        const res = await fetch(fileUrl, { headers: auth });
+        if (res.status !== 200) throw new Error(`${fileUrl}: ${res.status} ${await res.text()}`);
+        const parts: Buffer[] = [];
+        for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) parts.push(Buffer.from(c));
+        return parts;
+      };
+      const warm = Buffer.concat(await get()); // warm-up: footers, page cache
+      await conn.run(sql);
+      const rows = gunzipSync(warm).toString('utf8').split('\n').length - 2; // header and the last newline
+      const rssIdle = rssBytes(proc.pid!);
+      let rssMax = rssIdle;
+      let bytes = 0;
+      for (let r = 0; r < ROUNDS; r++) {
+        log(`round ${r + 1}/${ROUNDS}: route, then DuckDB`);
+        const sampler = setInterval(() => (rssMax = Math.max(rssMax, rssBytes(proc.pid!))), 20);
+        const t0 = performance.now();
+        const parts = await get();
+        routeTimes.push((performance.now() - t0) / 1000);
+        clearInterval(sampler);
+        bytes = parts.reduce((a, p) => a + p.length, 0);
+        const d0 = performance.now();
+        await conn.run(sql);
+        duckTimes.push((performance.now() - d0) / 1000);
+      }
+      route = { bytes, rows, s: median(routeTimes), rssIdle, rssMax };
+    } finally {
+      await stopServe(proc);
+    }
+    const duckS = median(duckTimes);
+    const duckRows = gunzipSync(readFileSync(out)).toString('utf8').split('\n').length - 2;
+    const duckBytes = statSync(out).size;
+    conn.closeSync();
+    db.closeSync();
+
+    const routeRate = route.rows / route.s;
+    const duckRate = duckRows / duckS;
+    return {
+      book_observations: booksPerDay,
+      levels_per_side: levels,
+      route_rows: route.rows,
+      route_s: round(route.s, 3),
+      route_rows_per_s: Math.round(routeRate),
+      route_bytes: route.bytes,
+      route_s_rounds: routeTimes.map((x) => round(x, 3)),
+      duckdb_s_rounds: duckTimes.map((x) => round(x, 3)),
+      duckdb_rows: duckRows,
+      duckdb_s: round(duckS, 3),
+      duckdb_rows_per_s: Math.round(duckRate),
+      duckdb_bytes: duckBytes,
+      route_vs_duckdb: round(routeRate / duckRate),
+      rss_idle_mb: round(route.rssIdle / 2 ** 20, 1),
+      rss_max_during_day_mb: round(route.rssMax / 2 ** 20, 1),
+      rss_growth_mb: round((route.rssMax - route.rssIdle) / 2 ** 20, 1),
+      targets: 'route_vs_duckdb >= 3; rss_growth_mb flat (<= 50)',
+      note: 'route rows are the incremental_book_L2 rows of one outcome book downloaded whole by a local client (full books after another written as their difference); DuckDB rows are the same book\'s book_changes rows as they are (every full book whole); gzip: zlib level 6 for the route, DuckDB\'s own default for COPY (compare the bytes)',
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
