@@ -31,6 +31,11 @@ export const coverageSchema = {
     datasets: { type: 'object', properties: { books: datasetSpan, metrics: datasetSpan, catalog: datasetSpan } },
     intervals: { type: 'array', items: { type: 'object', properties: { start: str, end: str } } },
     gaps: { type: 'array', items: gapSchema },
+    sources: {
+      type: 'array',
+      description: 'a history merged from several recorders (docs/redundancy.md): the recorded intervals split by the recorder each came from; absent for a single recorder',
+      items: { type: 'object', properties: { start: str, end: str, recorder: { type: ['string', 'null'] } } },
+    },
     connected: { type: 'boolean' },
   },
 } as const;

@@ -1,10 +1,12 @@
 // `npm run bench -- archive`: publishing a compacted day to a real SeaweedFS (the seaweedfs
-// toolchain) with `archive sync`'s code (local checksums, a HEAD per object, upload, proof, manifests
+// toolchain) with `archive sync`'s code (listings, uploads hashed as they go, proof, manifests
 // then the day record) vs a plain lib-storage upload of the same files, same part size and
 // concurrency, to the same server, alternating in each round. Target: ≥ 0.8× the plain throughput.
 
 import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -14,6 +16,7 @@ import { compactDay, listPartitions, readManifest, PART_SIZE, syncArchive } from
 import { parseArchiveUrl } from '../../src/config.js';
 import { writeFixture } from '../fixtures/compaction-logs.js';
 import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../fixtures/weed.js';
+import { startFaultProxy } from '../fixtures/fault-proxy.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
 const log = (s: string): void => void process.stderr.write(`bench archive: ${s}\n`);
@@ -58,10 +61,10 @@ export async function run(): Promise<Record<string, unknown>> {
       await Promise.all(Array.from({ length: 4 }, worker));
       return performance.now() - t0;
     };
-    const publish = async (prefix: string): Promise<number> => {
+    const publish = async (prefix: string, endpoint = weed.endpoint): Promise<number> => {
       const url = `s3://bench/${prefix}`;
       const t0 = performance.now();
-      const r = await syncArchive(dataDir, { url, ...parseArchiveUrl(url, 'bench'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 }, { days: [day] });
+      const r = await syncArchive(dataDir, { url, ...parseArchiveUrl(url, 'bench'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 }, { days: [day] });
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
       return performance.now() - t0;
     };
@@ -78,7 +81,26 @@ export async function run(): Promise<Record<string, unknown>> {
       ratios.push(ms.plain / ms.publish);
       log(`round ${i + 1}/${rounds}: plain ${ms.plain.toFixed(0)} ms, publish ${ms.publish.toFixed(0)} ms, ratio ${(ms.plain / ms.publish).toFixed(2)}`);
     }
+    // The same publication through the fault proxy breaking 30 % of requests (503 SlowDown, resets,
+    // cut bodies and uploads), with the default retry policy; then every data file is read back
+    // directly and compared with the local one.
+    const proxy = await startFaultProxy(weed.endpoint, 0.3);
+    teardowns.push(() => proxy.close());
+    const stormMs = await publish('storm', proxy.url);
+    const faults = Object.values(proxy.stats.faults).reduce((n, x) => n + x, 0);
+    let exact = true;
+    for (const f of files) {
+      const r = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `storm/${f.rel}` }));
+      if (!Buffer.from(await r.Body!.transformToByteArray()).equals(await readFile(f.path))) exact = false;
+    }
+    log(`storm: published in ${stormMs.toFixed(0)} ms through ${proxy.stats.requests} requests, ${faults} broken; read back ${exact ? 'exactly' : 'WITH DIFFERENCES'}`);
+    if (!exact) throw new Error('the day published through the storm does not read back exactly');
     return {
+      storm_publish_ms: Math.round(stormMs),
+      storm_requests: proxy.stats.requests,
+      storm_faults: faults,
+      storm_read_back_exact: exact,
+      storm_vs_plain_time: round(stormMs / median(plainMs)),
       files: files.length,
       bytes,
       rounds,

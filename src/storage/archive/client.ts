@@ -59,6 +59,7 @@ export const DEFAULT_RETRY: RetryOptions = { attempts: 8, baseMs: 250, maxMs: 15
 const FATAL = new Set([
   'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'NoSuchBucket', 'CredentialsProviderError',
   'InvalidBucketName', 'AuthorizationHeaderMalformed', 'PermanentRedirect',
+  'LocalMismatch', // a local file unlike its manifest (objects.ts)
 ]);
 
 export function isFatal(e: unknown): boolean {
@@ -74,6 +75,7 @@ export function explain(e: unknown, a: ArchiveConfig): Error {
     return new Error(`archive ${a.url}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (the AWS SDK's usual chain)`);
   }
   if (err.name === 'NoSuchBucket') return new Error(`archive ${a.url}: bucket "${a.bucket}" does not exist (create it, or fix storage.archive.url)`);
+  if (err.name === 'LocalMismatch') return new Error(msg);
   if (err.name === 'InvalidAccessKeyId' || err.name === 'SignatureDoesNotMatch') return new Error(`archive ${a.url}: the credentials were refused (${err.name})`);
   return new Error(`archive ${a.url}: ${msg}`);
 }

@@ -4,8 +4,8 @@
 
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { Transform, type Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 
 /** Part size of multipart uploads; fixed so the expected multipart ETag can be computed locally. */
@@ -18,8 +18,11 @@ export interface LocalObject {
   readonly body?: Uint8Array;
   readonly size: number;
   readonly sha256: string;
-  /** ETags this content may have: the single-PUT MD5 and the multipart one at PART_SIZE. */
-  readonly etags: readonly string[];
+  /**
+   * ETags this content may have: the single-PUT MD5 and the multipart one at PART_SIZE. Absent for
+   * a file known only by its manifest (sha256, size): `upload` then hashes it while sending it.
+   */
+  readonly etags?: readonly string[];
   readonly contentType: string;
 }
 
@@ -62,6 +65,22 @@ export async function digestFile(path: string): Promise<{ sha256: string; size: 
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) d.update(chunk as Buffer);
   return d.finish();
 }
+
+/** Thrown when a local file's bytes are not the ones its manifest names: no retry can fix that. */
+export class LocalMismatch extends Error {
+  override readonly name = 'LocalMismatch';
+}
+
+/** `o` with its ETags, read from its file; throws LocalMismatch when the file is not what `o` says. */
+export async function withEtags(o: LocalObject): Promise<LocalObject> {
+  if (o.etags || o.path === undefined) return o;
+  const d = await digestFile(o.path).catch(() => null);
+  if (!d || d.size !== o.size || d.sha256 !== o.sha256) throw mismatch(o.path, d ? 'checksum differs' : 'missing');
+  return { ...o, etags: d.etags };
+}
+
+const mismatch = (path: string, why: string): LocalMismatch =>
+  new LocalMismatch(`${path} does not match its manifest (${why}): run \`pmtape verify --repair\` and compact again; its day was not published`);
 
 export function digestBytes(b: Uint8Array): { sha256: string; size: number; etags: string[] } {
   const d = new Digest();
@@ -121,15 +140,34 @@ export async function compare(s3: S3Client, bucket: string, o: LocalObject): Pro
   }
   if (head.ContentLength !== o.size || head.Metadata?.sha256 !== o.sha256) return 'different';
   const etag = (head.ETag ?? '').replace(/"/g, '');
-  if (o.etags.includes(etag)) return 'same';
+  if (o.etags?.includes(etag)) return 'same';
   // Metadata can be copied onto other bytes, and some stores' ETags are not MD5s: read it back.
   const r = await remoteDigest(s3, bucket, o.key);
   return r && r.size === o.size && r.sha256 === o.sha256 ? 'same' : 'different';
 }
 
-/** Uploads `o` (multipart past PART_SIZE), then proves the stored copy; throws when it does not match. */
+/**
+ * Uploads `o` (multipart past PART_SIZE), then proves the stored copy; throws when it does not match.
+ * A file is hashed while it is sent (one read feeds the upload, sha256 and the MD5s): when its bytes
+ * are not the ones `o` names, the object is deleted again and LocalMismatch thrown.
+ */
 export async function upload(s3: S3Client, bucket: string, o: LocalObject): Promise<void> {
-  const body = o.path !== undefined ? createReadStream(o.path, { highWaterMark: 1024 * 1024 }) : o.body!;
+  const digest = new Digest();
+  let body: Readable | Uint8Array;
+  if (o.path !== undefined) {
+    const file = createReadStream(o.path, { highWaterMark: 1024 * 1024 });
+    const tee = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        digest.update(chunk);
+        cb(null, chunk);
+      },
+    });
+    file.on('error', (e) => tee.destroy(e));
+    body = file.pipe(tee);
+  } else {
+    body = o.body!;
+    digest.update(body);
+  }
   const up = new Upload({
     client: s3,
     params: { Bucket: bucket, Key: o.key, Body: body, ContentType: o.contentType, Metadata: { sha256: o.sha256 } },
@@ -143,9 +181,15 @@ export async function upload(s3: S3Client, bucket: string, o: LocalObject): Prom
   } finally {
     if (typeof (body as Readable).destroy === 'function') (body as Readable).destroy();
   }
+  const sent = digest.finish();
+  if (sent.size !== o.size || sent.sha256 !== o.sha256) {
+    // A damaged local file must never become the archived copy (no manifest names it yet).
+    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.key })).catch(() => undefined);
+    throw mismatch(o.path ?? o.key, 'checksum differs');
+  }
   // The ETag of the PUT (or of the completed multipart upload) is the server's MD5 of what it
   // stored: when it is the expected one, that is the proof, without another request.
-  if (etag !== undefined && o.etags.includes(etag.replace(/"/g, ''))) return;
-  const state = await compare(s3, bucket, o);
+  if (etag !== undefined && sent.etags.includes(etag.replace(/"/g, ''))) return;
+  const state = await compare(s3, bucket, { ...o, etags: sent.etags });
   if (state !== 'same') throw new Error(`${o.key}: the stored copy does not match the local file after upload (${state})`);
 }

@@ -3,14 +3,14 @@
 // only manifests (or only day records) never sees a half day, whatever kills the run: a rerun skips
 // every object the bucket already holds exactly and uploads the rest.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
 import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
-import { compare, digestBytes, digestFile, upload, type LocalObject } from './objects.js';
+import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
 import { dayRecordRel, objectKey, writePublished, type DayRecord } from './layout.js';
 
 export interface SyncCounts {
@@ -52,8 +52,8 @@ export const planSize = (p: DayPlan): number => p.partitions.reduce((n, x) => n 
 const json = (v: unknown): Uint8Array => Buffer.from(JSON.stringify(v, null, 1) + '\n');
 
 /**
- * Reads and checksums the day's local partitions. Refuses (throws) when a local file does not match
- * its manifest: a damaged copy must never become the archived one.
+ * Lists the day's local partitions from their manifests. Refuses (throws) when a file is missing or
+ * of another size; its checksum is proven while it uploads (or before it is skipped), in one read.
  */
 export async function planDay(dataDir: string, a: ArchiveConfig, day: string): Promise<DayPlan> {
   const partitions: PartitionPlan[] = [];
@@ -63,11 +63,11 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string): P
     const files: LocalObject[] = [];
     for (const f of m.files) {
       const path = join(dir, f.file);
-      const d = await digestFile(path).catch(() => null);
-      if (!d || d.size !== f.bytes || d.sha256 !== f.sha256) {
-        throw new Error(`${path} does not match its manifest (${d ? 'checksum differs' : 'missing'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`);
+      const size = await stat(path).then((s) => s.size, () => null);
+      if (size !== f.bytes) {
+        throw new Error(`${path} does not match its manifest (${size === null ? 'missing' : 'size differs'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`);
       }
-      files.push({ key: objectKey(a, `parquet/${rel}/${f.file}`), path, ...d, contentType: 'application/vnd.apache.parquet' });
+      files.push({ key: objectKey(a, `parquet/${rel}/${f.file}`), path, size, sha256: f.sha256, contentType: 'application/vnd.apache.parquet' });
     }
     const manifest: LocalObject = { key: objectKey(a, `parquet/${rel}/${MANIFEST}`), body: mBytes, ...digestBytes(mBytes), contentType: 'application/json' };
     partitions.push({ rel, dir, files, manifest });
@@ -89,18 +89,35 @@ async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<voi
   await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
 }
 
-/** Size and ETag of every object under the day's partitions and of its day record, by key. */
-async function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<Map<string, { size: number; etag: string }>> {
-  const out = new Map<string, { size: number; etag: string }>();
-  const prefixes = [...plan.partitions.map((p) => p.manifest.key.slice(0, p.manifest.key.lastIndexOf('/') + 1)), plan.record.key];
-  await pool(prefixes, 8, async (prefix) => {
+type Listing = Map<string, { size: number; etag: string }>;
+
+/** The prefix whose listing names `key`: its partition's folder, or the day record's own key. */
+const listingPrefix = (key: string, plan: DayPlan): string => (key === plan.record.key ? key : key.slice(0, key.lastIndexOf('/') + 1));
+
+/**
+ * Size and ETag of every object under each of the day's partitions and of its day record, one
+ * listing per prefix, all started at once: each object waits only for its own prefix's listing, so
+ * the first uploads overlap the other listings. Every promise is marked handled: a listing nobody
+ * waits for (its phase never came) must not become an unhandled rejection.
+ */
+function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Map<string, Promise<Listing>> {
+  const out = new Map<string, Promise<Listing>>();
+  const list = async (prefix: string): Promise<Listing> => {
+    const found: Listing = new Map();
     let token: string | undefined;
     do {
       const r = await withRetries(`list ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })), retry);
-      for (const o of r.Contents ?? []) if (o.Key) out.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
+      for (const o of r.Contents ?? []) if (o.Key) found.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
       token = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (token);
-  });
+    return found;
+  };
+  for (const key of [...plan.partitions.map((p) => p.manifest.key), plan.record.key]) {
+    const prefix = listingPrefix(key, plan);
+    const p = list(prefix);
+    p.catch(() => undefined);
+    out.set(prefix, p);
+  }
   return out;
 }
 
@@ -121,20 +138,18 @@ export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string
   let fatal: unknown = null;
   // One listing per partition says what is there already (size and ETag, the server's MD5), in
   // place of a HEAD per object; a later attempt at an object asks the object itself.
-  let listed: Map<string, { size: number; etag: string }>;
-  try {
-    listed = await listDay(s3, a, plan, retry);
-  } catch (e) {
-    if (isFatal(e)) throw explain(e, a);
-    throw e;
-  }
-  const put = async (o: LocalObject): Promise<void> => {
+  const listings = listDay(s3, a, plan, retry);
+  const put = async (planned: LocalObject): Promise<void> => {
     c.files++;
     let first = true;
+    let o = planned;
     try {
+      const listed = await listings.get(listingPrefix(o.key, plan))!;
       const outcome = await withRetries(o.key, async () => {
         const l = first ? listed.get(o.key) : undefined;
-        const known = first && (!l || (l.size === o.size && o.etags.includes(l.etag)));
+        // Only an object already there needs the local ETags before sending (a read of the file).
+        if (l && l.size === o.size) o = await withEtags(o);
+        const known = first && (!l || (l.size === o.size && (o.etags ?? []).includes(l.etag)));
         first = false;
         if (known && l) return 'skipped' as const;
         if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;

@@ -2,10 +2,12 @@
 // bound (least recently used first out). Objects are cut into aligned blocks: a read fetches its
 // missing blocks (one GET per run of adjacent missing blocks), so a footer or a row group's column
 // chunks cost a request or two and a whole file is never downloaded to read part of it. Blocks are
-// named by the object's sha256, so a replaced object never serves old bytes.
+// named by the object's sha256, so a replaced object never serves old bytes. The folder is its own
+// index: a block is written under a temporary name and renamed, so a file under a block's name is
+// always whole, and a restarted reader takes the blocks it finds back (oldest first out).
 
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { withRetries } from './client.js';
@@ -22,6 +24,9 @@ export interface RangeStats {
   /** Blocks dropped from the disk cache to keep it under its bound. */
   evicted: number;
 }
+
+/** A whole block's file name: the object's sha256 and the block's index. */
+const BLOCK_NAME = /^[0-9a-f]{64}-\d+$/;
 
 export class RangeCache {
   readonly stats: RangeStats = { requests: 0, bytes: 0, hits: 0, evicted: 0 };
@@ -42,11 +47,36 @@ export class RangeCache {
     });
   }
 
-  /** A cache in `dir`, emptied first (what it held is not indexed across runs). */
+  /**
+   * A cache in `dir`, with the blocks an earlier run left there: a name that is not a whole block's
+   * (a temporary file of a write cut short) is deleted, the rest are indexed oldest first, and what
+   * exceeds `maxBytes` is dropped at once.
+   */
   static async open(s3: S3Client, bucket: string, dir: string, maxBytes: number): Promise<RangeCache> {
-    await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
-    return new RangeCache(s3, bucket, dir, maxBytes);
+    const cache = new RangeCache(s3, bucket, dir, maxBytes);
+    const found: { name: string; size: number; at: number }[] = [];
+    for (const name of await readdir(dir)) {
+      const path = join(dir, name);
+      if (!BLOCK_NAME.test(name)) {
+        await unlink(path).catch(() => undefined);
+        continue;
+      }
+      const st = await stat(path).catch(() => null);
+      if (st?.isFile()) found.push({ name, size: st.size, at: st.mtimeMs });
+    }
+    // Newest kept while they fit, the rest deleted before the first read; then indexed oldest first.
+    found.sort((x, y) => y.at - x.at);
+    let kept = 0;
+    const keep: typeof found = [];
+    for (const b of found) {
+      if (kept + Math.max(1, b.size) <= maxBytes) {
+        kept += Math.max(1, b.size);
+        keep.push(b);
+      } else await unlink(join(dir, b.name)).catch(() => undefined);
+    }
+    for (const b of keep.reverse()) cache.disk.set(b.name, b.size);
+    return cache;
   }
 
   /** Bytes held on disk now. */
@@ -114,7 +144,10 @@ export class RangeCache {
 
   private async store(name: string, b: Uint8Array): Promise<void> {
     if (b.length > (this.disk.maxSize ?? Infinity)) return; // larger than the whole bound: not kept
-    await writeFile(join(this.dir, name), b);
+    // Written aside and renamed: a kill mid-write leaves a temporary file, never a short block.
+    const tmp = join(this.dir, `${name}.${process.pid}.tmp`);
+    await writeFile(tmp, b);
+    await rename(tmp, join(this.dir, name));
     this.disk.set(name, b.length);
   }
 

@@ -17,7 +17,7 @@ import { readPublished } from '../../../src/storage/archive/layout.js';
 import { withRetries } from '../../../src/storage/archive/client.js';
 import { parseArchiveUrl } from '../../../src/config.js';
 import { startWeed, archiveEnv, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
-import { startFaultProxy } from './fault-proxy.js';
+import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { DAY, archiveCli, compactedDay, getObject, listKeys, localObjects } from './common.js';
 
 const bin = requireTool(t, 'seaweedfs');

@@ -8,7 +8,7 @@ import { testApp, testConfig } from '../../api/helpers.js';
 import { waitFor } from '../../selfhost/helpers.js';
 import { loadConfig } from '../../../src/config.js';
 import { DAY, archiveCli, compactedDay } from './common.js';
-import { startFaultProxy } from './fault-proxy.js';
+import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { startWeed } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');

@@ -1,7 +1,8 @@
 // A stateless reader: an empty data dir with the archive mounted answers a fixed list of requests
 // (snapshots, as-of, intervals, coverage, markets, replay, the datasets listing, a file download,
 // dataset rows) byte for byte as the recorder host does once its compacted logs are retired (request
-// ids aside), fetching footers and row groups only: far fewer bytes than the files hold. A tiny
+// ids aside), and two readers answer 200 requests generated from the day (seeded) as the host does,
+// fetching footers and row groups only: far fewer bytes than the files hold. A tiny
 // cache bound is honored by evicting the least recently used blocks. Through a link that breaks 30 %
 // of requests (503s, resets, cut bodies) the answers are still the same.
 
@@ -17,9 +18,9 @@ import { rangeCacheDir } from '../../../src/storage/archive/mount.js';
 import { RANGE_BLOCK } from '../../../src/storage/archive/range-cache.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, coinMarket } from '../../api/helpers.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY, type Weed } from '../../../tools/fixtures/weed.js';
-import { startFaultProxy } from './fault-proxy.js';
+import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { localObjects } from './common.js';
-import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
+import { rng, writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const DAY = '2026-07-26';
@@ -76,6 +77,51 @@ async function answers(app: App, key: string, routes: readonly string[]): Promis
   return out;
 }
 
+/**
+ * `n` distinct requests drawn from the seeded day (markets × routes × times, seeded): snapshot
+ * pages and ranges with and without books, 1 s intervals, as-of books, coverage, replay, dataset rows
+ * and metric series, at times inside and around the recorded span.
+ */
+function generatedRequests(n: number, seed = 36): string[] {
+  const r = rng(seed);
+  const pick = <X>(xs: readonly X[]): X => xs[Math.floor(r() * xs.length)];
+  const span = (): [number, number] => {
+    const a = T0 - 5_000 + Math.floor(r() * 110_000);
+    return [a, a + 1_000 + Math.floor(r() * 40_000)];
+  };
+  const books = ['/v3/btc/markets/540817', '/v3/wallet-prediction/w-9001', `/v3/yesno-exchange/${TICKER}`];
+  const routes: (() => string)[] = [
+    () => {
+      const [a, b] = span();
+      return `${pick(books)}/snapshots?start_time=${iso(a)}&end_time=${iso(b)}&limit=${pick([5, 20, 60])}${pick(['', '&include_orderbook=true', '&include_orderbook=true&depth=3'])}`;
+    },
+    () => {
+      const [a, b] = span();
+      return `${pick(books)}/snapshots?include_orderbook=true&interval=1s&start_time=${iso(a)}&end_time=${iso(b)}&limit=${pick([10, 40])}`;
+    },
+    () => `${pick(books)}/orderbook/latest?as_of=${iso(span()[0])}`,
+    () => {
+      const [a, b] = span();
+      return `/v3/coverage?${pick(['market_id=540817', `ticker=${TICKER}`])}&start_time=${iso(a)}&end_time=${iso(b)}`;
+    },
+    () => {
+      const [a, b] = span();
+      return `/v3/replay?family=coin&market_id=${coinMarket.market_id}&start_time=${a}&end_time=${b}&types=${pick(['book', 'book_change', 'trade', 'book,book_change,trade', 'book_snapshot_5_1s'])}`;
+    },
+    () => {
+      const [a, b] = span();
+      return `/v3/datasets/rows?family=coin&dataset=${pick(['book_changes', 'trades'])}&market_id=${coinMarket.market_id}&start_time=${a}&end_time=${b}`;
+    },
+    () => {
+      const [a, b] = span();
+      return `/v3/wallet-prediction/w-9001/timeseries?metric=chance&start_time=${iso(a)}&end_time=${iso(b)}&limit=${pick([5, 30])}`;
+    },
+  ];
+  const out = new Set<string>();
+  while (out.size < n) out.add(pick(routes)());
+  return [...out];
+}
+
 if (bin) {
   t.test('a data-less reader over the archive answers as the recorder host does', async (t) => {
     const weed = await startWeed(t, bin);
@@ -116,6 +162,21 @@ if (bin) {
     const parquetFiles = readdirSync(reader, { recursive: true }).map(String).filter((p) => p.endsWith('.parquet'));
     t.same(parquetFiles.filter((p) => !p.startsWith('archive-cache')), [], 'no part file was written into the reader\'s tree');
     t.ok(mount.stats.requests > 0, `ranged GETs were made (${mount.stats.requests}, ${mount.stats.bytes} bytes)`);
+    // Two readers and the host answer 200 requests generated from the day byte-identically.
+    const generated = generatedRequests(200);
+    const reader2 = tmpDataDir(t);
+    const mount2 = await mountArchive(reader2, archive, 1 << 30);
+    t.teardown(() => mount2.close());
+    shareCursorSecret(host, reader2);
+    const reader2Key = (await keysFor(reader2)).paid;
+    const reader2App = await testApp(t, testConfig(reader2, { storage: { ...testConfig(reader2).storage, archive } }));
+    const want = await answers(hostApp, hostKey, generated);
+    const one = await answers(readerApp, readerKey, generated);
+    const two = await answers(reader2App, reader2Key, generated);
+    const differ = generated.filter((r) => one.get(r) !== want.get(r) || two.get(r) !== want.get(r));
+    t.same(differ, [], `${generated.length} generated requests: both readers answer byte for byte as the host`);
+    const served = [...want.values()].filter((v) => v.startsWith('200 ')).length;
+    t.ok(served >= 150, `most are answers, not refusals (${served} of ${generated.length} are 200s)`);
   });
 
   t.test('a reader fetches footers and row groups, not whole files; a tiny cache bound evicts', async (t) => {

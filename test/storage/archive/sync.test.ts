@@ -12,7 +12,7 @@ import { deleteExpiredLogs } from '../../../src/storage/compaction/retention.js'
 import { parseArchiveUrl } from '../../../src/config.js';
 import { syncArchive } from '../../../src/storage/index.js';
 import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
-import { startFaultProxy } from './fault-proxy.js';
+import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { DAY, archiveCli, compactedDay, getObject, listKeys, localObjects } from './common.js';
 
 const bin = requireTool(t, 'seaweedfs');
