@@ -39,7 +39,7 @@ async function direct(dir: string, id: string): Promise<Record<string, unknown>>
   const r = reader(dir, id);
   const read = async (s: StreamName) => {
     const lr = await r(s);
-    return datasetSpan({ ...lr, span: undefined, first: () => lr.first(), latest: () => lr.latest() } as typeof lr);
+    return datasetSpan({ ...lr, span: undefined, first: () => lr.first(), latest: () => lr.latest() });
   };
   return { books: await read('books'), metrics: await read('metrics'), catalog: await read('catalog') };
 }

@@ -27,7 +27,7 @@ async function readSpans(dir: string, id: string): Promise<Record<string, unknow
   const out: Record<string, unknown> = {};
   for (const s of ['books', 'metrics', 'catalog'] as StreamName[]) {
     const r = openReader(dir, { family: 'coin', stream: s, market: id });
-    out[s] = await datasetSpan({ ...r, span: undefined, first: () => r.first(), latest: () => r.latest() } as typeof r);
+    out[s] = await datasetSpan({ ...r, span: undefined, first: () => r.first(), latest: () => r.latest() });
   }
   return out;
 }
@@ -57,7 +57,7 @@ t.test('a cold coverage page takes compacted days from their manifests, never fr
     const res = await app.inject({ url: '/v3/coverage?family=coin&limit=1000', headers: { authorization: `Bearer ${keys.paid}` } });
     t.equal(res.statusCode, 200);
     await app.close();
-    const data = (res.json() as { data: { market_id: string; datasets: Record<string, unknown> }[] }).data;
+    const data = res.json<{ data: { market_id: string; datasets: Record<string, unknown> }[] }>().data;
     return Object.fromEntries(data.map((d) => [d.market_id, d.datasets]));
   };
   t.same(await page(), want, 'the cold page answers what reading every log and partition says');

@@ -30,7 +30,7 @@ t.test('the text line equals pino\'s own line for the same fields', async (t) =>
     [req('req-2', '/v3/coverage?api_key=pmt_0123456789ab_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', null, '::1'), 401, 0],
     [req('req-3', '/v3/"quoted"\\path\u0001é', null, undefined), 404, 12.5],
   ];
-  const f = requestLog(fastLog as unknown as FastifyBaseLogger)!;
+  const f = requestLog(fastLog)!;
   const s = requestLog({ level: 'info', info: (o: object, m: string) => slowLog.info(o, m) } as unknown as FastifyBaseLogger)!;
   for (const [r, status, ms] of cases) {
     f(r, reply(status), ms);
@@ -49,7 +49,7 @@ t.test('pino\'s own lines and request lines keep their order; the buffer hands o
   const c = capture();
   const lines = new LineBuffer(c.dest);
   const log = pino({ level: 'info' }, lines);
-  const rl = requestLog(log as unknown as FastifyBaseLogger)!;
+  const rl = requestLog(log)!;
   log.warn('first');
   rl(req('r1', '/a', null, '127.0.0.1'), reply(200), 1);
   log.error('third');

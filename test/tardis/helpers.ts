@@ -102,12 +102,12 @@ export function launch(t: Tap, args: string[]): Promise<{ child: ChildProcess; u
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
-    child.stdout!.on('data', (d) => {
+    child.stdout.on('data', (d) => {
       out += d;
       const m = /^ready (\S+)$/m.exec(out);
       if (m) resolve({ child, url: m[1] });
     });
-    child.stderr!.on('data', (d) => (err += d));
+    child.stderr.on('data', (d) => (err += d));
     child.on('exit', (c) => reject(new Error(`${args[0]} exited ${c}: ${err.slice(-2000)}`)));
   });
 }

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../src/book/book-state.js';
-import type { Observation, Recorded } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay, listKeys as listLogKeys, openLogReader, scanBooks } from '../../src/storage/testing.js';
 import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
@@ -40,7 +39,7 @@ async function withDowntime(from: string, to: string, windows: readonly [number,
         down ??= inWindow;
         continue;
       }
-      const { seq: _s, ...obs } = rec as Recorded;
+      const { seq: _s, ...obs } = rec;
       if (down && lastKept !== null) {
         // Back up: the restart's gap from the last record kept, and a whole book (the recorder's first snapshot).
         const at = rec.recv_ts;
@@ -51,7 +50,7 @@ async function withDowntime(from: string, to: string, windows: readonly [number,
         }
       }
       down = null;
-      pending.push(w.write(obs as Observation, { checkpoint: rec.type === 'book_checkpoint' }));
+      pending.push(w.write(obs, { checkpoint: rec.type === 'book_checkpoint' }));
       lastKept = rec.recv_ts;
       if (w.backpressure) await w.drained();
     }

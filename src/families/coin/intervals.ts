@@ -5,7 +5,7 @@
 
 import { GapLookahead, readingAhead } from '../../book/gap-lookahead.js';
 import { alignUp, alignDown, IntervalGrid } from '../../book/interval-grid.js';
-import type { BookShapeOptions, CursorPos } from '../../book/book-model.js';
+import type { BookShapeOptions } from '../../book/book-model.js';
 import { SampledBooks } from '../../book/sampled-books.js';
 import type { CoinMarket } from '../../schema/market.js';
 import type { GapReason } from '../../schema/observation.js';

@@ -115,7 +115,7 @@ export class CandleBuilder {
   constructor(private readonly spec: CandleSpec) {
     this.I = spec.intervalMs;
     this.cur = spec.lo - spec.intervalMs;
-    this.stats = spec.outcomes.map(() => new Map());
+    this.stats = spec.outcomes.map(() => new Map<number, Stats>());
     const one = 10 ** spec.priceScale;
     spec.outcomes.forEach((o, i) => {
       if (o.token !== null) this.byToken.set(o.token, i);

@@ -72,7 +72,7 @@ export async function fetchDay(s3: S3Client, a: ArchiveConfig, day: string, data
     }
     await writeFile(join(dir, MANIFEST), mBytes); // last: the partition is whole before readers see it
     if (m.dataset === 'book_snapshots') continue; // derived: the merge builds its own
-    const stream = streamOfDataset(m.dataset) as Stream;
+    const stream = streamOfDataset(m.dataset);
     const k = `${m.family}|${stream}` as const;
     let set = markets.get(k);
     if (!set) markets.set(k, (set = new Set()));

@@ -96,7 +96,7 @@ export function keptTrades(byRecorder: ReadonlyMap<string, readonly Recorded<Tra
         continue;
       }
       let g = groups.get(k);
-      if (!g) groups.set(k, (g = new Map()));
+      if (!g) groups.set(k, (g = new Map<string, Recorded<Trade>[]>()));
       let l = g.get(id);
       if (!l) g.set(id, (l = []));
       l.push(t);
@@ -169,7 +169,7 @@ class Cursor {
 
 const strip = (r: Recorded, recorder: string): Observation => {
   const { seq: _seq, ...o } = r;
-  return { ...o, recorder } as Observation;
+  return { ...o, recorder };
 };
 
 export interface BooksMerge {

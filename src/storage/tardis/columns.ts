@@ -23,6 +23,8 @@ export class Col {
 
   constructor(private readonly d: Data, private readonly v: Vector) {
     const vals = d.values as ArrayBufferView | undefined;
+    // apache-arrow's types name themselves (Int64, Timestamp<…>, Decimal[…]); the base type's declaration does not say so.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     const kind = String(d.type);
     if (vals && (/^(Int64|Timestamp|Decimal)/i.test(kind) || (d.type as { bitWidth?: number }).bitWidth === 64)) {
       const bw = (d.type as { bitWidth?: number }).bitWidth ?? 64;
@@ -88,7 +90,7 @@ export function* chunks(t: Table, names: readonly string[]): Generator<{ n: numb
     for (const name of names) {
       const v = batch.getChild(name);
       if (!v) throw new Error(`tardis: the partition has no column ${name}`);
-      c[name] = new Col(v.data[0], v);
+      c[name] = new Col(v.data[0] as Data, v);
     }
     yield { n: batch.numRows, c };
   }

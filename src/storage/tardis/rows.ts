@@ -6,7 +6,7 @@
 
 import type { Table } from 'apache-arrow';
 import type { Family } from '../../schema/observation.js';
-import { decodeDecimal, type Unscaled } from '../parquet/decimal.js';
+import { decodeDecimal } from '../parquet/decimal.js';
 import type { ParquetStore } from '../parquet/reader.js';
 import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
@@ -45,7 +45,7 @@ export function tardisHeader(t: TardisDataType): string {
 
 /** A decimal cell's text: exact for the unscaled integers the columns hold, up to 2^63. */
 function decText(c: Col, i: number, scale: number): string {
-  if (c.huge(i)) return decodeDecimal(c.big(i) as Unscaled, scale, scale).replace(/\.?0+$/, '');
+  if (c.huge(i)) return decodeDecimal(c.big(i), scale, scale).replace(/\.?0+$/, '');
   return decimalText(c.num(i), scale);
 }
 const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);

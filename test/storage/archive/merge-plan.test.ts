@@ -33,7 +33,7 @@ t.test('segments: a source is kept while it covers; gaps only where nobody cover
 
 t.test('trades: one copy per venue identity, the source\'s; two real fills alike stay two', async (t) => {
   const tr = (recv: number, extra: Partial<Trade> = {}): Recorded<Trade> =>
-    ({ type: 'trade', recv_ts: recv, source_ts: 1000, token_id: 'x', price: '0.5', size: '10', side: 'buy', seq: recv, ...extra }) as Recorded<Trade>;
+    ({ type: 'trade', recv_ts: recv, source_ts: 1000, token_id: 'x', price: '0.5', size: '10', side: 'buy', seq: recv, ...extra });
   const segments = [{ start: 0, end: 100, source: 'a' }, { start: 100, end: 200, source: 'b' }];
   const a = [tr(10), tr(11), tr(150, { source_ts: 2000 })];
   const b = [tr(12), tr(13), tr(151, { source_ts: 2000 }), tr(152, { source_ts: 3000 }), tr(160, { source_ts: null })];
