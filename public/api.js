@@ -51,7 +51,10 @@ export async function apiAll(path, maxPages = 10) {
 export async function apiLines(path) {
   const res = await fetch(path, { headers: auth() });
   if (!res.ok) throw new ApiError(res.status, await res.json().catch(() => null));
-  const lines = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const lines = (await res.text())
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
   const last = lines.at(-1);
   if (last?.type === 'error') throw new ApiError(last.error?.status ?? 500, last);
   if (last?.type !== 'end') throw new ApiError(502, { error: { message: 'the replay ended early; try again' } });
@@ -76,9 +79,12 @@ export async function download(path) {
 export function marketRoutes(x) {
   const id = encodeURIComponent(x.id);
   const idParam = x.family === 'yesno-exchange' ? 'ticker' : 'market_id';
-  const base = x.family === 'wallet-prediction' ? `/v3/wallet-prediction/${id}`
-    : x.family === 'yesno-exchange' ? `/v3/yesno-exchange/${id}`
-      : `/v3/${encodeURIComponent(x.coin)}/markets/${id}`;
+  const base =
+    x.family === 'wallet-prediction'
+      ? `/v3/wallet-prediction/${id}`
+      : x.family === 'yesno-exchange'
+        ? `/v3/yesno-exchange/${id}`
+        : `/v3/${encodeURIComponent(x.coin)}/markets/${id}`;
   return {
     idParam,
     latest: `${base}/orderbook/latest`,

@@ -14,7 +14,9 @@ const COINS = ['btc', 'eth', 'bnb'];
 const FAMILIES = ['coin', 'wallet-prediction', 'yesno-exchange'];
 const state = { markets: [], notes: new Set(), tab: 'market', pendingHash: null, dataSeq: 0 };
 
-function status(text) { $('status').textContent = text; }
+function status(text) {
+  $('status').textContent = text;
+}
 
 function askForKey(message) {
   $('key-form').hidden = false;
@@ -119,10 +121,15 @@ function applyHash(hash) {
   const want = parseHash(hash);
   if (!want) return false;
   const x = state.markets.find((m) => m.family === want.family && m.id === want.id);
-  if (!x) { status(`market ${want.id} (${want.family}) is not listed for this key`); return false; }
+  if (!x) {
+    status(`market ${want.id} (${want.family}) is not listed for this key`);
+    return false;
+  }
   showTab('market');
   if (view.x === x) {
-    if (want.asOf === null) { if (view.asOf !== null) void goLive(); } else if (want.asOf !== view.asOf) scrubTo(want.asOf);
+    if (want.asOf === null) {
+      if (view.asOf !== null) void goLive();
+    } else if (want.asOf !== view.asOf) scrubTo(want.asOf);
   } else {
     select(x, want.asOf);
   }
@@ -154,7 +161,8 @@ function openDataTab() {
   if (x) {
     $('data-family').value = x.family;
     $('data-market').value = x.id;
-    const from = view.model?.from ?? Date.now() - 6 * 86_400_000, to = view.model?.to ?? Date.now();
+    const from = view.model?.from ?? Date.now() - 6 * 86_400_000,
+      to = view.model?.to ?? Date.now();
     $('data-start').value = dayOf(from);
     $('data-end').value = dayOf(to);
   } else if (!$('data-start').value) {
@@ -166,13 +174,19 @@ function openDataTab() {
 
 function updateQuery() {
   $('data-query').textContent = duckdbQuery({
-    origin: location.origin, family: $('data-family').value, dataset: $('data-dataset').value,
-    market: $('data-market').value.trim() || '<market_id>', startDate: $('data-start').value, endDate: $('data-end').value,
+    origin: location.origin,
+    family: $('data-family').value,
+    dataset: $('data-dataset').value,
+    market: $('data-market').value.trim() || '<market_id>',
+    startDate: $('data-start').value,
+    endDate: $('data-end').value,
   });
 }
 
 async function refreshData() {
-  const family = $('data-family').value, startDate = $('data-start').value, endDate = $('data-end').value;
+  const family = $('data-family').value,
+    startDate = $('data-start').value,
+    endDate = $('data-end').value;
   const seq = ++state.dataSeq;
   updateQuery();
   $('data-info').textContent = 'loading…';
@@ -201,7 +215,13 @@ async function loadOverview() {
     await loadFamilyStrip(el, family, {
       label: (id) => (find(id) ? label(find(id)) : id),
       windowEnd: (id) => Date.parse(find(id)?.m.end_time ?? find(id)?.m.close_time ?? ''),
-      onPick: (id) => { const x = find(id); if (x) { showTab('market'); select(x); } },
+      onPick: (id) => {
+        const x = find(id);
+        if (x) {
+          showTab('market');
+          select(x);
+        }
+      },
     });
   }
 }
@@ -210,10 +230,20 @@ function wireTabs() {
   for (const b of document.querySelectorAll('#tabs [role=tab]')) b.addEventListener('click', () => showTab(b.dataset.tab));
   $('data-dataset').innerHTML = DATASETS.map((d) => `<option>${d}</option>`).join('');
   for (const id of ['data-family', 'data-start', 'data-end']) $(id).addEventListener('change', () => void refreshData());
-  for (const id of ['data-dataset', 'data-market']) { $(id).addEventListener('change', updateQuery); $(id).addEventListener('input', updateQuery); }
+  for (const id of ['data-dataset', 'data-market']) {
+    $(id).addEventListener('change', updateQuery);
+    $(id).addEventListener('input', updateQuery);
+  }
   $('data-copy').addEventListener('click', () => {
     const text = $('data-query').textContent;
-    navigator.clipboard?.writeText(text).then(() => { $('data-copy').textContent = 'copied'; }, () => { $('data-copy').textContent = 'select and copy'; });
+    navigator.clipboard?.writeText(text).then(
+      () => {
+        $('data-copy').textContent = 'copied';
+      },
+      () => {
+        $('data-copy').textContent = 'select and copy';
+      },
+    );
   });
 }
 
@@ -224,7 +254,11 @@ async function startWithKey() {
   try {
     await loadMarkets();
   } catch (e) {
-    if (e.status === 401) { sessionStorage.removeItem(KEY); askForKey(`key refused: ${e.message}`); return; }
+    if (e.status === 401) {
+      sessionStorage.removeItem(KEY);
+      askForKey(`key refused: ${e.message}`);
+      return;
+    }
     status(`could not load markets: ${e.message}`);
   }
 }
@@ -243,9 +277,12 @@ $('key-forget').addEventListener('click', () => {
 });
 // Every 10 s: markets open and settle all the time (and right after a first start the catalogue is
 // still filling), and the listing is cheap (served from the in-memory catalogue index).
-setInterval(() => { if (sessionStorage.getItem(KEY)) loadMarkets().catch(() => {}); }, 10_000);
+setInterval(() => {
+  if (sessionStorage.getItem(KEY)) loadMarkets().catch(() => {});
+}, 10_000);
 
 wireMarketView();
 wireTabs();
 if (location.hash) state.pendingHash = location.hash;
-if (sessionStorage.getItem(KEY)) startWithKey(); else askForKey();
+if (sessionStorage.getItem(KEY)) startWithKey();
+else askForKey();

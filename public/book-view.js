@@ -26,7 +26,8 @@ export function viewOf(x, snap, outcome) {
  * for the others), so what the page shows can be compared with the API's answer exactly.
  */
 export function renderLevels(table, x, snap, outcome) {
-  let head, rows = [];
+  let head,
+    rows = [];
   if (!snap) {
     table.innerHTML = '';
     table.dataset.rows = '0';
@@ -39,12 +40,14 @@ export function renderLevels(table, x, snap, outcome) {
   } else {
     const book = Array.isArray(snap.books) ? snap.books.find((b) => b.outcome === outcome) : snap;
     head = ['bid size', 'bid', 'ask', 'ask size'];
-    const bids = book?.bids ?? [], asks = book?.asks ?? [];
+    const bids = book?.bids ?? [],
+      asks = book?.asks ?? [];
     for (let i = 0; i < Math.max(bids.length, asks.length); i++) rows.push([bids[i]?.[1], bids[i]?.[0], asks[i]?.[0], asks[i]?.[1]]);
   }
   table.dataset.rows = String(rows.length);
-  table.innerHTML = `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${
-    rows.map((r) => `<tr>${r.map((v, i) => `<td class="${i < 2 ? 'b' : 'a'}">${cell(v)}</td>`).join('')}</tr>`).join('')}</tbody>`;
+  table.innerHTML = `<thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
+    .map((r) => `<tr>${r.map((v, i) => `<td class="${i < 2 ? 'b' : 'a'}">${cell(v)}</td>`).join('')}</tr>`)
+    .join('')}</tbody>`;
 }
 
 /** Draws a snapshot in the panel: depth chart and table; returns the number of levels drawn. */
@@ -81,7 +84,9 @@ export async function bookAsOf(x, t, outcome, knownGaps) {
     // The answer knows a gap was open; coverage around the instant names its reason.
     const cov = await api(`${r.coverage}&start_time=${t}&end_time=${t + 1}`).catch(() => null);
     const g = cov?.data?.gaps?.[0];
-    gap = g ? { start: Date.parse(g.start), end: g.end ? Date.parse(g.end) : null, reason: g.reason } : { start: null, end: null, reason: 'feed lost' };
+    gap = g
+      ? { start: Date.parse(g.start), end: g.end ? Date.parse(g.end) : null, reason: g.reason }
+      : { start: null, end: null, reason: 'feed lost' };
   }
   return gap || snap.stale ? { state: 'gap', gap, snap } : { state: 'book', snap };
 }

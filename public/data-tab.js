@@ -43,23 +43,42 @@ export async function loadPartitions(els, { family, startDate, endDate }, isCurr
   if (!isCurrent()) return null;
   items.sort((a, b) => a.path.localeCompare(b.path));
   const rows = items.map((f, i) => {
-    const parts = Object.fromEntries(f.path.split('/').filter((s) => s.includes('=')).map((s) => s.split('=')));
+    const parts = Object.fromEntries(
+      f.path
+        .split('/')
+        .filter((s) => s.includes('='))
+        .map((s) => s.split('=')),
+    );
     const range = f.min_time && f.max_time ? `${f.min_time.slice(11, 19)} – ${f.max_time.slice(11, 19)}` : '';
-    return `<tr data-path="${esc(f.path)}" data-rows="${f.rows}" data-bytes="${f.bytes}"><td>${esc(parts.dataset ?? '')}</td><td>${esc(parts.date ?? '')}</td>` +
+    return (
+      `<tr data-path="${esc(f.path)}" data-rows="${f.rows}" data-bytes="${f.bytes}"><td>${esc(parts.dataset ?? '')}</td><td>${esc(parts.date ?? '')}</td>` +
       `<td class="num">${f.rows.toLocaleString('en')}</td><td class="num">${sizeOf(f.bytes)}</td><td>${esc(range)}</td>` +
-      `<td><button type="button" class="dl" data-i="${i}" title="${esc(f.path)}">download</button></td></tr>`;
+      `<td><button type="button" class="dl" data-i="${i}" title="${esc(f.path)}">download</button></td></tr>`
+    );
   });
-  const bytes = items.reduce((s, f) => s + f.bytes, 0), total = items.reduce((s, f) => s + f.rows, 0);
-  els.table.innerHTML = items.length === 0
-    ? '<tbody><tr><td class="hint">No partitions for these days yet: a day is compacted into Parquet after it closes (UTC).</td></tr></tbody>'
-    : `<thead><tr><th>dataset</th><th>date</th><th>rows</th><th>size</th><th>receive times (UTC)</th><th></th></tr></thead><tbody>${rows.join('')}</tbody>` +
-      `<tfoot><tr><td colspan="2">${items.length} files${complete ? '' : ' (first 20,000)'}</td><td class="num">${total.toLocaleString('en')}</td><td class="num">${sizeOf(bytes)}</td><td colspan="2"></td></tr></tfoot>`;
+  const bytes = items.reduce((s, f) => s + f.bytes, 0),
+    total = items.reduce((s, f) => s + f.rows, 0);
+  els.table.innerHTML =
+    items.length === 0
+      ? '<tbody><tr><td class="hint">No partitions for these days yet: a day is compacted into Parquet after it closes (UTC).</td></tr></tbody>'
+      : `<thead><tr><th>dataset</th><th>date</th><th>rows</th><th>size</th><th>receive times (UTC)</th><th></th></tr></thead><tbody>${rows.join('')}</tbody>` +
+        `<tfoot><tr><td colspan="2">${items.length} files${complete ? '' : ' (first 20,000)'}</td><td class="num">${total.toLocaleString('en')}</td><td class="num">${sizeOf(bytes)}</td><td colspan="2"></td></tr></tfoot>`;
   els.table.dataset.files = String(items.length);
   for (const b of els.table.querySelectorAll('button.dl')) {
     b.addEventListener('click', () => {
       b.disabled = true;
-      download(items[Number(b.dataset.i)].path).then(() => { b.textContent = 'downloaded'; }, (e) => { b.textContent = `failed: ${e.message}`; })
-        .finally(() => { b.disabled = false; });
+      download(items[Number(b.dataset.i)].path)
+        .then(
+          () => {
+            b.textContent = 'downloaded';
+          },
+          (e) => {
+            b.textContent = `failed: ${e.message}`;
+          },
+        )
+        .finally(() => {
+          b.disabled = false;
+        });
     });
   }
   return items;

@@ -37,7 +37,9 @@ function cumulative(levels, dir) {
  */
 export function drawDepth(canvas, book, empty = 'no book recorded yet') {
   const ctx = canvas.getContext('2d');
-  const W = canvas.width, H = canvas.height, pad = { l: 56, r: 12, t: 12, b: 28 };
+  const W = canvas.width,
+    H = canvas.height,
+    pad = { l: 56, r: 12, t: 12, b: 28 };
   ctx.clearRect(0, 0, W, H);
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, W, H);
@@ -54,14 +56,21 @@ export function drawDepth(canvas, book, empty = 'no book recorded yet') {
     return 0;
   }
   const prices = [...bids, ...asks].map((l) => l[0]);
-  let lo = Math.min(...prices), hi = Math.max(...prices);
-  if (hi - lo < 0.02) { lo -= 0.01; hi += 0.01; }
+  let lo = Math.min(...prices),
+    hi = Math.max(...prices);
+  if (hi - lo < 0.02) {
+    lo -= 0.01;
+    hi += 0.01;
+  }
   // Room beyond the outermost levels, where each side's total runs flat to the edge.
   const margin = (hi - lo) * 0.06;
   const probability = lo >= 0 && hi <= 1; // keep a probability axis inside [0, 1]
   lo -= margin;
   hi += margin;
-  if (probability) { lo = Math.max(0, lo); hi = Math.min(1, hi); }
+  if (probability) {
+    lo = Math.max(0, lo);
+    hi = Math.min(1, hi);
+  }
   const maxQ = Math.max(bids.at(-1)?.[1] ?? 0, asks.at(-1)?.[1] ?? 0) || 1;
   const x = (p) => pad.l + ((p - lo) / (hi - lo)) * (W - pad.l - pad.r);
   const y = (q) => H - pad.b - (q / maxQ) * (H - pad.t - pad.b);
@@ -71,10 +80,13 @@ export function drawDepth(canvas, book, empty = 'no book recorded yet') {
   ctx.fillStyle = '#6e7781';
   ctx.font = '11px system-ui, sans-serif';
   ctx.beginPath();
-  ctx.moveTo(pad.l, pad.t); ctx.lineTo(pad.l, H - pad.b); ctx.lineTo(W - pad.r, H - pad.b);
+  ctx.moveTo(pad.l, pad.t);
+  ctx.lineTo(pad.l, H - pad.b);
+  ctx.lineTo(W - pad.r, H - pad.b);
   ctx.stroke();
   for (let i = 0; i <= 4; i++) {
-    const p = lo + ((hi - lo) * i) / 4, q = (maxQ * i) / 4;
+    const p = lo + ((hi - lo) * i) / 4,
+      q = (maxQ * i) / 4;
     ctx.fillText(p.toFixed(3), Math.min(x(p) - 14, W - pad.r - 32), H - 10);
     ctx.fillText(q >= 1000 ? `${(q / 1000).toFixed(1)}k` : q.toFixed(0), 6, y(q) + 4);
   }

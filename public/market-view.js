@@ -15,8 +15,20 @@ const FAMILY_TITLES = { coin: 'Coin markets', 'wallet-prediction': 'Wallet predi
 
 /** What is shown; `onChange` is told whenever the market or the instant changes (the URL follows). */
 export const view = {
-  x: null, asOf: null, outcome: null, model: null, book: null, updates: 0,
-  ws: null, wsRetry: 0, timers: [], historySeq: 0, scrubSeq: 0, lastFetch: 0, dragging: false, loadedAt: 0,
+  x: null,
+  asOf: null,
+  outcome: null,
+  model: null,
+  book: null,
+  updates: 0,
+  ws: null,
+  wsRetry: 0,
+  timers: [],
+  historySeq: 0,
+  scrubSeq: 0,
+  lastFetch: 0,
+  dragging: false,
+  loadedAt: 0,
   /** The market and instant of the last book asked for (a release where the press was asks nothing). */
   requested: null,
   onChange: () => {},
@@ -30,7 +42,8 @@ async function rangeOf(x) {
   const now = Date.now();
   let from, to;
   if (span) {
-    from = now - span; to = now;
+    from = now - span;
+    to = now;
   } else {
     const cov = (await api(marketRoutes(x).coverage)).data;
     const books = cov.datasets?.books;
@@ -39,24 +52,33 @@ async function rangeOf(x) {
     to = cov.connected ? now : Date.parse(books.last_time) + 1000;
   }
   // A shared view's instant outside the range widens it rather than hiding the cursor.
-  if (view.asOf !== null) { from = Math.min(from, view.asOf - 1000); to = Math.max(to, view.asOf + 1000); }
+  if (view.asOf !== null) {
+    from = Math.min(from, view.asOf - 1000);
+    to = Math.max(to, view.asOf + 1000);
+  }
   return { from, to: Math.max(to, from + 10_000) };
 }
 
 export async function loadTimeline() {
-  const x = view.x, seq = ++view.historySeq;
+  const x = view.x,
+    seq = ++view.historySeq;
   if (!x) return;
   $('history-info').textContent = '(loading…)';
   try {
     const range = await rangeOf(x);
     if (seq !== view.historySeq) return;
-    if (!range) { $('history').innerHTML = '<p class="hint">Nothing recorded for this market yet.</p>'; $('history-info').textContent = ''; return; }
+    if (!range) {
+      $('history').innerHTML = '<p class="hint">Nothing recorded for this market yet.</p>';
+      $('history-info').textContent = '';
+      return;
+    }
     const model = await loadHistory(x, range.from, range.to);
     if (seq !== view.historySeq) return;
     view.model = model;
     view.loadedAt = Date.now();
     redrawHistory();
-    $('history-info').textContent = `(${isoOf(model.from).slice(0, 19)} – ${isoOf(model.to).slice(0, 19)} UTC · ${model.points} snapshots at ${model.interval})`;
+    $('history-info').textContent =
+      `(${isoOf(model.from).slice(0, 19)} – ${isoOf(model.to).slice(0, 19)} UTC · ${model.points} snapshots at ${model.interval})`;
     $('history').dataset.ready = String(seq);
   } catch (e) {
     if (seq === view.historySeq) $('history-info').textContent = `(timeline unavailable: ${e.message})`;
@@ -75,7 +97,9 @@ export function showBook(snap, how) {
   view.updates += 1;
   $('depth').dataset.updates = String(view.updates);
   const t = snap?.receive_time ?? snap?.observed_time ?? '';
-  $('depth-info').textContent = n ? `(${n} levels, seq ${snap.seq ?? '?'}, ${how} ${String(t).slice(11, 23)}${snap.stale ? ', stale' : ''})` : '';
+  $('depth-info').textContent = n
+    ? `(${n} levels, seq ${snap.seq ?? '?'}, ${how} ${String(t).slice(11, 23)}${snap.stale ? ', stale' : ''})`
+    : '';
   $('book-state').textContent = 'live: the newest recorded book, kept current by the stream';
 }
 
@@ -94,7 +118,11 @@ export async function goLive() {
     const snap = Array.isArray(body.data) ? body.data[0] : body.data;
     if (view.x === x && view.asOf === null) showBook(snap, 'REST');
   } catch (e) {
-    if (view.x === x) { drawDepth($('depth'), null); renderLevels($('levels'), x, null); $('depth-info').textContent = `(${e.message})`; }
+    if (view.x === x) {
+      drawDepth($('depth'), null);
+      renderLevels($('levels'), x, null);
+      $('depth-info').textContent = `(${e.message})`;
+    }
   }
 }
 
@@ -110,7 +138,8 @@ export function scrubTo(t, final = true) {
 }
 
 async function showInstant(t) {
-  const x = view.x, seq = ++view.scrubSeq;
+  const x = view.x,
+    seq = ++view.scrubSeq;
   view.requested = { x, t };
   $('book-state').textContent = `loading the book as of ${isoOf(t)} UTC…`;
   try {
@@ -121,7 +150,13 @@ async function showInstant(t) {
       const n = paintBook(els(), x, answer.snap, view.outcome);
       $('depth-info').textContent = `(${n} levels, seq ${answer.snap.seq}, as of ${isoOf(t).slice(11, 23)})`;
     } else {
-      drawDepth($('depth'), null, answer.state === 'gap' ? `no book: inside a gap (${answer.gap?.reason ?? 'feed lost'})` : 'nothing recorded at or before this instant');
+      drawDepth(
+        $('depth'),
+        null,
+        answer.state === 'gap'
+          ? `no book: inside a gap (${answer.gap?.reason ?? 'feed lost'})`
+          : 'nothing recorded at or before this instant',
+      );
       renderLevels($('levels'), x, null);
       $('depth-info').textContent = `(no book as of ${isoOf(t).slice(11, 23)})`;
     }
@@ -144,7 +179,10 @@ export async function step(dir) {
   try {
     const at = await neighbourChange(x, dir, dir < 0 ? (shown ?? t + 1) : t);
     if (view.x !== x) return;
-    if (at === null) { $('book-state').textContent = dir < 0 ? 'no earlier recorded change' : 'no later recorded change (yet)'; return; }
+    if (at === null) {
+      $('book-state').textContent = dir < 0 ? 'no earlier recorded change' : 'no later recorded change (yet)';
+      return;
+    }
     scrubTo(at);
   } catch (e) {
     $('book-state').textContent = `step failed: ${e.message}`;
@@ -154,7 +192,8 @@ export async function step(dir) {
 async function loadCoverage() {
   const x = view.x;
   if (!x) return;
-  const to = Date.now(), from = to - COVERAGE_MS;
+  const to = Date.now(),
+    from = to - COVERAGE_MS;
   try {
     const body = await api(`${marketRoutes(x).coverage}&start_time=${from}&end_time=${to}`);
     if (view.x !== x) return;
@@ -211,7 +250,8 @@ export function openMarket(x, asOf = null) {
   void loadCoverage();
   void loadTimeline();
   view.onChange();
-  if (asOf === null) void goLive(); else scrubTo(asOf);
+  if (asOf === null) void goLive();
+  else scrubTo(asOf);
   subscribe();
 }
 
@@ -219,7 +259,8 @@ let nextId = 1;
 function subscription(x, op = 'subscribe') {
   const msg = { op, id: nextId++, channel: 'book', family: x.family };
   if (x.family === 'coin') msg.coin = x.coin;
-  if (x.family === 'yesno-exchange') msg.ticker = x.id; else msg.market_id = x.id;
+  if (x.family === 'yesno-exchange') msg.ticker = x.id;
+  else msg.market_id = x.id;
   return msg;
 }
 
@@ -237,17 +278,30 @@ function subscribe() {
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v3/stream?api_key=${encodeURIComponent(sessionStorage.getItem('pmtape.key') ?? '')}`;
   const ws = new WebSocket(url);
   view.ws = ws;
-  ws.onopen = () => { view.wsRetry = 0; $('stream-state').textContent = '· live'; ws.current = null; subscribe(); };
+  ws.onopen = () => {
+    view.wsRetry = 0;
+    $('stream-state').textContent = '· live';
+    ws.current = null;
+    subscribe();
+  };
   ws.onmessage = (ev) => {
     let msg;
-    try { msg = JSON.parse(ev.data); } catch { return; }
+    try {
+      msg = JSON.parse(ev.data);
+    } catch {
+      return;
+    }
     const cur = view.x;
     if (!cur) return;
     const id = msg.data?.market_id ?? msg.data?.ticker ?? msg.market_id ?? msg.ticker;
     // A book after a gap means the feed is back: the state line says so, not the gap of before.
-    if (msg.type === 'book' && id === cur.id) { $('stream-state').textContent = '· live'; showBook(msg.data, 'live'); }
-    else if (msg.type === 'gap' && (id === undefined || id === cur.id)) { $('stream-state').textContent = `· gap: ${msg.reason ?? msg.data?.reason ?? 'feed lost'}`; void loadCoverage(); }
-    else if (msg.type === 'error') $('stream-state').textContent = `· stream error: ${msg.error?.message ?? ''}`;
+    if (msg.type === 'book' && id === cur.id) {
+      $('stream-state').textContent = '· live';
+      showBook(msg.data, 'live');
+    } else if (msg.type === 'gap' && (id === undefined || id === cur.id)) {
+      $('stream-state').textContent = `· gap: ${msg.reason ?? msg.data?.reason ?? 'feed lost'}`;
+      void loadCoverage();
+    } else if (msg.type === 'error') $('stream-state').textContent = `· stream error: ${msg.error?.message ?? ''}`;
   };
   ws.onclose = () => {
     if (view.ws !== ws) return;
@@ -282,10 +336,17 @@ export function wireMarketView() {
     if (t !== null && !(view.requested?.x === view.x && view.requested?.t === t)) scrubTo(t);
   };
   host.addEventListener('pointerup', release);
-  host.addEventListener('pointercancel', () => { view.dragging = false; });
+  host.addEventListener('pointercancel', () => {
+    view.dragging = false;
+  });
   const keys = (ev) => {
-    if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight') { ev.preventDefault(); void step(ev.key === 'ArrowLeft' ? -1 : 1); }
-    else if (ev.key === 'Escape' || ev.key === 'l') { ev.preventDefault(); void goLive(); }
+    if (ev.key === 'ArrowLeft' || ev.key === 'ArrowRight') {
+      ev.preventDefault();
+      void step(ev.key === 'ArrowLeft' ? -1 : 1);
+    } else if (ev.key === 'Escape' || ev.key === 'l') {
+      ev.preventDefault();
+      void goLive();
+    }
   };
   host.addEventListener('keydown', keys);
   $('book-view').addEventListener('keydown', keys);

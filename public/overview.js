@@ -25,12 +25,16 @@ export function daysOf(from, to) {
 export function dayCells(data, days, openUntil) {
   const clip = (s, e, d) => Math.max(0, Math.min(e, d + DAY) - Math.max(s, d));
   return days.map((d) => {
-    let recorded = 0, gap = 0;
+    let recorded = 0,
+      gap = 0;
     const reasons = new Set();
     for (const iv of data.intervals ?? []) recorded += clip(Date.parse(iv.start), Date.parse(iv.end), d);
     for (const g of data.gaps ?? []) {
       const ms = clip(Date.parse(g.start), g.end ? Date.parse(g.end) : openUntil, d);
-      if (ms > 0) { gap += ms; reasons.add(g.reason); }
+      if (ms > 0) {
+        gap += ms;
+        reasons.add(g.reason);
+      }
     }
     const state = recorded + gap === 0 ? 'none' : gap === 0 ? 'complete' : 'partial';
     return { day: d, recorded, gap, reasons: [...reasons], state };
@@ -47,14 +51,20 @@ export function colourOf(cell) {
 }
 
 const pct = (x) => `${(x * 100).toFixed(x > 0.999 && x < 1 ? 2 : 1)}%`;
-const dur = (ms) => (ms >= 3_600_000 ? `${(ms / 3_600_000).toFixed(1)} h` : ms >= 60_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 1000).toFixed(1)} s`);
+const dur = (ms) =>
+  ms >= 3_600_000 ? `${(ms / 3_600_000).toFixed(1)} h` : ms >= 60_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 1000).toFixed(1)} s`;
 
 /** Runs `fn` over `items`, `n` at a time. */
 async function pool(items, n, fn) {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) { const i = next++; await fn(items[i], i); }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        await fn(items[i], i);
+      }
+    }),
+  );
 }
 
 /** The end of a gap still open in a coverage answer (see dayCells). */
@@ -76,16 +86,26 @@ export async function loadFamilyStrip(el, family, { label, windowEnd, onPick }) 
     el.innerHTML = `<p class="hint">${esc(e instanceof ApiError && e.status === 403 ? e.message : `coverage unavailable: ${e.message}`)}</p>`;
     return 0;
   }
-  const recorded = list.filter((e) => e.datasets?.books).sort((a, b) => b.datasets.books.last_time.localeCompare(a.datasets.books.last_time));
+  const recorded = list
+    .filter((e) => e.datasets?.books)
+    .sort((a, b) => b.datasets.books.last_time.localeCompare(a.datasets.books.last_time));
   const rows = recorded.slice(0, MAX_ROWS);
-  if (rows.length === 0) { el.innerHTML = '<p class="hint">No books recorded yet.</p>'; return 0; }
+  if (rows.length === 0) {
+    el.innerHTML = '<p class="hint">No books recorded yet.</p>';
+    return 0;
+  }
   const now = Date.now();
-  const days = daysOf(Math.min(...rows.map((e) => Date.parse(e.datasets.books.first_time))), Math.max(...rows.map((e) => Date.parse(e.datasets.books.last_time))));
+  const days = daysOf(
+    Math.min(...rows.map((e) => Date.parse(e.datasets.books.first_time))),
+    Math.max(...rows.map((e) => Date.parse(e.datasets.books.last_time))),
+  );
   const idParam = family === 'yesno-exchange' ? 'ticker' : 'market_id';
   const cells = new Array(rows.length);
   await pool(rows, 4, async (e, i) => {
     try {
-      const body = await api(`/v3/coverage?family=${family}&${idParam}=${encodeURIComponent(e.market_id)}&start_time=${days[0]}&end_time=${Math.min(now, days[days.length - 1] + DAY)}`);
+      const body = await api(
+        `/v3/coverage?family=${family}&${idParam}=${encodeURIComponent(e.market_id)}&start_time=${days[0]}&end_time=${Math.min(now, days[days.length - 1] + DAY)}`,
+      );
       cells[i] = dayCells(body.data, days, openUntil(body.data, windowEnd(e.market_id), now));
     } catch (err) {
       // Unknown is not "nothing recorded": the cell says why it is empty.
@@ -93,14 +113,27 @@ export async function loadFamilyStrip(el, family, { label, windowEnd, onPick }) 
     }
   });
   const head = days.map((d) => `<th scope="col">${new Date(d).toISOString().slice(5, 10)}</th>`).join('');
-  const body = rows.map((e, i) => `<tr><th scope="row"><button type="button" class="pick" data-id="${esc(e.market_id)}">${esc(label(e.market_id))}</button></th>${
-    cells[i].map((c) => {
-      const total = c.recorded + c.gap;
-      const title = c.state === 'unknown' ? `coverage unavailable: ${c.error}` : c.state === 'none' ? 'nothing recorded'
-        : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${c.gap ? `, gaps ${dur(c.gap)}: ${c.reasons.join(', ')}` : ''}`;
-      return `<td class="cell" data-state="${c.state}" data-date="${new Date(c.day).toISOString().slice(0, 10)}" data-market="${esc(e.market_id)}" style="background:${colourOf(c)}" title="${esc(`${label(e.market_id)} · ${new Date(c.day).toISOString().slice(0, 10)}: ${title}`)}"></td>`;
-    }).join('')}</tr>`).join('');
-  const more = recorded.length > rows.length ? `<p class="meta">The ${rows.length} most recently recorded of ${recorded.length} markets.</p>` : '';
+  const body = rows
+    .map(
+      (e, i) =>
+        `<tr><th scope="row"><button type="button" class="pick" data-id="${esc(e.market_id)}">${esc(label(e.market_id))}</button></th>${cells[
+          i
+        ]
+          .map((c) => {
+            const total = c.recorded + c.gap;
+            const title =
+              c.state === 'unknown'
+                ? `coverage unavailable: ${c.error}`
+                : c.state === 'none'
+                  ? 'nothing recorded'
+                  : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${c.gap ? `, gaps ${dur(c.gap)}: ${c.reasons.join(', ')}` : ''}`;
+            return `<td class="cell" data-state="${c.state}" data-date="${new Date(c.day).toISOString().slice(0, 10)}" data-market="${esc(e.market_id)}" style="background:${colourOf(c)}" title="${esc(`${label(e.market_id)} · ${new Date(c.day).toISOString().slice(0, 10)}: ${title}`)}"></td>`;
+          })
+          .join('')}</tr>`,
+    )
+    .join('');
+  const more =
+    recorded.length > rows.length ? `<p class="meta">The ${rows.length} most recently recorded of ${recorded.length} markets.</p>` : '';
   el.innerHTML = `<table class="heat"><thead><tr><th></th>${head}</tr></thead><tbody>${body}</tbody></table>${more}`;
   for (const b of el.querySelectorAll('button.pick')) b.addEventListener('click', () => onPick(b.dataset.id));
   for (const td of el.querySelectorAll('td.cell')) td.addEventListener('click', () => onPick(td.dataset.market));

@@ -40,7 +40,11 @@ export const RECORDER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const ARCHIVE_KEYS = ['url', 'endpoint', 'region', 'path_style', 'max_lag_days', 'recorder_id'];
 
 /** Parses `s3://bucket/prefix`; `field` names where it came from in the error. */
-export function parseArchiveUrl(text: string, field: string, fail: Fail = (f, why) => new Error(`config: ${f} ${why}`)): { bucket: string; prefix: string } {
+export function parseArchiveUrl(
+  text: string,
+  field: string,
+  fail: Fail = (f, why) => new Error(`config: ${f} ${why}`),
+): { bucket: string; prefix: string } {
   const m = /^s3:\/\/([^/]+)(?:\/(.*))?$/.exec(text.trim());
   const why = `must look like s3://<bucket>/<prefix> (e.g. s3://my-archive/pmtape), got "${text.slice(0, 80)}"`;
   if (!m) throw fail(field, why);
@@ -59,13 +63,23 @@ function recorderIdOf(v: unknown, envText: string | undefined, fail: Fail): stri
   const id = env ?? v;
   if (id === undefined || id === null) return null;
   if (typeof id !== 'string' || !RECORDER_ID.test(id)) {
-    throw fail(field, `must be 1-64 letters, digits, "_" or "-" (a letter or digit first), like "rec-a", got ${JSON.stringify(id).slice(0, 80)}`);
+    throw fail(
+      field,
+      `must be 1-64 letters, digits, "_" or "-" (a letter or digit first), like "rec-a", got ${JSON.stringify(id).slice(0, 80)}`,
+    );
   }
   return id;
 }
 
-export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpointText: string | undefined, fail: Fail, envRecorderText?: string): ArchiveConfig | null {
-  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v))) throw fail('storage.archive', 'must be an object like {"url": "s3://bucket/prefix"}');
+export function archiveOf(
+  v: unknown,
+  envUrlText: string | undefined,
+  envEndpointText: string | undefined,
+  fail: Fail,
+  envRecorderText?: string,
+): ArchiveConfig | null {
+  if (v !== undefined && v !== null && (typeof v !== 'object' || Array.isArray(v)))
+    throw fail('storage.archive', 'must be an object like {"url": "s3://bucket/prefix"}');
   const o = (v ?? {}) as Record<string, unknown>;
   for (const k of Object.keys(o)) {
     if (!ARCHIVE_KEYS.includes(k)) throw fail(`storage.archive.${k}`, `is not a known field (known: ${ARCHIVE_KEYS.join(', ')})`);
@@ -73,10 +87,15 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
   const envUrl = envUrlText?.trim() || undefined;
   const envEndpoint = envEndpointText?.trim() || undefined;
   if (o.url !== undefined && typeof o.url !== 'string') throw fail('storage.archive.url', 'must be a string like "s3://bucket/prefix"');
-  const url = envUrl ?? (o.url);
+  const url = envUrl ?? o.url;
   if (url === undefined) {
-    if (envEndpoint !== undefined) throw fail('PMTAPE_ARCHIVE_ENDPOINT', 'is set but no archive is: set PMTAPE_ARCHIVE_URL (or storage.archive.url) too');
-    if (envRecorderText?.trim()) throw fail('PMTAPE_RECORDER_ID', 'is set but no archive is: a recorder id names a recorder in a shared archive; set PMTAPE_ARCHIVE_URL too');
+    if (envEndpoint !== undefined)
+      throw fail('PMTAPE_ARCHIVE_ENDPOINT', 'is set but no archive is: set PMTAPE_ARCHIVE_URL (or storage.archive.url) too');
+    if (envRecorderText?.trim())
+      throw fail(
+        'PMTAPE_RECORDER_ID',
+        'is set but no archive is: a recorder id names a recorder in a shared archive; set PMTAPE_ARCHIVE_URL too',
+      );
     if (v !== undefined && v !== null) throw fail('storage.archive.url', 'is missing: an archive needs "url": "s3://bucket/prefix"');
     return null;
   }
@@ -90,7 +109,11 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
     } catch {
       ok = false;
     }
-    if (!ok) throw fail(endpointField, `must be an http(s):// URL like https://<account>.r2.cloudflarestorage.com, got ${JSON.stringify(endpoint).slice(0, 80)}`);
+    if (!ok)
+      throw fail(
+        endpointField,
+        `must be an http(s):// URL like https://<account>.r2.cloudflarestorage.com, got ${JSON.stringify(endpoint).slice(0, 80)}`,
+      );
   }
   if (o.region !== undefined && (typeof o.region !== 'string' || !/^[a-z0-9-]{1,40}$/.test(o.region))) {
     throw fail('storage.archive.region', 'must be a region name like "us-east-1" (R2: "auto")');
@@ -101,10 +124,9 @@ export function archiveOf(v: unknown, envUrlText: string | undefined, envEndpoin
     bucket,
     prefix,
     endpoint: endpoint === null ? null : endpoint.replace(/\/+$/, ''),
-    region: (o.region) ?? 'us-east-1',
-    pathStyle: (o.path_style) ?? endpoint !== null,
+    region: o.region ?? 'us-east-1',
+    pathStyle: o.path_style ?? endpoint !== null,
     maxLagDays: o.max_lag_days === undefined ? 2 : lagDays(o.max_lag_days, fail),
     recorderId: recorderIdOf(o.recorder_id, envRecorderText, fail),
   });
 }
-

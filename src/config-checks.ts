@@ -22,7 +22,10 @@ export function parseRateLimits(text: string): { readonly free: RateLimit; reado
     if (!m) throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part}"; expected e.g. free=60/m,paid=3000/m or off`);
     // A zero count or window would refuse every request of the plan: `off` is how limits are disabled.
     if (Number(m[2]) < 1 || m[3] === '0' || /^0+$/.test(m[3])) {
-      throw new ConfigError('PMTAPE_RATE_LIMITS', `has "${part.trim()}"; the count and window must be at least 1 (form PLAN=COUNT/[N]s|m|h, e.g. free=60/m,paid=3000/m; use off to disable limits)`);
+      throw new ConfigError(
+        'PMTAPE_RATE_LIMITS',
+        `has "${part.trim()}"; the count and window must be at least 1 (form PLAN=COUNT/[N]s|m|h, e.g. free=60/m,paid=3000/m; use off to disable limits)`,
+      );
     }
     const unit = { s: 1000, m: 60_000, h: 3_600_000 }[m[4] as 's' | 'm' | 'h'];
     out[m[1]] = { max: Number(m[2]), windowMs: (m[3] ? Number(m[3]) : 1) * unit };
@@ -54,7 +57,8 @@ export function tooDeep(v: unknown): string | null {
     const { v: x, depth, at } = stack.pop()!;
     if (typeof x !== 'object' || x === null) continue;
     if (depth >= MAX_CONFIG_DEPTH) return at || '(top)';
-    for (const [k, child] of Object.entries(x)) stack.push({ v: child, depth: depth + 1, at: Array.isArray(x) ? `${at}[${k}]` : at ? `${at}.${k}` : k });
+    for (const [k, child] of Object.entries(x))
+      stack.push({ v: child, depth: depth + 1, at: Array.isArray(x) ? `${at}[${k}]` : at ? `${at}.${k}` : k });
   }
   return null;
 }

@@ -250,15 +250,18 @@ const SERVER_LIMIT_NAMES: Record<keyof ServerLimits, readonly [string, string]> 
 
 /** Server limits: env over the config file's `server` object over the defaults; positive integers. */
 export function serverLimits(file: unknown, env: NodeJS.ProcessEnv): ServerLimits {
-  if (file !== undefined && (typeof file !== 'object' || file === null || Array.isArray(file))) throw new ConfigError('server', 'must be an object');
+  if (file !== undefined && (typeof file !== 'object' || file === null || Array.isArray(file)))
+    throw new ConfigError('server', 'must be an object');
   const f = (file ?? {}) as Record<string, unknown>;
   const fields = Object.values(SERVER_LIMIT_NAMES).map(([k]) => k);
-  for (const k of Object.keys(f)) if (!fields.includes(k)) throw new ConfigError(`server.${k}`, `is not a known field (known: ${fields.join(', ')})`);
+  for (const k of Object.keys(f))
+    if (!fields.includes(k)) throw new ConfigError(`server.${k}`, `is not a known field (known: ${fields.join(', ')})`);
   const out: Record<string, number> = { ...DEFAULT_SERVER_LIMITS };
   for (const [name, [field, variable]] of Object.entries(SERVER_LIMIT_NAMES)) {
     const text = env[variable];
     if (text !== undefined && text.trim() !== '') {
-      if (!/^\d+$/.test(text.trim()) || Number(text) < 1) throw new ConfigError(variable, `must be a whole number ≥ 1, got "${text.slice(0, 40)}"`);
+      if (!/^\d+$/.test(text.trim()) || Number(text) < 1)
+        throw new ConfigError(variable, `must be a whole number ≥ 1, got "${text.slice(0, 40)}"`);
       out[name] = Number(text);
     } else if (f[field] !== undefined) {
       if (!Number.isInteger(f[field]) || (f[field] as number) < 1) throw new ConfigError(`server.${field}`, 'must be a whole number ≥ 1');
@@ -309,7 +312,8 @@ function num(v: unknown, field: string, min: number): number {
 }
 
 function threads(v: unknown, field: string): 1 | 2 {
-  if (v !== 1 && v !== 2) throw new ConfigError(field, 'must be 1 or 2 (2 builds book_snapshots in a helper thread beside the record datasets)');
+  if (v !== 1 && v !== 2)
+    throw new ConfigError(field, 'must be 1 or 2 (2 builds book_snapshots in a helper thread beside the record datasets)');
   return v;
 }
 
@@ -349,7 +353,11 @@ export function readConfigFile(path: string): Record<string, unknown> {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(path, 'must hold a JSON object');
   const deep = tooDeep(parsed);
-  if (deep !== null) throw new ConfigError(path, `nests deeper than ${MAX_CONFIG_DEPTH} levels (at ${deep}); a pmtape config is at most a few levels deep: fix that field`);
+  if (deep !== null)
+    throw new ConfigError(
+      path,
+      `nests deeper than ${MAX_CONFIG_DEPTH} levels (at ${deep}); a pmtape config is at most a few levels deep: fix that field`,
+    );
   for (const k of Object.keys(parsed)) {
     if (!FILE_KEYS.includes(k)) throw new ConfigError(k, `is not a known field (known: ${FILE_KEYS.join(', ')})`);
   }
@@ -363,7 +371,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   const ups = (file.upstreams ?? {}) as Record<string, unknown>;
   if (typeof ups !== 'object' || Array.isArray(ups)) throw new ConfigError('upstreams', 'must be an object');
   for (const k of Object.keys(ups)) {
-    if (!['clob', 'catalog', 'yesno', 'wallet'].includes(k)) throw new ConfigError(`upstreams.${k}`, 'is not a kind (clob, catalog, yesno, wallet)');
+    if (!['clob', 'catalog', 'yesno', 'wallet'].includes(k))
+      throw new ConfigError(`upstreams.${k}`, 'is not a kind (clob, catalog, yesno, wallet)');
   }
   const st = (file.storage ?? {}) as Record<string, unknown>;
   let shard: Config['shard'] = null;
@@ -398,18 +407,30 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     storage: {
       fsyncIntervalMs: st.fsync_interval_ms === undefined ? 50 : num(st.fsync_interval_ms, 'storage.fsync_interval_ms', 0),
       fsyncMaxRecords: st.fsync_max_records === undefined ? 1000 : num(st.fsync_max_records, 'storage.fsync_max_records', 1),
-      checkpointEveryDeltas: st.checkpoint_every_deltas === undefined ? 500 : num(st.checkpoint_every_deltas, 'storage.checkpoint_every_deltas', 1),
+      checkpointEveryDeltas:
+        st.checkpoint_every_deltas === undefined ? 500 : num(st.checkpoint_every_deltas, 'storage.checkpoint_every_deltas', 1),
       checkpointEveryMs: st.checkpoint_every_ms === undefined ? 60_000 : num(st.checkpoint_every_ms, 'storage.checkpoint_every_ms', 100),
       retentionDays: st.retention_days === undefined ? 7 : num(st.retention_days, 'storage.retention_days', 0),
       compactGraceMs: st.compact_grace_ms === undefined ? 3_600_000 : num(st.compact_grace_ms, 'storage.compact_grace_ms', 0),
       compactionThreads: st.compaction_threads === undefined ? null : threads(st.compaction_threads, 'storage.compaction_threads'),
-      indexCacheBytes: env.PMTAPE_INDEX_CACHE_BYTES === undefined ? 64 * 1024 * 1024 : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
+      indexCacheBytes:
+        env.PMTAPE_INDEX_CACHE_BYTES === undefined
+          ? 64 * 1024 * 1024
+          : num(Number(env.PMTAPE_INDEX_CACHE_BYTES), 'PMTAPE_INDEX_CACHE_BYTES', 0),
       minFreeBytes: st.min_free_bytes === undefined ? DEFAULT_MIN_FREE_BYTES : num(st.min_free_bytes, 'storage.min_free_bytes', 0),
-      archive: archiveOf(st.archive, env.PMTAPE_ARCHIVE_URL, env.PMTAPE_ARCHIVE_ENDPOINT, (f, why) => new ConfigError(f, why), env.PMTAPE_RECORDER_ID),
-      archiveCacheBytes: st.archive_cache_bytes === undefined ? 1024 * 1024 * 1024 : num(st.archive_cache_bytes, 'storage.archive_cache_bytes', 0),
+      archive: archiveOf(
+        st.archive,
+        env.PMTAPE_ARCHIVE_URL,
+        env.PMTAPE_ARCHIVE_ENDPOINT,
+        (f, why) => new ConfigError(f, why),
+        env.PMTAPE_RECORDER_ID,
+      ),
+      archiveCacheBytes:
+        st.archive_cache_bytes === undefined ? 1024 * 1024 * 1024 : num(st.archive_cache_bytes, 'storage.archive_cache_bytes', 0),
     },
     staleAfterMs: file.stale_after_ms === undefined ? 30_000 : num(file.stale_after_ms, 'stale_after_ms', 100),
-    latestRecheckMs: env.PMTAPE_LATEST_RECHECK_MS === undefined ? 1000 : num(Number(env.PMTAPE_LATEST_RECHECK_MS), 'PMTAPE_LATEST_RECHECK_MS', 0),
+    latestRecheckMs:
+      env.PMTAPE_LATEST_RECHECK_MS === undefined ? 1000 : num(Number(env.PMTAPE_LATEST_RECHECK_MS), 'PMTAPE_LATEST_RECHECK_MS', 0),
     gcMetrics: onOff(env.PMTAPE_GC_METRICS, 'PMTAPE_GC_METRICS', false),
     recorders: recorderTuning(file.recorders),
     configFile: configFile ? resolve(configFile) : null,

@@ -40,12 +40,26 @@ export const notFound = (what: string): PmtapeError => new PmtapeError('not_foun
 
 /** Codes of recorder errors (labels of `pmtape_recorder_errors_total`). */
 export type RecorderErrorCode =
-  | 'connect' | 'disconnected' | 'stale' | 'http_429' | 'http_5xx' | 'http_4xx' | 'timeout'
-  | 'malformed' | 'unknown_type' | 'sequence_gap' | 'write' | 'internal';
+  | 'connect'
+  | 'disconnected'
+  | 'stale'
+  | 'http_429'
+  | 'http_5xx'
+  | 'http_4xx'
+  | 'timeout'
+  | 'malformed'
+  | 'unknown_type'
+  | 'sequence_gap'
+  | 'write'
+  | 'internal';
 
 /** What a recorder reports to its error callback; the recorder keeps running. */
 export class RecorderError extends Error {
-  constructor(readonly code: RecorderErrorCode, message: string, readonly detail?: unknown) {
+  constructor(
+    readonly code: RecorderErrorCode,
+    message: string,
+    readonly detail?: unknown,
+  ) {
     super(message);
     this.name = 'RecorderError';
   }
@@ -53,7 +67,11 @@ export class RecorderError extends Error {
 
 /** Errors of the storage and recorder layers (not user-facing HTTP errors). */
 export class StorageError extends Error {
-  constructor(message: string, readonly file?: string, readonly offset?: number) {
+  constructor(
+    message: string,
+    readonly file?: string,
+    readonly offset?: number,
+  ) {
     super(message);
     this.name = 'StorageError';
   }
@@ -69,7 +87,12 @@ export const DISK_ERROR_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT'
  */
 export class DiskError extends StorageError {
   /** `firstLostMs`: recv_ts of the first record that was not kept (null when none was refused). */
-  constructor(message: string, readonly errno: string, readonly firstLostMs: number | null = null, file?: string) {
+  constructor(
+    message: string,
+    readonly errno: string,
+    readonly firstLostMs: number | null = null,
+    file?: string,
+  ) {
     super(message, file);
     this.name = 'DiskError';
   }
@@ -77,7 +100,10 @@ export class DiskError extends StorageError {
 
 /** Raised when a second writer tries to open a log another live process holds. */
 export class LockedError extends StorageError {
-  constructor(file: string, readonly holderPid: number) {
+  constructor(
+    file: string,
+    readonly holderPid: number,
+  ) {
     super(
       `${file} is locked by process ${holderPid}: another recorder is writing this market. ` +
         `Give each record process disjoint markets (config "shard") or stop the other one.`,

@@ -123,7 +123,7 @@ export const datasetsSkippedEntries = new client.Counter({
 // Compaction inside `start` (set from its worker's messages; `pmtape compact` prints the same).
 export const compactionQuarantined = new client.Counter({
   name: 'pmtape_compaction_quarantined_records_total',
-  help: 'Records compaction set aside in a partition\'s _quarantine.jsonl (a value its columns cannot hold exactly), by family and dataset',
+  help: "Records compaction set aside in a partition's _quarantine.jsonl (a value its columns cannot hold exactly), by family and dataset",
   labelNames: ['family', 'dataset'] as const,
   registers: [registry],
 });

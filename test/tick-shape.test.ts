@@ -73,9 +73,14 @@ t.test('full collections make the literal megamorphic without the module, never 
   // If this fails, the runtime no longer drops the transitions and tick-shape.ts can go.
   t.ok(without.includes('MEGAMORPHIC'), `without the module a slot goes megamorphic (${without.join(' ')})`);
 
-  const kept = literalSlotStates(await runNode(dir, [...NATIVES, '--input-type=module', '-e', churn(`await import(${JSON.stringify(TICK_SHAPE)});`)]));
+  const kept = literalSlotStates(
+    await runNode(dir, [...NATIVES, '--input-type=module', '-e', churn(`await import(${JSON.stringify(TICK_SHAPE)});`)]),
+  );
   t.ok(kept.length >= 3, `slots shown (${kept.join(' ')})`);
-  t.ok(kept.every((s) => s === 'MONOMORPHIC'), `every slot monomorphic with the module (${kept.join(' ')})`);
+  t.ok(
+    kept.every((s) => s === 'MONOMORPHIC'),
+    `every slot monomorphic with the module (${kept.join(' ')})`,
+  );
 });
 
 t.test('a real serve keeps the literal monomorphic after start, requests and full collections', async (t) => {
@@ -85,7 +90,9 @@ t.test('a real serve keeps the literal monomorphic after start, requests and ful
   // literal megamorphic when nothing keeps its maps), then nextTick's feedback dumped twice (see
   // runNode), then a marker.
   const probe = join(dir, 'probe.mjs');
-  writeFileSync(probe, `process.on('SIGUSR2', async () => {
+  writeFileSync(
+    probe,
+    `process.on('SIGUSR2', async () => {
   for (let i = 0; i < 4; i++) {
     globalThis.gc();
     for (let j = 0; j < 20; j++) await new Promise((r) => process.nextTick(r));
@@ -93,13 +100,18 @@ t.test('a real serve keeps the literal monomorphic after start, requests and ful
   %DebugPrint(process.nextTick);
   %DebugPrint(process.nextTick);
   process.stdout.write('probe-done\\n');
-});\n`);
+});\n`,
+  );
   const outPath = join(dir, 'stdout.txt');
   const outFd = openSync(outPath, 'w');
-  const proc = spawn(process.execPath, [...NATIVES, '--import', pathToFileURL(probe).href, CLI, 'serve', '--data-dir', join(dir, 'data'), '--port', '0'], {
-    env: plainEnv({ PMTAPE_LOG_LEVEL: 'warn', PMTAPE_RATE_LIMITS: 'off' }),
-    stdio: ['ignore', outFd, 'ignore'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [...NATIVES, '--import', pathToFileURL(probe).href, CLI, 'serve', '--data-dir', join(dir, 'data'), '--port', '0'],
+    {
+      env: plainEnv({ PMTAPE_LOG_LEVEL: 'warn', PMTAPE_RATE_LIMITS: 'off' }),
+      stdio: ['ignore', outFd, 'ignore'],
+    },
+  );
   closeSync(outFd);
   t.teardown(() => void proc.kill('SIGKILL'));
   const exited = new Promise((r) => proc.on('exit', r));
@@ -127,5 +139,8 @@ t.test('a real serve keeps the literal monomorphic after start, requests and ful
   const out = readFileSync(outPath, 'utf8');
   const states = literalSlotStates(out.replace('probe-done\n', ''));
   t.ok(states.length >= 3, `slots shown (${states.join(' ')})`, { tail: out.slice(-3000) });
-  t.ok(states.every((s) => s === 'MONOMORPHIC'), `every slot monomorphic in serve (${states.join(' ')})`);
+  t.ok(
+    states.every((s) => s === 'MONOMORPHIC'),
+    `every slot monomorphic in serve (${states.join(' ')})`,
+  );
 });

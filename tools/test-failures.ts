@@ -65,7 +65,10 @@ const found = tapFiles(root).flatMap((file) => {
   const text = readFileSync(file, 'utf8');
   const failed = failures(text);
   // A file killed by tap's timeout, or one whose process crashed, ends without its top-level plan.
-  if (!/^1\.\.\d+/m.test(text)) failed.push(`✖ the file ended early (timed out, killed or crashed); its last lines:\n${text.trimEnd().split('\n').slice(-15).join('\n')}`);
+  if (!/^1\.\.\d+/m.test(text))
+    failed.push(
+      `✖ the file ended early (timed out, killed or crashed); its last lines:\n${text.trimEnd().split('\n').slice(-15).join('\n')}`,
+    );
   return failed.length === 0 ? [] : [`\n## ${relative(root, file).replace(/\.tap$/, '')}\n${failed.join('\n')}`];
 });
 process.stdout.write(

@@ -40,7 +40,6 @@ const BOOT_ID = randomBytes(4).toString('hex');
 let requestCount = 0;
 const nextRequestId = (): string => `${BOOT_ID}-${(++requestCount).toString(36)}`;
 
-
 /** Shared services of the read side, reachable from every plugin as `app.pmtape`. */
 export interface Services {
   readonly config: Config;
@@ -87,7 +86,11 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
     cursors: new CursorCodec(await loadCursorSecret(config.dataDir)),
     markets: new MarketsIndex(config.dataDir),
     status: new StatusBoard(config.dataDir),
-    latest: new LatestBooks({ maxBytes: opts.latestCacheBytes, changes: new LogChanges(config.dataDir), recheckMs: config.latestRecheckMs }),
+    latest: new LatestBooks({
+      maxBytes: opts.latestCacheBytes,
+      changes: new LogChanges(config.dataDir),
+      recheckMs: config.latestRecheckMs,
+    }),
     latestBodies: new LatestBodies(),
     log,
     requestLog: requestLog(log),
@@ -131,9 +134,16 @@ export function serverOptions(reqLog: RequestLog | null = null): FastifyServerOp
     // Malformed URL encoding and over-long path segments are caught by the router before any
     // route exists: answer them with the same envelope (400 naming the path) instead of its JSON.
     frameworkErrors: (err, req, reply: FastifyReply) => {
-      const msg = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path segment is longer than 1024 characters.' : 'The URL path is not valid percent-encoding.';
+      const msg =
+        err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? 'A path segment is longer than 1024 characters.'
+          : 'The URL path is not valid percent-encoding.';
       reqLog?.(req, reply.code(400), 0);
-      void reply.code(400).header('x-request-id', req.id).type('application/json; charset=utf-8').send(envelope('invalid_parameter', msg, String(req.id)));
+      void reply
+        .code(400)
+        .header('x-request-id', req.id)
+        .type('application/json; charset=utf-8')
+        .send(envelope('invalid_parameter', msg, String(req.id)));
     },
     // Requests Node's parser refuses (a raw 0xFF in the URL, 16 KiB of headers) get the envelope too.
     clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket) {

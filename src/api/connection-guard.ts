@@ -42,14 +42,20 @@ export class ConnectionGuard {
   private shed = 0;
   private refused = 0;
 
-  constructor(private readonly limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress' | 'headersTimeoutMs'>, private readonly onShed?: (what: 'shed' | 'refused', address: string) => void) {}
+  constructor(
+    private readonly limits: Pick<ServerLimits, 'maxConnections' | 'maxConnectionsPerAddress' | 'headersTimeoutMs'>,
+    private readonly onShed?: (what: 'shed' | 'refused', address: string) => void,
+  ) {}
 
   /** Guards `server` (before it listens). */
   attach(server: Server): void {
     server.headersTimeout = this.limits.headersTimeoutMs;
     // Node requires requestTimeout ≥ headersTimeout when it is set; 0 (Fastify's default) is off.
     if (server.requestTimeout > 0 && server.requestTimeout < server.headersTimeout) server.requestTimeout = server.headersTimeout;
-    (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(CHECK_INTERVAL_MS, this.limits.headersTimeoutMs);
+    (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+      CHECK_INTERVAL_MS,
+      this.limits.headersTimeoutMs,
+    );
     server.on('connection', (s: Socket) => this.admit(s));
     server.on('upgrade', (req: { socket: Socket }) => this.upgraded.add(req.socket));
   }
@@ -80,8 +86,9 @@ export class ConnectionGuard {
   private admit(s: Socket): void {
     const address = s.remoteAddress ?? '';
     let own = this.byAddress.get(address);
-    const room = (!own || own.size < this.limits.maxConnectionsPerAddress || this.shedOldest(own, address))
-      && (this.all.size < this.limits.maxConnections || this.shedOldest(this.all.keys(), address));
+    const room =
+      (!own || own.size < this.limits.maxConnectionsPerAddress || this.shedOldest(own, address)) &&
+      (this.all.size < this.limits.maxConnections || this.shedOldest(this.all.keys(), address));
     if (!room) {
       this.refused++;
       this.onShed?.('refused', address);

@@ -28,12 +28,15 @@ export function redactUrl(url: string): string {
   const path = q < 0 ? url : url.slice(0, q);
   let out = path.replace(KEY_TEXT, REDACTED);
   if (q >= 0) {
-    const parts = url.slice(q + 1).split('&').map((p) => {
-      const eq = p.indexOf('=');
-      const name = eq < 0 ? p : p.slice(0, eq);
-      if (eq >= 0 && SECRET_PARAMS.has(decodedName(name))) return `${name}=${REDACTED}`;
-      return p.replace(KEY_TEXT, REDACTED);
-    });
+    const parts = url
+      .slice(q + 1)
+      .split('&')
+      .map((p) => {
+        const eq = p.indexOf('=');
+        const name = eq < 0 ? p : p.slice(0, eq);
+        if (eq >= 0 && SECRET_PARAMS.has(decodedName(name))) return `${name}=${REDACTED}`;
+        return p.replace(KEY_TEXT, REDACTED);
+      });
     out += `?${parts.join('&')}`;
   }
   return out;

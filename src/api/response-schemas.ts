@@ -33,7 +33,8 @@ export const coverageSchema = {
     gaps: { type: 'array', items: gapSchema },
     sources: {
       type: 'array',
-      description: 'a history merged from several recorders (docs/redundancy.md): the recorded intervals split by the recorder each came from; absent for a single recorder',
+      description:
+        'a history merged from several recorders (docs/redundancy.md): the recorded intervals split by the recorder each came from; absent for a single recorder',
       items: { type: 'object', properties: { start: str, end: str, recorder: { type: ['string', 'null'] } } },
     },
     connected: { type: 'boolean' },
@@ -66,7 +67,9 @@ const ERROR_MEANING: Record<number, string> = {
 
 /** Response schemas of the error envelope for the given statuses (they also serialize the envelope). */
 export const errorResponses = (statuses: readonly number[]): Record<number, object> =>
-  Object.fromEntries(statuses.map((s) => [s, { ...envelopeSchema, description: `error envelope (API.md §2): ${ERROR_MEANING[s] ?? 'see API.md §2'}` }]));
+  Object.fromEntries(
+    statuses.map((s) => [s, { ...envelopeSchema, description: `error envelope (API.md §2): ${ERROR_MEANING[s] ?? 'see API.md §2'}` }]),
+  );
 const ohlcOrNull = {
   type: ['object', 'null'],
   properties: { open: { type: 'number' }, high: { type: 'number' }, low: { type: 'number' }, close: { type: 'number' } },
@@ -77,8 +80,16 @@ const ohlcOrNull = {
 export const candleSchema = {
   type: 'object',
   properties: {
-    start: str, outcome: str, units: str, mid: ohlcOrNull, last_trade: ohlcOrNull, best_bid: numOrNull, best_ask: numOrNull,
-    volume: { type: 'number' }, trades: { type: 'integer' }, gap_seconds: { type: 'number' },
+    start: str,
+    outcome: str,
+    units: str,
+    mid: ohlcOrNull,
+    last_trade: ohlcOrNull,
+    best_bid: numOrNull,
+    best_ask: numOrNull,
+    volume: { type: 'number' },
+    trades: { type: 'integer' },
+    gap_seconds: { type: 'number' },
   },
   required: ['start', 'outcome', 'mid', 'last_trade', 'best_bid', 'best_ask', 'volume', 'trades', 'gap_seconds'],
 } as const;

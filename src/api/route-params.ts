@@ -61,4 +61,6 @@ export function params(names: string[]): object {
 
 /** Path parameters, typed. */
 export const typedParams = <K extends string>(names: readonly K[]): TObject<Record<K, ReturnType<typeof Type.String>>> =>
-  Type.Object(Object.fromEntries(names.map((n) => [n, Type.String({ minLength: 1, maxLength: 200 })])) as Record<K, ReturnType<typeof Type.String>>);
+  Type.Object(
+    Object.fromEntries(names.map((n) => [n, Type.String({ minLength: 1, maxLength: 200 })])) as Record<K, ReturnType<typeof Type.String>>,
+  );

@@ -55,17 +55,20 @@ async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boole
   // Then the replay's own code on the day just decoded (replay/warm-up.ts), `serve` only: `start`
   // warms in the background beside its recorders, and this takes a core for a while.
   const decoded = parquet?.decoded ?? null;
-  const replayed = replay && decoded
-    ? await warmReplay(app, dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the replay at start'))
-    : undefined;
+  const replayed =
+    replay && decoded
+      ? await warmReplay(app, dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the replay at start'))
+      : undefined;
   // And the dataset rows' read, which is the decoder alone.
-  const rows = replay && decoded
-    ? await warmDatasetRows(dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the dataset rows at start'))
-    : undefined;
+  const rows =
+    replay && decoded
+      ? await warmDatasetRows(dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the dataset rows at start'))
+      : undefined;
   // The markets view is a second old by now: re-read it so that the first requests find it fresh.
   if (replayed) {
-    await Promise.all(FAMILIES.map((f) => app.pmtape.markets.rebuild(f)))
-      .catch((e: unknown) => void log.warn({ err: e }, 'could not rebuild the markets index at start'));
+    await Promise.all(FAMILIES.map((f) => app.pmtape.markets.rebuild(f))).catch(
+      (e: unknown) => void log.warn({ err: e }, 'could not rebuild the markets index at start'),
+    );
   }
   log.info({ ms: Math.round(performance.now() - t0), markets, parquet, replay: replayed, rows }, 'read side warmed');
 }
@@ -87,9 +90,12 @@ function guardConnections(app: FastifyInstance, config: Config): ConnectionGuard
     const now = Date.now();
     if (now - lastWarn < 60_000) return;
     lastWarn = now;
-    app.pmtape.log.warn({ ...guard.counts(), address, limits: config.server }, what === 'shed'
-      ? 'connection cap reached: closed the oldest idle connection (see docs/self-hosting.md, Connections)'
-      : 'connection cap reached with every connection busy: refused a new one (see docs/self-hosting.md, Connections)');
+    app.pmtape.log.warn(
+      { ...guard.counts(), address, limits: config.server },
+      what === 'shed'
+        ? 'connection cap reached: closed the oldest idle connection (see docs/self-hosting.md, Connections)'
+        : 'connection cap reached with every connection busy: refused a new one (see docs/self-hosting.md, Connections)',
+    );
   });
   guard.attach(app.server);
   return guard;

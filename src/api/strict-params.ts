@@ -29,7 +29,9 @@ const isNumeric = (t: unknown): boolean =>
 export function numericProps(schema: unknown): string[] {
   const props = (schema as { properties?: Record<string, { type?: unknown }> } | null)?.properties;
   if (!props || typeof props !== 'object') return [];
-  return Object.entries(props).filter(([, s]) => s !== null && typeof s === 'object' && isNumeric(s.type)).map(([k]) => k);
+  return Object.entries(props)
+    .filter(([, s]) => s !== null && typeof s === 'object' && isNumeric(s.type))
+    .map(([k]) => k);
 }
 
 /** The first numeric parameter whose text is not a plain decimal integer, as an Ajv-style error. */
@@ -40,8 +42,10 @@ export function strictIntegerError(query: unknown, names: readonly string[]): Aj
     const v = q[name];
     if (typeof v === 'string' && !DECIMAL_INTEGER.test(v)) {
       return {
-        instancePath: `/${name}`, keyword: 'format', params: { format: 'decimal integer' },
-        message: 'must be a decimal integer written with digits only (no '+', spaces, exponent or hex), like 100',
+        instancePath: `/${name}`,
+        keyword: 'format',
+        params: { format: 'decimal integer' },
+        message: 'must be a decimal integer written with digits only (no ' + ', spaces, exponent or hex), like 100',
       };
     }
   }

@@ -57,4 +57,3 @@ export function outcomeIndex(market: CoinMarket | WalletMarket, label: string | 
   if (label === undefined) return 0;
   return market.outcomes.findIndex((o) => o.label === label);
 }
-

@@ -50,7 +50,13 @@ export class IntervalGrid {
 
   /** `start`: the first bucket's start, on the grid; no bucket ending after `stop` is decided. */
   /** `ahead`: the back-dated gaps read ahead of the records applied (see book/gap-lookahead.ts). */
-  constructor(private readonly intervalMs: number, start: number, private readonly stop: number, private readonly on: GridListener, private readonly ahead?: GapLookahead) {
+  constructor(
+    private readonly intervalMs: number,
+    start: number,
+    private readonly stop: number,
+    private readonly on: GridListener,
+    private readonly ahead?: GapLookahead,
+  ) {
     this.start = start;
   }
 
@@ -92,7 +98,7 @@ export class IntervalGrid {
       const end = this.start + I;
       if (t < end) return;
       const spoiled = spoiledFrom < end;
-      const later = spoiled ? null : this.ahead?.spoiler(this.start, end) ?? null;
+      const later = spoiled ? null : (this.ahead?.spoiler(this.start, end) ?? null);
       if (this.okAtStart && !this.broke && !spoiled && later === null && books.valid()) {
         if (this.on.served(this.start) === false) {
           this.stopped = true;

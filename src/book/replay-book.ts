@@ -30,7 +30,8 @@ export interface ReplayMarket {
  */
 export function replayMarket(
   d: { readonly family: Family; readonly idField: ReplayMarket['idField']; readonly replay: { book(m: ReplayMarket): ReplayBook } },
-  id: string, market: Market | null,
+  id: string,
+  market: Market | null,
 ): ReplayMarket {
   const m: ReplayMarket = { family: d.family, idField: d.idField, id, market, newBook: () => d.replay.book(m) };
   return m;
@@ -146,7 +147,14 @@ export abstract class ReplayBook {
         return out.length > 0 ? { is_snapshot: true, changes: out } : null;
       case 'book_delta':
         if (changed.length === 0) return null; // a delta to an invalid book is not applied
-        for (const c of rec.changes) out.push({ token_id: rec.token_id, outcome: this.outcomes.get(rec.token_id) ?? null, side: c.side, price: Number(c.price), size: Number(c.size) });
+        for (const c of rec.changes)
+          out.push({
+            token_id: rec.token_id,
+            outcome: this.outcomes.get(rec.token_id) ?? null,
+            side: c.side,
+            price: Number(c.price),
+            size: Number(c.size),
+          });
         return { is_snapshot: false, changes: out };
       default:
         return null;
@@ -231,13 +239,24 @@ export class IntervalSampler {
 
   /** `start`: first bucket start (aligned); `stop`: no bucket ends after it; `ahead`: gaps read ahead (book/gap-lookahead.ts). */
   constructor(intervalMs: number, depth: number, start: number, stop: number, ahead?: GapLookahead) {
-    this.grid = new IntervalGrid(intervalMs, start, stop, {
-      served: (bs) => {
-        const book = this.book!;
-        const snap = book.sample(depth);
-        if (snap) this.out.push({ bucketEnd: bs + intervalMs, seq: (snap.seq as number | undefined) ?? book.lastSeq, data: { ...snap, bucket_start: replayIso.format(bs) } });
+    this.grid = new IntervalGrid(
+      intervalMs,
+      start,
+      stop,
+      {
+        served: (bs) => {
+          const book = this.book!;
+          const snap = book.sample(depth);
+          if (snap)
+            this.out.push({
+              bucketEnd: bs + intervalMs,
+              seq: (snap.seq as number | undefined) ?? book.lastSeq,
+              data: { ...snap, bucket_start: replayIso.format(bs) },
+            });
+        },
       },
-    }, ahead);
+      ahead,
+    );
   }
 
   /** Decides every bucket that ends at or before `t` (call before applying a record received at t; see IntervalGrid.advance). */

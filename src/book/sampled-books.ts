@@ -20,7 +20,10 @@ export class SampledBooks implements GridBooks {
   private seed: Recorded | null = null;
 
   /** `tokens`: the outcome tokens that must be valid (ignored for yes/no). */
-  constructor(private readonly mode: SampledMarket, readonly tokens: readonly string[]) {}
+  constructor(
+    private readonly mode: SampledMarket,
+    readonly tokens: readonly string[],
+  ) {}
 
   /**
    * Before replaying from the checkpoint at `cp` (LogView.checkpointAtOrBefore): looks back for the

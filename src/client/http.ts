@@ -46,7 +46,8 @@ async function errorOf(res: Response): Promise<PmtapeError> {
   const text = await res.text().catch(() => '');
   try {
     const e = (JSON.parse(text) as { error?: { status?: number; code?: string; message?: string; request_id?: string } }).error;
-    if (e && typeof e.code === 'string') return new PmtapeError(e.status ?? res.status, e.code, e.message ?? '', e.request_id ?? res.headers.get('x-request-id'));
+    if (e && typeof e.code === 'string')
+      return new PmtapeError(e.status ?? res.status, e.code, e.message ?? '', e.request_id ?? res.headers.get('x-request-id'));
   } catch {
     // not an envelope: fall through
   }

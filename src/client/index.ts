@@ -72,7 +72,10 @@ export function replayToken(line: ReplayLine): string {
 export class ReplayStream implements AsyncIterable<ReplayLine> {
   /** The token after the last line yielded (the end line's `next` once the replay is complete). */
   next: string | null;
-  constructor(private readonly run: (self: ReplayStream) => AsyncGenerator<ReplayLine>, after: string | null) {
+  constructor(
+    private readonly run: (self: ReplayStream) => AsyncGenerator<ReplayLine>,
+    after: string | null,
+  ) {
     this.next = after;
   }
   [Symbol.asyncIterator](): AsyncIterator<ReplayLine> {
@@ -101,28 +104,63 @@ export class Client {
   }
 
   /** Markets of a family: `coin` (required for the coin family), `window`, `status`, `series`, times. */
-  markets(p: { family: Family; coin?: string; window?: string; status?: string; series?: string; startTime?: TimeLike; endTime?: TimeLike; limit?: number }): AsyncIterable<Json> {
+  markets(p: {
+    family: Family;
+    coin?: string;
+    window?: string;
+    status?: string;
+    series?: string;
+    startTime?: TimeLike;
+    endTime?: TimeLike;
+    limit?: number;
+  }): AsyncIterable<Json> {
     const f = FAMILY_PATHS[p.family];
-    const q = { window: p.window, status: p.status, series: p.series, start_time: time(p.startTime), end_time: time(p.endTime), limit: p.limit ?? 1000 };
+    const q = {
+      window: p.window,
+      status: p.status,
+      series: p.series,
+      start_time: time(p.startTime),
+      end_time: time(p.endTime),
+      limit: p.limit ?? 1000,
+    };
     return this.paged(f.marketsPath(p.coin), f.coinFilter ? { ...q, coin: p.coin } : q);
   }
 
   snapshots(p: SnapshotsParams): AsyncIterable<Json> {
     return this.paged(this.marketPath(p, 'snapshots'), {
-      start_time: time(p.startTime), end_time: time(p.endTime), include_orderbook: p.includeOrderbook, interval: p.interval,
-      depth: p.depth, outcome: p.outcome, order: p.order, limit: p.limit ?? 1000,
+      start_time: time(p.startTime),
+      end_time: time(p.endTime),
+      include_orderbook: p.includeOrderbook,
+      interval: p.interval,
+      depth: p.depth,
+      outcome: p.outcome,
+      order: p.order,
+      limit: p.limit ?? 1000,
     });
   }
 
   /** Wallet-prediction samples of one metric (`chance`, `price`, `last_trade`). */
-  timeseries(p: { marketId: string; metric: 'chance' | 'price' | 'last_trade'; outcome?: string; startTime?: TimeLike; endTime?: TimeLike; limit?: number }): AsyncIterable<Json> {
+  timeseries(p: {
+    marketId: string;
+    metric: 'chance' | 'price' | 'last_trade';
+    outcome?: string;
+    startTime?: TimeLike;
+    endTime?: TimeLike;
+    limit?: number;
+  }): AsyncIterable<Json> {
     return this.paged(`/v3/wallet-prediction/${enc(p.marketId)}/timeseries`, {
-      metric: p.metric, outcome: p.outcome, start_time: time(p.startTime), end_time: time(p.endTime), limit: p.limit ?? 1000,
+      metric: p.metric,
+      outcome: p.outcome,
+      start_time: time(p.startTime),
+      end_time: time(p.endTime),
+      limit: p.limit ?? 1000,
     });
   }
 
   /** Coverage of every market (or of one, with marketId/ticker: a single item). */
-  async *coverage(p: { family?: Family; marketId?: string; ticker?: string; startTime?: TimeLike; endTime?: TimeLike } = {}): AsyncGenerator<Json> {
+  async *coverage(
+    p: { family?: Family; marketId?: string; ticker?: string; startTime?: TimeLike; endTime?: TimeLike } = {},
+  ): AsyncGenerator<Json> {
     const q = { family: p.family, market_id: p.marketId, ticker: p.ticker, start_time: time(p.startTime), end_time: time(p.endTime) };
     if (p.marketId !== undefined || p.ticker !== undefined) {
       yield (await this.http.json<{ data: Json }>(`/v3/coverage${queryString(q)}`)).data;
@@ -142,8 +180,22 @@ export class Client {
    * columns: `tableFromIPC(bytes)` (apache-arrow), `pl.readIPCStream(Buffer.from(bytes))`. A body cut
    * off mid-stream (no end marker) throws rather than being returned short.
    */
-  async datasetRows(p: { family: Family; dataset: 'book_changes' | 'trades' | 'gaps' | 'metrics' | 'catalog'; marketId?: string; ticker?: string; startTime: TimeLike; endTime: TimeLike }): Promise<Uint8Array> {
-    const q = queryString({ family: p.family, dataset: p.dataset, market_id: p.marketId, ticker: p.ticker, start_time: time(p.startTime), end_time: time(p.endTime) });
+  async datasetRows(p: {
+    family: Family;
+    dataset: 'book_changes' | 'trades' | 'gaps' | 'metrics' | 'catalog';
+    marketId?: string;
+    ticker?: string;
+    startTime: TimeLike;
+    endTime: TimeLike;
+  }): Promise<Uint8Array> {
+    const q = queryString({
+      family: p.family,
+      dataset: p.dataset,
+      market_id: p.marketId,
+      ticker: p.ticker,
+      start_time: time(p.startTime),
+      end_time: time(p.endTime),
+    });
     const res = await this.http.get(`/v3/datasets/rows${q}`);
     let bytes: Uint8Array;
     try {
@@ -152,7 +204,8 @@ export class Client {
       throw new Error(`/v3/datasets/rows: the stream was cut off (${(e as Error).message}); ask again`);
     }
     const end = bytes.subarray(bytes.length - 8);
-    if (bytes.length < 8 || end.some((b, i) => b !== (i < 4 ? 0xff : 0))) throw new Error('/v3/datasets/rows: the stream was cut off (no end-of-stream marker); ask again');
+    if (bytes.length < 8 || end.some((b, i) => b !== (i < 4 ? 0xff : 0)))
+      throw new Error('/v3/datasets/rows: the stream was cut off (no end-of-stream marker); ask again');
     return bytes;
   }
 
@@ -173,8 +226,15 @@ export class Client {
   replay(p: ReplayParams): ReplayStream {
     const tickers = typeof p.ticker === 'string' ? [p.ticker] : p.ticker;
     const base = {
-      family: p.family, market_id: p.marketIds, ticker: tickers, coin: p.coin, window: p.window,
-      start_time: time(p.startTime), end_time: time(p.endTime), types: p.types ?? ['book'], depth: p.depth,
+      family: p.family,
+      market_id: p.marketIds,
+      ticker: tickers,
+      coin: p.coin,
+      window: p.window,
+      start_time: time(p.startTime),
+      end_time: time(p.endTime),
+      types: p.types ?? ['book'],
+      depth: p.depth,
     };
     const maxResumes = this.opts.maxResumes ?? 5;
     const http = this.http;
@@ -211,7 +271,8 @@ export class Client {
         }
         // The body ended without an end line (or the socket failed): continue after the last line,
         // unless attempt after attempt brings nothing new.
-        if (!progressed && ++failures > maxResumes) throw new PmtapeError(0, 'stream_incomplete', `the replay stopped ${failures} times without a new line`, null);
+        if (!progressed && ++failures > maxResumes)
+          throw new PmtapeError(0, 'stream_incomplete', `the replay stopped ${failures} times without a new line`, null);
         await sleep(Math.min(100 * 2 ** failures, 5000));
       }
     }, p.after ?? null);

@@ -59,7 +59,14 @@ export class LiveStream implements AsyncIterable<Msg> {
         } catch {
           // not an envelope
         }
-        this.fail(new PmtapeError(res.statusCode ?? 0, e.code ?? 'http_error', e.message ?? `upgrade refused with ${res.statusCode}`, e.request_id ?? null));
+        this.fail(
+          new PmtapeError(
+            res.statusCode ?? 0,
+            e.code ?? 'http_error',
+            e.message ?? `upgrade refused with ${res.statusCode}`,
+            e.request_id ?? null,
+          ),
+        );
       });
     });
     this.ws.on('error', (err) => this.fail(new PmtapeError(0, 'connection_failed', err.message, null)));

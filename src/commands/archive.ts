@@ -21,7 +21,9 @@ interface Opts {
 function archiveOf(cmd: string, opts: Opts): { dataDir: string; archive: ArchiveConfig } | null {
   const cfg = configFrom(opts);
   if (!cfg.storage.archive) {
-    process.stderr.write(`pmtape archive ${cmd}: no archive configured: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL (s3://bucket/prefix); see docs/archive.md\n`);
+    process.stderr.write(
+      `pmtape archive ${cmd}: no archive configured: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL (s3://bucket/prefix); see docs/archive.md\n`,
+    );
     process.exitCode = 2;
     return null;
   }
@@ -61,7 +63,9 @@ export function register(program: Command): void {
       });
       (bar as Progress | null)?.done(`${r.days} day(s), ${r.uploaded} uploaded, ${r.skipped} already there, ${r.failed} failed`);
       for (const e of r.errors) process.stderr.write(`failed ${e}\n`);
-      process.stdout.write(JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed }) + '\n');
+      process.stdout.write(
+        JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed }) + '\n',
+      );
       if (r.failed) process.exitCode = 1;
     } catch (e) {
       (bar as Progress | null)?.done();
@@ -102,14 +106,19 @@ export function register(program: Command): void {
       .requiredOption('--date <day>', 'the UTC day to merge (YYYY-MM-DD)')
       .option('--recorders <ids>', 'recorder ids to merge, in priority order, comma-separated (default: every one that published the day)')
       .option('--replace', 'merge again a day already in the canonical layout')
-      .option('--work-dir <dir>', 'where the scratch copy of the recorders\' days is made (default: the temp dir)'),
+      .option('--work-dir <dir>', "where the scratch copy of the recorders' days is made (default: the temp dir)"),
   ).action(async (opts: Opts) => {
     const ctx = archiveOf('merge', opts);
     if (!ctx) return;
-    const ids = opts.recorders?.split(',').map((x) => x.trim()).filter(Boolean);
+    const ids = opts.recorders
+      ?.split(',')
+      .map((x) => x.trim())
+      .filter(Boolean);
     const bad = ids?.find((x) => !RECORDER_ID.test(x));
     if (bad !== undefined) {
-      process.stderr.write(`pmtape archive merge: --recorders names "${bad.slice(0, 80)}", which is not a recorder id (letters, digits, "_", "-")\n`);
+      process.stderr.write(
+        `pmtape archive merge: --recorders names "${bad.slice(0, 80)}", which is not a recorder id (letters, digits, "_", "-")\n`,
+      );
       process.exitCode = 2;
       return;
     }
@@ -117,15 +126,28 @@ export function register(program: Command): void {
     const bar = progress('archive merge', 3);
     try {
       const r = await mergeArchiveDay(ctx.archive, opts.date!, {
-        recorders: ids, replace: opts.replace === true, workDir: opts.workDir,
+        recorders: ids,
+        replace: opts.replace === true,
+        workDir: opts.workDir,
         onStep: (msg) => (process.stderr.isTTY ? undefined : process.stderr.write(`${msg}\n`)),
         onPhase: (phase) => (phase === 'object' ? undefined : bar.tick(1, phase)),
       });
       bar.done(r.skipped ?? `${r.markets} market(s) from ${r.recorders.join(', ')}, ${r.gap_ms} ms of merged gaps`);
       for (const e of r.published?.errors ?? []) process.stderr.write(`failed ${e}\n`);
       const p = r.published;
-      process.stdout.write(JSON.stringify({ date: r.date, recorders: r.recorders, markets: r.markets, records: r.records, gap_ms: r.gap_ms,
-        uploaded: p?.uploaded ?? 0, skipped: p?.skipped ?? 0, failed: p?.failed ?? 0, ...(r.skipped ? { already: true } : {}) }) + '\n');
+      process.stdout.write(
+        JSON.stringify({
+          date: r.date,
+          recorders: r.recorders,
+          markets: r.markets,
+          records: r.records,
+          gap_ms: r.gap_ms,
+          uploaded: p?.uploaded ?? 0,
+          skipped: p?.skipped ?? 0,
+          failed: p?.failed ?? 0,
+          ...(r.skipped ? { already: true } : {}),
+        }) + '\n',
+      );
       if (p?.failed) process.exitCode = 1;
     } catch (e) {
       bar.done();

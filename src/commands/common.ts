@@ -24,9 +24,12 @@ export function applyConfig(config: Config): Config {
   // Loaded only when asked for: commands that serve no /metrics (compact, keys, verify) never load
   // prom-client. Processes that do have already imported it, so this resolves within a tick.
   if (config.gcMetrics) {
-    void import('../metrics.js').then((m) => m.enableGcMetrics(), (e: unknown) => {
-      process.stderr.write(`pmtape: PMTAPE_GC_METRICS=on but the metrics module failed to load: ${String(e)}\n`);
-    });
+    void import('../metrics.js').then(
+      (m) => m.enableGcMetrics(),
+      (e: unknown) => {
+        process.stderr.write(`pmtape: PMTAPE_GC_METRICS=on but the metrics module failed to load: ${String(e)}\n`);
+      },
+    );
   }
   return config;
 }

@@ -6,7 +6,15 @@
 import type { Command } from 'commander';
 import { DISK_ERROR_CODES } from '../errors.js';
 import { dayStartMs, utcDay, DAY_MS } from '../schema/time.js';
-import { checkPartitions, closedLogDays, compactDay, deleteExpiredLogs, publishTarget, syncArchive, type PartitionResult } from '../storage/index.js';
+import {
+  checkPartitions,
+  closedLogDays,
+  compactDay,
+  deleteExpiredLogs,
+  publishTarget,
+  syncArchive,
+  type PartitionResult,
+} from '../storage/index.js';
 import { addVerifyCheck } from './verify.js';
 import { commonOptions, configFrom, progress } from './common.js';
 
@@ -45,11 +53,14 @@ export function register(program: Command): void {
     const results: PartitionResult[] = [];
     for (const day of days) {
       try {
-        results.push(...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true, threads: cfg.storage.compactionThreads ?? undefined })));
+        results.push(
+          ...(await compactDay(cfg.dataDir, day, { dryRun: opts.dryRun === true, threads: cfg.storage.compactionThreads ?? undefined })),
+        );
       } catch (e) {
         bar.done();
         // A full disk is the operator's to fix, and nothing is lost meanwhile: say so.
-        const full = DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error).message);
+        const full =
+          DISK_ERROR_CODES.has((e as NodeJS.ErrnoException).code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error).message);
         const hint = full ? ' (the disk is full: nothing was published, no log was deleted; free space and run compact again)' : '';
         process.stderr.write(`pmtape compact: ${day}: ${(e as Error).message}${hint}\n`);
         process.exitCode = 1;
@@ -59,16 +70,25 @@ export function register(program: Command): void {
     }
     const written = results.filter((r) => r.status === 'written' || r.status === 'would-write');
     const failed = results.filter((r) => r.status === 'failed');
-    bar.done(`${days.length} day(s), ${written.length} partition(s) ${opts.dryRun ? 'would be written' : 'written'}, ${results.length - written.length - failed.length} unchanged or empty${failed.length ? `, ${failed.length} failed` : ''}`);
+    bar.done(
+      `${days.length} day(s), ${written.length} partition(s) ${opts.dryRun ? 'would be written' : 'written'}, ${results.length - written.length - failed.length} unchanged or empty${failed.length ? `, ${failed.length} failed` : ''}`,
+    );
     for (const r of results) process.stdout.write(line(r));
-    for (const r of failed) process.stderr.write(`pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset} failed (its logs are kept; the rest of the day was compacted): ${r.error}\n`);
+    for (const r of failed)
+      process.stderr.write(
+        `pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset} failed (its logs are kept; the rest of the day was compacted): ${r.error}\n`,
+      );
     if (failed.length) process.exitCode = 1;
     const aside = results.filter((r) => r.quarantined && r.status !== 'unchanged' && r.dataset !== 'book_snapshots');
     for (const r of aside) {
-      process.stderr.write(`pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset}: ${r.quarantined} record(s) its columns cannot hold exactly were set aside in the partition's _quarantine.jsonl (see docs/datasets.md)\n`);
+      process.stderr.write(
+        `pmtape compact: ${r.date}: family=${r.family}/dataset=${r.dataset}: ${r.quarantined} record(s) its columns cannot hold exactly were set aside in the partition's _quarantine.jsonl (see docs/datasets.md)\n`,
+      );
     }
     if (results.some((r) => r.status === 'blocked')) {
-      process.stderr.write('pmtape compact: "blocked" partitions were kept as they are: their logs changed after some were already deleted by retention\n');
+      process.stderr.write(
+        'pmtape compact: "blocked" partitions were kept as they are: their logs changed after some were already deleted by retention\n',
+      );
     }
     const archive = cfg.storage.archive;
     if (!opts.dryRun && archive) {
@@ -76,7 +96,9 @@ export function register(program: Command): void {
       try {
         const r = await syncArchive(cfg.dataDir, archive, { days: 'pending' });
         for (const e of r.errors) process.stderr.write(`archive: failed ${e}\n`);
-        process.stdout.write(`archive ${JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed })}\n`);
+        process.stdout.write(
+          `archive ${JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed })}\n`,
+        );
         if (r.failed) process.exitCode = 1;
       } catch (e) {
         process.stderr.write(`pmtape compact: ${(e as Error).message} (the local copies are kept; run pmtape archive sync once fixed)\n`);

@@ -76,18 +76,34 @@ export function register(program: Command): void {
       .option('--seed <n>', 'emulator seed', '1')
       .option('--window-scale <x>', 'shrink 5m/15m windows, e.g. 0.1 to see markets open and resolve quickly', '1')
       .option('--faults <spec>', 'inject upstream faults, e.g. drop=30s,gap=0.01 (see `sim --help`)'),
-  ).action(async (opts: { dataDir?: string; config?: string; port?: string; host?: string; seed: string; windowScale: string; faults?: string }) => {
-    if (opts.config) throw new Error('demo writes its own config (pointing at the emulators); for your own config run `sim --config-out F` and `start --config F`');
-    const port = opts.port === undefined ? undefined : Number(opts.port);
-    if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port must be 0..65535, got ${opts.port}`);
-    const seed = Number(opts.seed);
-    const windowScale = Number(opts.windowScale);
-    if (!Number.isFinite(seed)) throw new Error(`--seed must be a number, got ${opts.seed}`);
-    if (!(windowScale > 0 && windowScale <= 1)) throw new Error(`--window-scale must be in (0, 1], got ${opts.windowScale}`);
-    const demo = await runDemo({ dataDir: opts.dataDir, port, host: opts.host, seed, windowScale, faults: opts.faults });
-    onShutdown(() => demo.close());
-    process.stdout.write(keyLines(demo.key, 'demo: a fresh key for this run (earlier demo keys are revoked)'));
-    process.stdout.write(`  Open ${demo.url}/ in a browser and paste the key; emulators at ${demo.sim.url}; data in ${demo.config.dataDir}\n`);
-    printReady(demo.url);
-  });
+  ).action(
+    async (opts: {
+      dataDir?: string;
+      config?: string;
+      port?: string;
+      host?: string;
+      seed: string;
+      windowScale: string;
+      faults?: string;
+    }) => {
+      if (opts.config)
+        throw new Error(
+          'demo writes its own config (pointing at the emulators); for your own config run `sim --config-out F` and `start --config F`',
+        );
+      const port = opts.port === undefined ? undefined : Number(opts.port);
+      if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+        throw new Error(`--port must be 0..65535, got ${opts.port}`);
+      const seed = Number(opts.seed);
+      const windowScale = Number(opts.windowScale);
+      if (!Number.isFinite(seed)) throw new Error(`--seed must be a number, got ${opts.seed}`);
+      if (!(windowScale > 0 && windowScale <= 1)) throw new Error(`--window-scale must be in (0, 1], got ${opts.windowScale}`);
+      const demo = await runDemo({ dataDir: opts.dataDir, port, host: opts.host, seed, windowScale, faults: opts.faults });
+      onShutdown(() => demo.close());
+      process.stdout.write(keyLines(demo.key, 'demo: a fresh key for this run (earlier demo keys are revoked)'));
+      process.stdout.write(
+        `  Open ${demo.url}/ in a browser and paste the key; emulators at ${demo.sim.url}; data in ${demo.config.dataDir}\n`,
+      );
+      printReady(demo.url);
+    },
+  );
 }

@@ -29,7 +29,7 @@ function fail(msg: string): void {
 }
 
 export function register(program: Command): void {
-  const exp = program.command('export').description('write datasets in other tools\' formats');
+  const exp = program.command('export').description("write datasets in other tools' formats");
   commonOptions(
     exp
       .command('tardis')
@@ -41,10 +41,15 @@ export function register(program: Command): void {
   ).action(async (opts: ExportOptions) => {
     const day = opts.date!;
     if (dayStartMs(day) === null) return fail(`--date must be a UTC day like 2026-07-26, got "${day}"`);
-    if (opts.exchange !== undefined && !EXCHANGES.includes(opts.exchange)) return fail(`--exchange must be one of ${EXCHANGES.join(', ')}, got "${opts.exchange}"`);
-    const types = opts.dataTypes!.split(',').map((s) => s.trim()).filter(Boolean);
+    if (opts.exchange !== undefined && !EXCHANGES.includes(opts.exchange))
+      return fail(`--exchange must be one of ${EXCHANGES.join(', ')}, got "${opts.exchange}"`);
+    const types = opts
+      .dataTypes!.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const bad = types.find((x) => !(TARDIS_DATA_TYPES as readonly string[]).includes(x));
-    if (bad !== undefined || types.length === 0) return fail(`--data-types takes a comma-separated list of ${TARDIS_DATA_TYPES.join(', ')}, got "${opts.dataTypes}"`);
+    if (bad !== undefined || types.length === 0)
+      return fail(`--data-types takes a comma-separated list of ${TARDIS_DATA_TYPES.join(', ')}, got "${opts.dataTypes}"`);
     const cfg = configFrom(opts);
     const out = opts.out!;
     const jobs: TardisRequest[] = [];
@@ -56,7 +61,8 @@ export function register(program: Command): void {
       compacted++;
       for (const market of markets) {
         for (const s of await tardisSymbols(cfg.dataDir, d.family, day, market)) {
-          for (const dataType of types as TardisDataType[]) jobs.push({ family: d.family, day, market, view: s.view, dataType, exchange: d.tardisExchange, symbol: s.symbol });
+          for (const dataType of types as TardisDataType[])
+            jobs.push({ family: d.family, day, market, view: s.view, dataType, exchange: d.tardisExchange, symbol: s.symbol });
         }
       }
     }

@@ -43,7 +43,8 @@ export function register(program: Command): void {
  * or nothing was written although something was read that was not already there.
  */
 export function failure(sum: ImportSummary): string | null {
-  if (sum.failed > 0) return `storage refused ${sum.failed} record(s) (see the lines above); fix the cause and import the same files again (what is there is skipped)`;
+  if (sum.failed > 0)
+    return `storage refused ${sum.failed} record(s) (see the lines above); fix the cause and import the same files again (what is there is skipped)`;
   if (sum.written > 0 || (sum.duplicates > 0 && sum.too_old === 0 && sum.future === 0)) return null;
   const reasons: string[] = [];
   if (sum.messages === 0) reasons.push('no message could be read from the file(s)');

@@ -52,7 +52,9 @@ export function register(program: Command): void {
       return;
     }
     for (const k of list) {
-      process.stdout.write(`${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${printableName(k.name)}\n`);
+      process.stdout.write(
+        `${k.id}\t${k.plan}\t${k.revoked_time ? `revoked ${k.revoked_time}` : 'active'}\t${k.created_time}\t${printableName(k.name)}\n`,
+      );
     }
   });
 

@@ -47,7 +47,7 @@ export function register(program: Command): void {
   program
     .command('pull')
     .description("mirror a server's Parquet datasets into DIR/<path>: parallel, resumable, sha256-verified, unchanged files skipped")
-    .argument('<url>', 'the server (http://127.0.0.1:8080) or the archive\'s bucket (s3://<bucket>/<prefix>)')
+    .argument('<url>', "the server (http://127.0.0.1:8080) or the archive's bucket (s3://<bucket>/<prefix>)")
     .option('--key <key>', 'API key (env PMTAPE_KEY); wallet-prediction datasets need a paid key')
     .option('--out <dir>', 'local folder the tree is mirrored into', './parquet')
     .option('--family <family>', 'only this family (coin, wallet-prediction, yesno-exchange)')
@@ -57,7 +57,11 @@ export function register(program: Command): void {
     .option('--concurrency <n>', 'downloads in flight at once', '4')
     .option('--retries <n>', 'retries of a network error, 5xx or cut transfer per file, with backoff', '5')
     .option('--idle-timeout <seconds>', 'a listing page or transfer with no byte for this long is retried', '60')
-    .option('--max-listing-bytes <n>', 'bytes the whole listing may take before pull gives up on the server', String(DEFAULT_MAX_LISTING_BYTES))
+    .option(
+      '--max-listing-bytes <n>',
+      'bytes the whole listing may take before pull gives up on the server',
+      String(DEFAULT_MAX_LISTING_BYTES),
+    )
     .option('--max-listing-pages <n>', 'listing pages followed before pull gives up on the server', String(DEFAULT_MAX_LISTING_PAGES))
     .option('--rehash', 'hash every local file again instead of trusting the sidecar cache')
     .option('--endpoint <url>', 's3:// only: the S3-compatible endpoint (R2, MinIO, SeaweedFS); omit for AWS')
@@ -70,18 +74,23 @@ export function register(program: Command): void {
         } catch (e) {
           return usage((e as Error).message);
         }
-      } else if (!/^https?:\/\/[^/]/.test(url)) return usage(`<url> must be an http:// or https:// URL or s3://<bucket>/<prefix>, got "${url}"`);
+      } else if (!/^https?:\/\/[^/]/.test(url))
+        return usage(`<url> must be an http:// or https:// URL or s3://<bucket>/<prefix>, got "${url}"`);
       else if (opts.endpoint !== undefined) return usage('--endpoint is for s3:// URLs (a bucket); a server is reached at <url> itself');
       const concurrency = intFlag(opts.concurrency, '--concurrency', 1, 64);
       const retries = intFlag(opts.retries, '--retries', 0, 100);
       if (concurrency === null || retries === null) return;
       const idleS = Number(opts.idleTimeout);
-      if (!/^\d+(\.\d+)?$/.test(opts.idleTimeout) || idleS < 0.01 || idleS > 3600) return usage(`--idle-timeout must be seconds from 0.01 to 3600, got "${opts.idleTimeout}"`);
+      if (!/^\d+(\.\d+)?$/.test(opts.idleTimeout) || idleS < 0.01 || idleS > 3600)
+        return usage(`--idle-timeout must be seconds from 0.01 to 3600, got "${opts.idleTimeout}"`);
       const maxListingBytes = intFlag(opts.maxListingBytes, '--max-listing-bytes', 1024, Number.MAX_SAFE_INTEGER);
       if (maxListingBytes === null) return;
       const maxListingPages = intFlag(opts.maxListingPages, '--max-listing-pages', 1, 10_000_000);
       if (maxListingPages === null) return;
-      for (const [flag, day] of [['--start-date', opts.startDate], ['--end-date', opts.endDate]] as const) {
+      for (const [flag, day] of [
+        ['--start-date', opts.startDate],
+        ['--end-date', opts.endDate],
+      ] as const) {
         if (day !== undefined && dayStartMs(day) === null) return usage(`${flag} must be a UTC day like 2026-07-26, got "${day}"`);
       }
       const outDir = resolve(opts.out);
@@ -123,7 +132,7 @@ export function register(program: Command): void {
             process.stderr.write(`pull: ${files} file(s), ${(bytes / 1e6).toFixed(1)} MB listed by ${url}\n`);
             bar = progress('pull', files);
           },
-          onFile: (path, outcome) => (bar)?.tick(1, `${outcome} ${path}`),
+          onFile: (path, outcome) => bar?.tick(1, `${outcome} ${path}`),
           note: (line) => process.stderr.write(`pull: ${line}\n`),
         });
       } catch (e) {
@@ -131,7 +140,9 @@ export function register(program: Command): void {
         process.stderr.write(`pmtape pull: ${stop.signal.aborted ? 'interrupted' : (e as Error).message}\n`);
       }
       source?.close();
-      (bar as Progress | null)?.done(`${summary.downloaded} downloaded, ${summary.skipped} unchanged, ${summary.failed} failed into ${outDir}`);
+      (bar as Progress | null)?.done(
+        `${summary.downloaded} downloaded, ${summary.skipped} unchanged, ${summary.failed} failed into ${outDir}`,
+      );
       process.stdout.write(JSON.stringify(summary) + '\n');
       process.exitCode = ok && summary.failed === 0 && !stop.signal.aborted ? 0 : 1;
     });
@@ -150,10 +161,15 @@ function archiveTarget(url: string, endpoint: string | undefined, region: string
     }
     if (!ok) throw fail('--endpoint', `must be an http(s):// URL like http://127.0.0.1:8333, got "${endpoint.slice(0, 80)}"`);
   }
-  if (!/^[a-z0-9-]{1,40}$/.test(region)) throw fail('--region', `must be a region name like us-east-1 (R2: auto), got "${region.slice(0, 40)}"`);
+  if (!/^[a-z0-9-]{1,40}$/.test(region))
+    throw fail('--region', `must be a region name like us-east-1 (R2: auto), got "${region.slice(0, 40)}"`);
   return {
-    url: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, bucket, prefix,
+    url: `s3://${bucket}${prefix ? `/${prefix}` : ''}`,
+    bucket,
+    prefix,
     endpoint: endpoint === undefined ? null : endpoint.replace(/\/+$/, ''),
-    region, pathStyle: endpoint !== undefined, maxLagDays: 0,
+    region,
+    pathStyle: endpoint !== undefined,
+    maxLagDays: 0,
   };
 }

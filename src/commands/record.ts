@@ -15,7 +15,12 @@ export function register(program: Command): void {
       const { default: pino } = await import('pino');
       const { startRecorders } = await import('../recorders/host.js');
       const logger = pino({ level: config.logLevel }, pino.destination(1));
-      const kinds = opts.kinds ? opts.kinds.split(',').map((k) => k.trim()).filter(Boolean) : undefined;
+      const kinds = opts.kinds
+        ? opts.kinds
+            .split(',')
+            .map((k) => k.trim())
+            .filter(Boolean)
+        : undefined;
       const host = await startRecorders(config, { logger, kinds });
       onShutdown(() => host.stop());
       printReady(pathToFileURL(config.dataDir).href);

@@ -31,8 +31,11 @@ export function register(program: Command): void {
     // A reader: asked to (--live-from), or no local data at all (neither logs nor Parquet), or a
     // data dir an earlier reader made (it has the range cache).
     const dir = config.dataDir;
-    const reader = config.storage.archive !== null && (opts.liveFrom !== undefined || existsSync(join(dir, 'archive-cache')) ||
-      (!existsSync(logsRoot(dir)) && !existsSync(join(dir, 'parquet'))));
+    const reader =
+      config.storage.archive !== null &&
+      (opts.liveFrom !== undefined ||
+        existsSync(join(dir, 'archive-cache')) ||
+        (!existsSync(logsRoot(dir)) && !existsSync(join(dir, 'parquet'))));
     if (opts.liveFrom !== undefined && config.storage.archive === null) {
       throw new Error('serve --live-from needs an archive: set storage.archive.url in the config file or PMTAPE_ARCHIVE_URL');
     }
@@ -51,7 +54,14 @@ export function register(program: Command): void {
         return last === undefined ? -Infinity : dayStartMs(last)! + DAY_MS;
       };
       archiveEnd = endOf();
-      const timer = setInterval(() => void mount.refresh().then(() => (archiveEnd = endOf()), (e: Error) => warn(`archive refresh: ${e.message}`)), REFRESH_MS);
+      const timer = setInterval(
+        () =>
+          void mount.refresh().then(
+            () => (archiveEnd = endOf()),
+            (e: Error) => warn(`archive refresh: ${e.message}`),
+          ),
+        REFRESH_MS,
+      );
       timer.unref();
       // Keys come from the archive's copy (written by `pmtape keys` on the recorder hosts).
       const { followKeys } = await import('../storage/index.js');

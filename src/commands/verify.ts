@@ -12,7 +12,11 @@ import { commonOptions, configFrom, progress } from './common.js';
  * Further checks run after the logs (e.g. Parquet partitions): each gets the data dir and the
  * repair flag and returns its FileChecks. Other modules add theirs with `addVerifyCheck`.
  */
-export type VerifyCheck = (dataDir: string, repair: boolean, onProgress: (label: string, done: number, total: number) => void) => Promise<FileCheck[]>;
+export type VerifyCheck = (
+  dataDir: string,
+  repair: boolean,
+  onProgress: (label: string, done: number, total: number) => void,
+) => Promise<FileCheck[]>;
 const extraChecks: VerifyCheck[] = [];
 export function addVerifyCheck(check: VerifyCheck): void {
   extraChecks.push(check);
@@ -31,10 +35,12 @@ export async function runVerify(dataDir: string, repair: boolean): Promise<numbe
   (bar as ReturnType<typeof progress> | null)?.done();
   for (const check of extraChecks) {
     let extraBar: ReturnType<typeof progress> | null = null;
-    checks.push(...(await check(dataDir, repair, (label, _done, total) => {
-      extraBar ??= progress(label, total);
-      extraBar.tick(1);
-    })));
+    checks.push(
+      ...(await check(dataDir, repair, (label, _done, total) => {
+        extraBar ??= progress(label, total);
+        extraBar.tick(1);
+      })),
+    );
     (extraBar as ReturnType<typeof progress> | null)?.done();
   }
   let damaged = 0;

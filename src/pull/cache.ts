@@ -30,7 +30,10 @@ interface Sidecar {
 const SAVE_EVERY_MS = 2000;
 
 const fingerprint = (st: BigIntStats): Omit<Verified, 'sha256'> => ({
-  size: String(st.size), mtime_ns: String(st.mtimeNs), ctime_ns: String(st.ctimeNs), ino: String(st.ino),
+  size: String(st.size),
+  mtime_ns: String(st.mtimeNs),
+  ctime_ns: String(st.ctimeNs),
+  ino: String(st.ino),
 });
 
 export class PullCache {
@@ -38,7 +41,10 @@ export class PullCache {
   private dirty = false;
   private timer: NodeJS.Timeout | null = null;
 
-  private constructor(private readonly file: string, private readonly data: Sidecar) {}
+  private constructor(
+    private readonly file: string,
+    private readonly data: Sidecar,
+  ) {}
 
   /** Reads `DIR/.pmtape-pull.json`; anything unreadable starts an empty cache. */
   static async open(outDir: string): Promise<PullCache> {
@@ -97,13 +103,15 @@ export class PullCache {
   save(): Promise<void> {
     this.dirty = true;
     // A failed write (disk full) fails its callers, not every later save.
-    this.writing = this.writing.catch(() => undefined).then(async () => {
-      if (!this.dirty) return;
-      this.dirty = false;
-      const tmp = `${this.file}.tmp`;
-      await writeFile(tmp, JSON.stringify(this.data));
-      await rename(tmp, this.file);
-    });
+    this.writing = this.writing
+      .catch(() => undefined)
+      .then(async () => {
+        if (!this.dirty) return;
+        this.dirty = false;
+        const tmp = `${this.file}.tmp`;
+        await writeFile(tmp, JSON.stringify(this.data));
+        await rename(tmp, this.file);
+      });
     return this.writing;
   }
 }

@@ -28,7 +28,10 @@ export class FatalError extends Error {
 /** A failure worth retrying after `waitMs` (429) or after a backoff (network, 5xx). */
 export class TransientError extends Error {
   override readonly name = 'TransientError';
-  constructor(message: string, readonly waitMs: number | null = null) {
+  constructor(
+    message: string,
+    readonly waitMs: number | null = null,
+  ) {
     super(message);
   }
 }
@@ -78,7 +81,12 @@ async function reason(res: Response): Promise<string> {
  * GET `url` with the key and `headers`. Returns the response for 2xx and for statuses listed in
  * `pass`; throws TransientError for network errors, 5xx and 429, FatalError for any other status.
  */
-export async function get(o: ClientOptions, url: string, headers: Record<string, string> = {}, pass: readonly number[] = []): Promise<Response> {
+export async function get(
+  o: ClientOptions,
+  url: string,
+  headers: Record<string, string> = {},
+  pass: readonly number[] = [],
+): Promise<Response> {
   let res: Response;
   try {
     res = await fetch(url, {
@@ -94,7 +102,9 @@ export async function get(o: ClientOptions, url: string, headers: Record<string,
   if ((res.status >= 200 && res.status < 300) || pass.includes(res.status)) return res;
   if (res.status >= 300 && res.status < 400) {
     await res.arrayBuffer().catch(() => undefined);
-    throw new FatalError(`HTTP ${res.status}: the server redirects to ${res.headers.get('location') ?? '(no Location)'}; pull follows no redirects, pass the final URL`);
+    throw new FatalError(
+      `HTTP ${res.status}: the server redirects to ${res.headers.get('location') ?? '(no Location)'}; pull follows no redirects, pass the final URL`,
+    );
   }
   const why = await reason(res);
   if (res.status === 429) throw new TransientError(why, retryAfterMs(res.headers.get('retry-after')) ?? 1000);
@@ -114,7 +124,11 @@ export function networkMessage(e: unknown): string {
  * Runs `attempt` until it succeeds, retrying TransientErrors: 429s up to `rateLimitRetries` times
  * after their Retry-After, others up to `retries` times with backoff. `onRetry` hears each one.
  */
-export async function withRetries<T>(o: ClientOptions, attempt: () => Promise<T>, onRetry?: (why: string, waitMs: number) => void): Promise<T> {
+export async function withRetries<T>(
+  o: ClientOptions,
+  attempt: () => Promise<T>,
+  onRetry?: (why: string, waitMs: number) => void,
+): Promise<T> {
   let transient = 0;
   let limited = 0;
   for (;;) {
@@ -159,11 +173,16 @@ export const DEFAULT_MAX_LISTING_PAGES = 10_000;
  * One listing page's JSON, read as a stream so that neither an endless body (past `budget` bytes)
  * nor a stall (no byte for `idleTimeoutMs`, headers included) holds pull for long.
  */
-async function listingPage(o: ClientOptions, url: URL, budget: number): Promise<{ body: { data?: unknown; next_cursor?: unknown }; bytes: number }> {
+async function listingPage(
+  o: ClientOptions,
+  url: URL,
+  budget: number,
+): Promise<{ body: { data?: unknown; next_cursor?: unknown }; bytes: number }> {
   const idle = new AbortController();
   const signal = o.signal ? AbortSignal.any([o.signal, idle.signal]) : idle.signal;
   let timer = setTimeout(() => idle.abort(), o.idleTimeoutMs);
-  const stalled = (): TransientError => new TransientError(`the listing ${url.pathname} sent no data for ${o.idleTimeoutMs} ms (--idle-timeout)`);
+  const stalled = (): TransientError =>
+    new TransientError(`the listing ${url.pathname} sent no data for ${o.idleTimeoutMs} ms (--idle-timeout)`);
   try {
     let res: Response;
     try {
@@ -181,7 +200,9 @@ async function listingPage(o: ClientOptions, url: URL, budget: number): Promise<
         bytes += chunk.length;
         if (bytes > budget) {
           await res.body?.cancel().catch(() => undefined);
-          throw new FatalError(`the listing ${url.pathname} is larger than ${o.maxListingBytes ?? DEFAULT_MAX_LISTING_BYTES} bytes in all: is ${o.baseUrl} a pmtape server? (raise --max-listing-bytes if it is)`);
+          throw new FatalError(
+            `the listing ${url.pathname} is larger than ${o.maxListingBytes ?? DEFAULT_MAX_LISTING_BYTES} bytes in all: is ${o.baseUrl} a pmtape server? (raise --max-listing-bytes if it is)`,
+          );
         }
         chunks.push(Buffer.from(chunk));
       }
@@ -201,9 +222,18 @@ async function listingPage(o: ClientOptions, url: URL, budget: number): Promise<
 }
 
 /** Every file `/v3/datasets` lists under the filters, following `next_cursor` to the end. */
-export async function listDatasets(o: ClientOptions, f: ListFilters, onRetry?: (why: string, waitMs: number) => void): Promise<ListedFile[]> {
+export async function listDatasets(
+  o: ClientOptions,
+  f: ListFilters,
+  onRetry?: (why: string, waitMs: number) => void,
+): Promise<ListedFile[]> {
   const base = new URL('v3/datasets', o.baseUrl.endsWith('/') ? o.baseUrl : `${o.baseUrl}/`);
-  for (const [k, v] of [['family', f.family], ['dataset', f.dataset], ['start_date', f.startDate], ['end_date', f.endDate]] as const) {
+  for (const [k, v] of [
+    ['family', f.family],
+    ['dataset', f.dataset],
+    ['start_date', f.startDate],
+    ['end_date', f.endDate],
+  ] as const) {
     if (v !== undefined) base.searchParams.set(k, v);
   }
   base.searchParams.set('limit', '1000');
@@ -216,7 +246,9 @@ export async function listDatasets(o: ClientOptions, f: ListFilters, onRetry?: (
   let pages = 0;
   do {
     if (++pages > maxPages) {
-      throw new FatalError(`${base.pathname} still had a next_cursor after ${maxPages} pages: is ${o.baseUrl} a pmtape server? (raise --max-listing-pages if it is)`);
+      throw new FatalError(
+        `${base.pathname} still had a next_cursor after ${maxPages} pages: is ${o.baseUrl} a pmtape server? (raise --max-listing-pages if it is)`,
+      );
     }
     const url = new URL(base);
     if (cursor) url.searchParams.set('cursor', cursor);

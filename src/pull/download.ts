@@ -37,7 +37,6 @@ export async function hashFile(file: string, length?: number): Promise<Hash> {
   return h;
 }
 
-
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
   try {
@@ -150,7 +149,11 @@ export async function download(ctx: DownloadContext, e: FileEntry, paths: LocalP
   try {
     let restarted = false;
     for (;;) {
-      const got = await withRetries(ctx.client, () => transfer(ctx, e, paths.part), (why, ms) => ctx.onRetry(e.path, why, ms));
+      const got = await withRetries(
+        ctx.client,
+        () => transfer(ctx, e, paths.part),
+        (why, ms) => ctx.onRetry(e.path, why, ms),
+      );
       if (got.sha256 === e.sha256) break;
       // A resumed prefix may come from bytes that are no longer the server's: start over once.
       if (got.resumed && !restarted) {
@@ -158,7 +161,9 @@ export async function download(ctx: DownloadContext, e: FileEntry, paths: LocalP
         await dropStaged(paths.part);
         continue;
       }
-      throw new FatalError(`sha256 mismatch: ${ctx.source.name} sent ${e.bytes} bytes hashing to ${got.sha256}, the listing says ${e.sha256}`);
+      throw new FatalError(
+        `sha256 mismatch: ${ctx.source.name} sent ${e.bytes} bytes hashing to ${got.sha256}, the listing says ${e.sha256}`,
+      );
     }
     ctx.cache.forgetVerified(e.path);
     await dropStaged(paths.part, true);

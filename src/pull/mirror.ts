@@ -45,7 +45,8 @@ const SHA256 = /^[0-9a-f]{64}$/;
 function validate(outDir: string, raw: { path: unknown; bytes: unknown; sha256: unknown }): { e: FileEntry; paths: LocalPaths } | string {
   const paths = localPaths(outDir, raw.path);
   if (typeof paths === 'string') return paths;
-  if (typeof raw.bytes !== 'number' || !Number.isSafeInteger(raw.bytes) || raw.bytes < 0) return `the listing gives no valid size (${JSON.stringify(raw.bytes)})`;
+  if (typeof raw.bytes !== 'number' || !Number.isSafeInteger(raw.bytes) || raw.bytes < 0)
+    return `the listing gives no valid size (${JSON.stringify(raw.bytes)})`;
   const sha = typeof raw.sha256 === 'string' ? raw.sha256.toLowerCase() : '';
   if (!SHA256.test(sha)) return `the listing gives no valid sha256 (${JSON.stringify(raw.sha256)?.slice(0, 80)})`;
   return { e: { path: raw.path as string, bytes: raw.bytes, sha256: sha }, paths };
@@ -99,7 +100,10 @@ export async function pull(o: PullOptions): Promise<PullSummary> {
       todo.push(v);
     }
   }
-  o.onListed?.(listed.length, todo.reduce((n, x) => n + x.e.bytes, 0));
+  o.onListed?.(
+    listed.length,
+    todo.reduce((n, x) => n + x.e.bytes, 0),
+  );
 
   const ctx = {
     client,

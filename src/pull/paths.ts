@@ -37,11 +37,15 @@ export function localPaths(outDir: string, path: unknown): LocalPaths | string {
   const dest = resolve(root, ...segments);
   const rel = relative(root, dest);
   // Belt and braces: the segment rules above already make this impossible.
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..')) return 'the path resolves outside the output folder';
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep).includes('..'))
+    return 'the path resolves outside the output folder';
   return { dest, part: join(dirname(dest), `_${basename(dest)}.part`) };
 }
 
 /** The listed path as a URL path under `/v3/datasets/files/`: each segment percent-encoded, `=` kept. */
 export function fileUrlPath(path: string): string {
-  return path.split('/').map((s) => encodeURIComponent(s).replaceAll('%3D', '=')).join('/');
+  return path
+    .split('/')
+    .map((s) => encodeURIComponent(s).replaceAll('%3D', '='))
+    .join('/');
 }

@@ -22,7 +22,12 @@ export async function s3Source(archive: ArchiveConfig): Promise<PullSource & { r
     anonymous: reader.anonymous,
     async list(filters, onRetry) {
       try {
-        return await reader.list(filters, { attempts: 6, baseMs: 500, maxMs: 8000, onRetry: (what, err) => onRetry(`${what}: ${err.message}`, 0) });
+        return await reader.list(filters, {
+          attempts: 6,
+          baseMs: 500,
+          maxMs: 8000,
+          onRetry: (what, err) => onRetry(`${what}: ${err.message}`, 0),
+        });
       } catch (e) {
         throw new FatalError((e as Error).message);
       }

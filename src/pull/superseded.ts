@@ -15,7 +15,11 @@ const FIRST_PART = /^(.+)-(\d{4}-\d{2}-\d{2})-0000\.parquet$/;
  * `inPlace`: listed paths now verified locally (server path → local file); `listed`: every listed
  * path. Returns the server paths of the files moved aside.
  */
-export async function retireSuperseded(cache: PullCache, inPlace: ReadonlyMap<string, string>, listed: ReadonlySet<string>): Promise<string[]> {
+export async function retireSuperseded(
+  cache: PullCache,
+  inPlace: ReadonlyMap<string, string>,
+  listed: ReadonlySet<string>,
+): Promise<string[]> {
   const out: string[] = [];
   for (const [path, dest] of inPlace) {
     const m = FIRST_PART.exec(posix.basename(path));
@@ -24,7 +28,13 @@ export async function retireSuperseded(cache: PullCache, inPlace: ReadonlyMap<st
     const old = posix.join(posix.dirname(path), name);
     if (listed.has(old) || cache.verifiedSha(old) === null) continue;
     const file = join(dirname(dest), name);
-    if (!(await stat(file).then((s) => s.isFile(), () => false))) continue;
+    if (
+      !(await stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    )
+      continue;
     await rename(file, join(dirname(dest), `_${name}.superseded`));
     cache.forgetVerified(old);
     out.push(old);

@@ -72,7 +72,11 @@ export function coinSource(config: Config, since: number, onBad: (why: string) =
       // Open ones first: a market that closes between the passes is then seen twice (the later,
       // closed state wins) rather than missed by both.
       const passes = [
-        { closed: 'false', end_date_min: new Date(since).toISOString(), end_date_max: new Date(now + config.recorders.lookaheadMs + (WINDOW_MS[window] ?? 900_000)).toISOString() },
+        {
+          closed: 'false',
+          end_date_min: new Date(since).toISOString(),
+          end_date_max: new Date(now + config.recorders.lookaheadMs + (WINDOW_MS[window] ?? 900_000)).toISOString(),
+        },
         { closed: 'true', end_date_min: new Date(since).toISOString(), end_date_max: undefined },
       ];
       try {
@@ -113,7 +117,12 @@ export function yesnoSource(config: Config, since: number, onBad: (why: string) 
       try {
         let cursor = '';
         for (let page = 0; page < MAX_PAGES; page++) {
-          const body = await rest.getJson('/markets', { series_ticker: series, min_close_ts: Math.floor(since / 1000), limit: 200, cursor: cursor || undefined });
+          const body = await rest.getJson('/markets', {
+            series_ticker: series,
+            min_close_ts: Math.floor(since / 1000),
+            limit: 200,
+            cursor: cursor || undefined,
+          });
           const p = marketsPage(body, onBad);
           if (p === null) throw new Error('/markets answered without a markets array');
           raws.push(...p.markets);
@@ -163,7 +172,8 @@ export function walletSource(config: Config, since: number, onBad: (why: string)
     selection: 'coins/windows',
     names: ['topics'],
     key: (m) => walletKey(m.market_id, 'catalog'),
-    change: (prev, next, recv) => catalogChange(WALLET_CATALOG, prev?.family === 'wallet-prediction' ? prev : null, next as WalletMarket, recv),
+    change: (prev, next, recv) =>
+      catalogChange(WALLET_CATALOG, prev?.family === 'wallet-prediction' ? prev : null, next as WalletMarket, recv),
     async list(name) {
       let topics: unknown[];
       let raws: unknown[];
@@ -183,7 +193,12 @@ export function walletSource(config: Config, since: number, onBad: (why: string)
       for (const t of topics) {
         const variant = typeof t === 'object' && t !== null ? (t as Record<string, unknown>)[TOPIC.variant] : undefined;
         const mid = topicMarketId(t);
-        const m = variant !== undefined && variant !== UP_DOWN_VARIANT ? null : mid === null || !byId.has(mid) ? null : normalizeWalletMarket(t, byId.get(mid), onBad);
+        const m =
+          variant !== undefined && variant !== UP_DOWN_VARIANT
+            ? null
+            : mid === null || !byId.has(mid)
+              ? null
+              : normalizeWalletMarket(t, byId.get(mid), onBad);
         if (!m) {
           ignored++;
           continue;

@@ -56,8 +56,18 @@ export async function runBackfill(config: Config, opts: BackfillOptions): Promis
     if (++malformed <= 5) log(`upstream: ${why}`);
   });
   const sum: BackfillSummary = {
-    family: opts.family, since: new Date(opts.since).toISOString(), listed: 0, written: 0, unchanged: 0,
-    skipped_locked: 0, out_of_shard: 0, ignored: 0, failed: 0, listings: src.names.length, failed_listings: 0, error: null,
+    family: opts.family,
+    since: new Date(opts.since).toISOString(),
+    listed: 0,
+    written: 0,
+    unchanged: 0,
+    skipped_locked: 0,
+    out_of_shard: 0,
+    ignored: 0,
+    failed: 0,
+    listings: src.names.length,
+    failed_listings: 0,
+    error: null,
   };
   // List everything first: a market in two listings is written once, and the write phase has a total.
   const markets = new Map<string, Market>();
@@ -102,7 +112,10 @@ async function writeOne(config: Config, src: Source, m: Market, sum: BackfillSum
   const key = src.key(m);
   let w;
   try {
-    w = await openWriter(config.dataDir, key, { fsyncIntervalMs: config.storage.fsyncIntervalMs, fsyncMaxRecords: config.storage.fsyncMaxRecords });
+    w = await openWriter(config.dataDir, key, {
+      fsyncIntervalMs: config.storage.fsyncIntervalMs,
+      fsyncMaxRecords: config.storage.fsyncMaxRecords,
+    });
   } catch (e) {
     if (e instanceof LockedError) {
       sum.skipped_locked++;

@@ -51,7 +51,10 @@ export class TokenBucket {
   private pausedUntil = 0;
   private readonly burst: number;
 
-  constructor(private readonly ratePerS: number, burst?: number) {
+  constructor(
+    private readonly ratePerS: number,
+    burst?: number,
+  ) {
     this.burst = Math.max(1, burst ?? Math.ceil(ratePerS));
     this.tokens = this.burst;
   }

@@ -42,7 +42,11 @@ export class RecorderBooks {
   lastCheckpointTs = 0;
   droppedDeltas = 0;
 
-  constructor(readonly tokens: readonly string[], private readonly policy: CheckpointPolicy, readonly units: PriceUnits = 'decimal') {}
+  constructor(
+    readonly tokens: readonly string[],
+    private readonly policy: CheckpointPolicy,
+    readonly units: PriceUnits = 'decimal',
+  ) {}
 
   /** True while some token of the market has no fresh book (the market is in a gap or new). */
   get incomplete(): boolean {

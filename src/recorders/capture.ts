@@ -104,7 +104,8 @@ export class CaptureScanner {
     }
     this.array(chunk, i, out);
     // The array goes on past line 1 (or line 1 is too long to be one JSONL message): the array format.
-    if (this.mode === 'array' && this.pending && !this.closed && (this.firstLineDone || this.firstLineBytes > FIRST_LINE_WAIT_BYTES)) this.commit(out);
+    if (this.mode === 'array' && this.pending && !this.closed && (this.firstLineDone || this.firstLineBytes > FIRST_LINE_WAIT_BYTES))
+      this.commit(out);
     return out;
   }
 
@@ -116,7 +117,12 @@ export class CaptureScanner {
       if (this.pending) this.commit(out); // nothing followed line 1's array: the array format
       if (!this.closed) {
         this.parts = [];
-        out.push({ problem: { line: this.index + 1, problem: `the JSON array is cut off after ${this.index} complete message(s) (a truncated file?); the rest could not be read` } });
+        out.push({
+          problem: {
+            line: this.index + 1,
+            problem: `the JSON array is cut off after ${this.index} complete message(s) (a truncated file?); the rest could not be read`,
+          },
+        });
       }
     }
     return out;
@@ -288,7 +294,7 @@ export function sourceTimeOf(msg: unknown): number | null {
   if (Number.isFinite(ms)) return ms;
   // wallet pushes and REST bodies (`data.updateTimestampMs` / `data.timestampMs`), yes/no market bodies
   const d = (first as { data?: { updateTimestampMs?: unknown; timestampMs?: unknown } }).data;
-  const w = d && typeof d === 'object' ? d.updateTimestampMs ?? d.timestampMs : undefined;
+  const w = d && typeof d === 'object' ? (d.updateTimestampMs ?? d.timestampMs) : undefined;
   if (typeof w === 'number' && Number.isSafeInteger(w) && w > 0) return w;
   const mk = (first as { market?: { updated_time?: unknown } }).market;
   const yt = mk && typeof mk === 'object' && typeof mk.updated_time === 'string' ? Date.parse(mk.updated_time) : NaN;

@@ -6,7 +6,15 @@ import type { Config } from '../config.js';
 import { FAMILIES, type Family } from '../schema/observation.js';
 import { LogSink } from './sink.js';
 import { LockedError } from '../errors.js';
-import { silentLogger, type KindStatus, type Recorder, type RecorderDeps, type RecorderError, type RecorderKind, type RecorderLogger } from './recorder.js';
+import {
+  silentLogger,
+  type KindStatus,
+  type Recorder,
+  type RecorderDeps,
+  type RecorderError,
+  type RecorderKind,
+  type RecorderLogger,
+} from './recorder.js';
 import { removeDeadStatuses, removeStatus, writeStatus, type StatusFile } from './status.js';
 import { RECORDER_KINDS } from './venues.js';
 
@@ -48,7 +56,9 @@ function selectKinds(config: Config, wanted: readonly string[] | undefined): Rec
   const enabled = (k: string): boolean => (config.upstreams as Record<string, { enabled?: boolean }>)[k]?.enabled !== false;
   const names = new Set((wanted ?? RECORDER_KINDS.map((k) => k.kind)).filter(enabled));
   for (const k of RECORDER_KINDS) if (names.has(k.kind)) for (const r of k.requires ?? []) names.add(r);
-  for (const n of names) if (!RECORDER_KINDS.some((k) => k.kind === n)) throw new Error(`unknown recorder kind "${n}" (known: ${RECORDER_KINDS.map((k) => k.kind).join(', ')})`);
+  for (const n of names)
+    if (!RECORDER_KINDS.some((k) => k.kind === n))
+      throw new Error(`unknown recorder kind "${n}" (known: ${RECORDER_KINDS.map((k) => k.kind).join(', ')})`);
   return RECORDER_KINDS.filter((k) => names.has(k.kind));
 }
 

@@ -14,7 +14,8 @@ export interface Timed {
   readonly file: number;
 }
 
-const before = (a: Timed, b: Timed): boolean => a.recvTs < b.recvTs || (a.recvTs === b.recvTs && (a.file < b.file || (a.file === b.file && a.seq < b.seq)));
+const before = (a: Timed, b: Timed): boolean =>
+  a.recvTs < b.recvTs || (a.recvTs === b.recvTs && (a.file < b.file || (a.file === b.file && a.seq < b.seq)));
 
 /** A binary min-heap in receive order. */
 class Heap {
@@ -25,7 +26,7 @@ class Heap {
   push(x: Timed): void {
     const a = this.a;
     a.push(x);
-    for (let i = a.length - 1; i > 0; ) {
+    for (let i = a.length - 1; i > 0;) {
       const p = (i - 1) >> 1;
       if (!before(a[i], a[p])) break;
       [a[i], a[p]] = [a[p], a[i]];
@@ -38,7 +39,7 @@ class Heap {
     const last = a.pop();
     if (a.length > 0 && last) {
       a[0] = last;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;

@@ -57,7 +57,10 @@ interface Target {
 }
 
 function hashOf(kind: string, m: CapturedMessage, recvTs: number): string {
-  return createHash('sha256').update(`${kind}\n${recvTs}\n${JSON.stringify(m.msg)}\n${JSON.stringify(m.extra ?? null)}`).digest('hex').slice(0, 24);
+  return createHash('sha256')
+    .update(`${kind}\n${recvTs}\n${JSON.stringify(m.msg)}\n${JSON.stringify(m.extra ?? null)}`)
+    .digest('hex')
+    .slice(0, 24);
 }
 
 /** Import ids already present in `key` at or after `fromTs` (ids are only compared there). */
@@ -75,7 +78,17 @@ const logName = (k: LogKey): string => `${k.family}/${k.stream}/${k.market}`;
 export async function runImport(dataDir: string, kind: string, files: readonly string[], opts: ImportOptions = {}): Promise<ImportSummary> {
   const importer = IMPORTERS[kind];
   if (!importer) throw new Error(`unknown import kind "${kind}" (known: ${Object.keys(IMPORTERS).join(', ')})`);
-  const sum: ImportSummary = { messages: 0, written: 0, duplicates: 0, too_old: 0, future: 0, failed: 0, skipped: {}, problems: [], markets: 0 };
+  const sum: ImportSummary = {
+    messages: 0,
+    written: 0,
+    duplicates: 0,
+    too_old: 0,
+    future: 0,
+    failed: 0,
+    skipped: {},
+    problems: [],
+    markets: 0,
+  };
   let unlisted = 0;
   const problem = (line: string): void => {
     if (sum.problems.length < MAX_PROBLEMS) sum.problems.push(line);
@@ -137,11 +150,20 @@ export async function runImport(dataDir: string, kind: string, files: readonly s
     try {
       const ids = await existingIds(dataDir, key, fromTs);
       const writer = await openWriter(dataDir, key, { fsyncIntervalMs: opts.fsyncIntervalMs ?? 20 });
-      t = { key, writer, ids, tail: writer.lastRecord()?.recv_ts ?? 0, books: key.stream === 'books' ? new MarketBooks() : null, deltas: 0 };
+      t = {
+        key,
+        writer,
+        ids,
+        tail: writer.lastRecord()?.recv_ts ?? 0,
+        books: key.stream === 'books' ? new MarketBooks() : null,
+        deltas: 0,
+      };
       sum.markets++;
     } catch (e) {
       failedLogs.add(id);
-      problem(`${logName(key)}: cannot open its log (${(e as Error).message}); is another pmtape process writing it? Stop it, or import into another --data-dir`);
+      problem(
+        `${logName(key)}: cannot open its log (${(e as Error).message}); is another pmtape process writing it? Stop it, or import into another --data-dir`,
+      );
     }
     targets.set(id, t);
     return t;
@@ -160,7 +182,10 @@ export async function runImport(dataDir: string, kind: string, files: readonly s
     const w = t.writer!;
     const p = Promise.resolve()
       .then(() => w.write(obs, checkpoint ? { checkpoint: true } : undefined))
-      .then(() => void sum.written++, (e: unknown) => refused(t.key, e));
+      .then(
+        () => void sum.written++,
+        (e: unknown) => refused(t.key, e),
+      );
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
     if (w.backpressure) await w.drained();
@@ -193,8 +218,13 @@ export async function runImport(dataDir: string, kind: string, files: readonly s
         if (valid.length === 0) continue;
         t.deltas = 0;
         const cp: BookCheckpoint = {
-          type: 'book_checkpoint', recv_ts: obs.recv_ts, source_ts: null, origin: 'import', import_id: `${obs.import_id}:cp`,
-          units: 'decimal', books: valid.map((v) => ({ token_id: v.token_id, bids: [...v.bids], asks: [...v.asks] })),
+          type: 'book_checkpoint',
+          recv_ts: obs.recv_ts,
+          source_ts: null,
+          origin: 'import',
+          import_id: `${obs.import_id}:cp`,
+          units: 'decimal',
+          books: valid.map((v) => ({ token_id: v.token_id, bids: [...v.bids], asks: [...v.asks] })),
         };
         await append(t, cp, true);
       }
@@ -202,7 +232,8 @@ export async function runImport(dataDir: string, kind: string, files: readonly s
     }
   } finally {
     await Promise.all([...inflight]);
-    for (const t of targets.values()) await t?.writer?.close().catch((e: Error) => problem(`${logName(t.key)}: closing its log failed (${e.message})`));
+    for (const t of targets.values())
+      await t?.writer?.close().catch((e: Error) => problem(`${logName(t.key)}: closing its log failed (${e.message})`));
   }
   if (sum.future > 0) {
     problem(

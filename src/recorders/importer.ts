@@ -30,7 +30,9 @@ export interface Importer {
 export async function recordedMarkets<F extends Family>(dataDir: string, family: F): Promise<Map<string, Extract<Market, { family: F }>>> {
   const out = new Map<string, Extract<Market, { family: F }>>();
   for (const id of await listMarkets(dataDir, family, 'catalog')) {
-    const last = await openReader(dataDir, { family, stream: 'catalog', market: id }).latest().catch(() => null);
+    const last = await openReader(dataDir, { family, stream: 'catalog', market: id })
+      .latest()
+      .catch(() => null);
     if (last?.rec.type === 'catalog' && last.rec.market.family === family) out.set(id, last.rec.market as Extract<Market, { family: F }>);
   }
   return out;

@@ -174,7 +174,16 @@ export abstract class Recorder {
     // valid again inside the hole (one token fresh, the other not yet) are invalid once more.
     const g = open ?? { reason, start_ts: Math.min(startTs, recvTs) };
     this.openGaps.set(key.market, g);
-    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: null, ...(detail ? { detail } : {}) };
+    const gap: Gap = {
+      type: 'gap',
+      recv_ts: recvTs,
+      source_ts: null,
+      origin: 'recorder',
+      reason: g.reason,
+      start_ts: g.start_ts,
+      end_ts: null,
+      ...(detail ? { detail } : {}),
+    };
     this.deps.sink.write(key, gap);
   }
 
@@ -185,7 +194,16 @@ export abstract class Recorder {
   protected writeClosedGap(key: LogKey, reason: GapReason, startTs: number, endTs: number, recvTs: number, detail?: string): void {
     this.gapCount++;
     recorderGaps.inc({ kind: this.kind, reason });
-    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason, start_ts: Math.min(startTs, endTs), end_ts: endTs, ...(detail ? { detail } : {}) };
+    const gap: Gap = {
+      type: 'gap',
+      recv_ts: recvTs,
+      source_ts: null,
+      origin: 'recorder',
+      reason,
+      start_ts: Math.min(startTs, endTs),
+      end_ts: endTs,
+      ...(detail ? { detail } : {}),
+    };
     void this.deps.sink.append(key, gap);
   }
 
@@ -243,7 +261,15 @@ export abstract class Recorder {
     this.openGaps.delete(key.market);
     this.gapCount++;
     recorderGaps.inc({ kind: this.kind, reason: g.reason });
-    const gap: Gap = { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: g.reason, start_ts: g.start_ts, end_ts: Math.max(endTs, g.start_ts) };
+    const gap: Gap = {
+      type: 'gap',
+      recv_ts: recvTs,
+      source_ts: null,
+      origin: 'recorder',
+      reason: g.reason,
+      start_ts: g.start_ts,
+      end_ts: Math.max(endTs, g.start_ts),
+    };
     void this.deps.sink.append(key, gap);
   }
 

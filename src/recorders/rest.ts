@@ -60,7 +60,8 @@ export class RestClient {
       res = await fetch(url, { headers: { accept: 'application/json', ...this.opts.headers }, signal: AbortSignal.any(signals) });
     } catch (e) {
       const name = (e as Error).name;
-      if (name === 'TimeoutError' || name === 'AbortError') throw new RecorderError('timeout', `GET ${url.pathname} timed out after ${timeoutMs} ms`);
+      if (name === 'TimeoutError' || name === 'AbortError')
+        throw new RecorderError('timeout', `GET ${url.pathname} timed out after ${timeoutMs} ms`);
       throw new RecorderError('connect', `GET ${url.pathname} failed: ${(e as Error).message}`);
     }
     if (res.status === 429) {

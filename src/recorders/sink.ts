@@ -66,7 +66,10 @@ export class LogSink {
   /** Set by the recorder host once its recorders exist. */
   resync: Resync = () => null;
 
-  constructor(readonly dataDir: string, private readonly opts: SinkOptions = {}) {
+  constructor(
+    readonly dataDir: string,
+    private readonly opts: SinkOptions = {},
+  ) {
     this.pause = new StoragePause(dataDir, {
       minFreeBytes: opts.minFreeBytes ?? 0,
       logger: opts.logger ?? silentLogger,
@@ -98,7 +101,19 @@ export class LogSink {
     let s = this.slots.get(id);
     if (s) this.byKeyObject.set(key, { id, slot: s });
     if (!s) {
-      const slot: Slot = { key, writer: null, opening: Promise.resolve(null), lastRecvTs: 0, pending: 0, onError: (e) => this.pause.failed(slot, e), group: null, groupCps: [], groupKey: null, paused: null, resync: null };
+      const slot: Slot = {
+        key,
+        writer: null,
+        opening: Promise.resolve(null),
+        lastRecvTs: 0,
+        pending: 0,
+        onError: (e) => this.pause.failed(slot, e),
+        group: null,
+        groupCps: [],
+        groupKey: null,
+        paused: null,
+        resync: null,
+      };
       if (this.pause.guardActive) this.pause.pause(slot, 'min_free_bytes', 'free space below storage.min_free_bytes');
       slot.opening = (async () => {
         try {
@@ -277,7 +292,13 @@ export class LogSink {
 
   private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: false): undefined;
   private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: true): Promise<Recorded | null>;
-  private appendTo(s: Slot, key: LogKey, obs: Observation, opts: AppendOptions | undefined, wantResult: boolean): Promise<Recorded | null> | undefined {
+  private appendTo(
+    s: Slot,
+    key: LogKey,
+    obs: Observation,
+    opts: AppendOptions | undefined,
+    wantResult: boolean,
+  ): Promise<Recorded | null> | undefined {
     const w = s.writer!;
     const o = this.clamp(s, obs);
     if (!wantResult) {
@@ -326,10 +347,12 @@ export class LogSink {
     this.endFrame();
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
     this.reportMetrics();
-    await Promise.all([...this.slots.values()].map(async (s) => {
-      const w = await s.opening;
-      await w?.flush().catch(() => undefined);
-    }));
+    await Promise.all(
+      [...this.slots.values()].map(async (s) => {
+        const w = await s.opening;
+        await w?.flush().catch(() => undefined);
+      }),
+    );
   }
 
   /** Flushes and closes one log (e.g. a market that is no longer recorded). */

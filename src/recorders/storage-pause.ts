@@ -91,7 +91,10 @@ export class StoragePause {
   private retrying = false;
   private closed = false;
 
-  constructor(private readonly dataDir: string, private readonly o: PauseOptions) {
+  constructor(
+    private readonly dataDir: string,
+    private readonly o: PauseOptions,
+  ) {
     this.retryMs = o.retryMs?.[0] ?? 250;
     if (o.minFreeBytes > 0) {
       this.guardTimer = setInterval(() => void this.checkGuard(), o.guardMs ?? 1000);
@@ -114,7 +117,10 @@ export class StoragePause {
     if (this.closed || s.paused) return false;
     s.paused = { errno, at: Date.now(), dropped: 0, since: firstLostMs };
     this.paused.add(s);
-    this.o.logger.warn({ ...where(s.key), errno, detail }, 'storage: writer paused; its records are dropped until the disk takes writes again');
+    this.o.logger.warn(
+      { ...where(s.key), errno, detail },
+      'storage: writer paused; its records are dropped until the disk takes writes again',
+    );
     this.armRetry();
     this.armSummary();
     return true;
@@ -127,7 +133,10 @@ export class StoragePause {
   forget(s: Pausable): void {
     if (!this.paused.delete(s) || !s.paused) return;
     const p = s.paused;
-    this.o.logger.warn({ ...where(s.key), errno: p.errno, paused_ms: Date.now() - p.at, dropped: p.dropped }, 'storage: writer closed while paused; it is not resumed');
+    this.o.logger.warn(
+      { ...where(s.key), errno: p.errno, paused_ms: Date.now() - p.at, dropped: p.dropped },
+      'storage: writer closed while paused; it is not resumed',
+    );
   }
 
   /** Counts a record dropped while `s` is paused or waiting for a full book. */
@@ -147,7 +156,16 @@ export class StoragePause {
 
   /** A gap of `key` over [start, end] (end null: still open), written at `recvTs`. */
   gap(start: number, end: number | null, recvTs: number, detail?: string): Gap {
-    return { type: 'gap', recv_ts: recvTs, source_ts: null, origin: 'recorder', reason: 'storage_error', start_ts: start, end_ts: end, ...(detail ? { detail } : {}) };
+    return {
+      type: 'gap',
+      recv_ts: recvTs,
+      source_ts: null,
+      origin: 'recorder',
+      reason: 'storage_error',
+      start_ts: start,
+      end_ts: end,
+      ...(detail ? { detail } : {}),
+    };
   }
 
   close(): void {
@@ -178,10 +196,13 @@ export class StoragePause {
       this.retryTimer = null;
     }
     if (this.retryTimer) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.retry();
-    }, now ? 0 : this.retryMs);
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = null;
+        void this.retry();
+      },
+      now ? 0 : this.retryMs,
+    );
     this.retryTimer.unref();
   }
 
@@ -193,7 +214,10 @@ export class StoragePause {
       if (this.closed || this.paused.size === 0) return;
       const byErrno: Record<string, number> = {};
       for (const s of this.paused) byErrno[s.paused!.errno] = (byErrno[s.paused!.errno] ?? 0) + 1;
-      this.o.logger.warn({ paused_writers: this.paused.size, by_errno: byErrno, dropped_records: this.dropped, free_bytes: this.free }, 'storage: writers still paused');
+      this.o.logger.warn(
+        { paused_writers: this.paused.size, by_errno: byErrno, dropped_records: this.dropped, free_bytes: this.free },
+        'storage: writers still paused',
+      );
       this.summaryTimer = setTimeout(tick, every);
       this.summaryTimer.unref();
     };

@@ -50,7 +50,10 @@ export class WsConnection {
   private retryAfter: number | null = null;
   connects = 0;
 
-  constructor(private readonly h: WsHandlers, private readonly o: WsOptions) {
+  constructor(
+    private readonly h: WsHandlers,
+    private readonly o: WsOptions,
+  ) {
     this.backoff = new Backoff(o.backoffMinMs, o.backoffMaxMs);
   }
 
@@ -114,7 +117,11 @@ export class WsConnection {
     this.retryAfter = null;
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.h.url(), { handshakeTimeout: Math.max(2000, this.o.staleAfterMs), perMessageDeflate: false, headers: this.h.headers?.() });
+      ws = new WebSocket(this.h.url(), {
+        handshakeTimeout: Math.max(2000, this.o.staleAfterMs),
+        perMessageDeflate: false,
+        headers: this.h.headers?.(),
+      });
     } catch (e) {
       this.h.onError('connect', `cannot connect: ${(e as Error).message}`);
       this.scheduleReconnect();

@@ -90,8 +90,13 @@ export function parseTimeParam(text: string): number | null {
   const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4] ?? '0', m[5] ?? '0', m[6] ?? '0'].map(Number);
   const ms = Number(((m[7] ?? '') + '000').slice(0, 3)); // a finer fraction is cut to milliseconds
   const at = new Date(Date.UTC(y, mo - 1, d, h, mi, s, ms));
-  const exact = at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
-    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+  const exact =
+    at.getUTCFullYear() === y &&
+    at.getUTCMonth() === mo - 1 &&
+    at.getUTCDate() === d &&
+    at.getUTCHours() === h &&
+    at.getUTCMinutes() === mi &&
+    at.getUTCSeconds() === s;
   const v = at.getTime();
   return exact && Number.isFinite(v) && v >= 0 ? v : null;
 }

@@ -18,7 +18,13 @@ export function gammaMarket(model: MarketModel, m: SimMarket, now: number): Reco
   const fair = m.fair / 100;
   const prices = resolved ? (upWins ? ['1', '0'] : ['0', '1']) : [fair.toFixed(3), (1 - fair).toFixed(3)];
   const coinName = m.coin.toUpperCase();
-  const series = { id: String(1000 + m.window.length), slug: `${m.coin}-up-or-down-${m.window}`, ticker: `${m.coin}-up-or-down-${m.window}`, recurrence: m.window, title: `${coinName} Up or Down ${m.window}` };
+  const series = {
+    id: String(1000 + m.window.length),
+    slug: `${m.coin}-up-or-down-${m.window}`,
+    ticker: `${m.coin}-up-or-down-${m.window}`,
+    recurrence: m.window,
+    title: `${coinName} Up or Down ${m.window}`,
+  };
   const liquidity = model.liquidity(m);
   return {
     id: m.id,
@@ -89,18 +95,34 @@ export function catalogMount(model: MarketModel): SimMount {
       const now = Date.now();
       model.refresh(now);
       const q = url.searchParams;
-      const hits = [...model.markets.values()].filter((m) => matches(model, m, q, now)).sort((a, b) => a.endMs - b.endMs || a.id.localeCompare(b.id));
+      const hits = [...model.markets.values()]
+        .filter((m) => matches(model, m, q, now))
+        .sort((a, b) => a.endMs - b.endMs || a.id.localeCompare(b.id));
       if (path === '/markets') {
-        sendJson(res, 200, page(q, hits.map((m) => gammaMarket(model, m, now))));
+        sendJson(
+          res,
+          200,
+          page(
+            q,
+            hits.map((m) => gammaMarket(model, m, now)),
+          ),
+        );
         return true;
       }
       if (path === '/events') {
-        sendJson(res, 200, page(q, hits.map((m) => {
-          const gm = gammaMarket(model, m, now);
-          const ev = (gm.events as Record<string, unknown>[])[0];
-          const { events: _drop, ...market } = gm;
-          return { ...ev, title: gm.question, endDate: gm.endDate, closed: gm.closed, active: true, markets: [market] };
-        })));
+        sendJson(
+          res,
+          200,
+          page(
+            q,
+            hits.map((m) => {
+              const gm = gammaMarket(model, m, now);
+              const ev = (gm.events as Record<string, unknown>[])[0];
+              const { events: _drop, ...market } = gm;
+              return { ...ev, title: gm.question, endDate: gm.endDate, closed: gm.closed, active: true, markets: [market] };
+            }),
+          ),
+        );
         return true;
       }
       return false;

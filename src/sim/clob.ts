@@ -15,7 +15,11 @@ export class ClobConn {
   private dropTimer: NodeJS.Timeout | null = null;
   sent = 0;
 
-  constructor(readonly ws: WebSocket, private readonly dice: FaultDice, random: () => number) {
+  constructor(
+    readonly ws: WebSocket,
+    private readonly dice: FaultDice,
+    random: () => number,
+  ) {
     const every = dice.faults.dropEveryMs;
     if (every > 0) {
       this.dropTimer = setTimeout(() => this.drop(), Math.round(every * (0.75 + 0.5 * random())));
@@ -55,7 +59,15 @@ export class ClobConn {
     this.ws.send(text);
     this.sent++;
     if (d.roll('dup')) this.ws.send(text);
-    if (d.roll('unknown')) this.ws.send(JSON.stringify({ event_type: 'mystery_update', market: '0x00', timestamp: String(Date.now()), note: 'emulated unknown event type' }));
+    if (d.roll('unknown'))
+      this.ws.send(
+        JSON.stringify({
+          event_type: 'mystery_update',
+          market: '0x00',
+          timestamp: String(Date.now()),
+          note: 'emulated unknown event type',
+        }),
+      );
   }
 }
 

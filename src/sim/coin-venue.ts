@@ -16,10 +16,7 @@ export function coinVenueMounts(ctx: SimContext): SimMount[] {
     const src = replaySource(ctx.opts.replay, ctx.opts.replaySpeed ?? 1);
     const clob = clobMount(ctx, src);
     const cat = replayCatalogMount(src);
-    return [
-      { ...clob, config: (b) => ({ ...clob.config!(b), coins: src.coins(), windows: src.windows() }) },
-      cat,
-    ];
+    return [{ ...clob, config: (b) => ({ ...clob.config!(b), coins: src.coins(), windows: src.windows() }) }, cat];
   }
   // Unlisted coins go last so the configured coins keep their market ids.
   const unlisted = (ctx.opts.unlistedCoins ?? ['sol']).filter((c) => !coins.includes(c));

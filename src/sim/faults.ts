@@ -41,8 +41,19 @@ export interface Faults {
 }
 
 export const NO_FAULTS: Faults = {
-  dropEveryMs: 0, drop: 0, garbage: 0, gap: 0, dup: 0, unknown: 0, stall: 0, stallMs: 5000,
-  http429: 0, retryAfterS: 1, http5xx: 0, slow: 0, slowMs: 1500,
+  dropEveryMs: 0,
+  drop: 0,
+  garbage: 0,
+  gap: 0,
+  dup: 0,
+  unknown: 0,
+  stall: 0,
+  stallMs: 5000,
+  http429: 0,
+  retryAfterS: 1,
+  http5xx: 0,
+  slow: 0,
+  slowMs: 1500,
 };
 
 const RATE_KEYS = ['drop', 'garbage', 'gap', 'dup', 'unknown', 'stall', 'http429', 'http5xx', 'slow'] as const;
@@ -98,7 +109,10 @@ export function parseFaults(spec: string | undefined | null): Faults {
 
 /** The dice of one emulated kind: `roll('garbage')` is true with the configured probability. */
 export class FaultDice {
-  constructor(readonly faults: Faults, private readonly random: () => number) {}
+  constructor(
+    readonly faults: Faults,
+    private readonly random: () => number,
+  ) {}
 
   roll(name: (typeof RATE_KEYS)[number]): boolean {
     const p = this.faults[name];

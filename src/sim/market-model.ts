@@ -94,7 +94,12 @@ export class MarketModel {
     const h = sha(`${this.seed}:${slug}`);
     const closeDelay = Math.max(300, Math.round(90_000 * this.scale));
     const m: SimMarket = {
-      id, slug, coin, window: w, startMs, endMs: startMs + len,
+      id,
+      slug,
+      coin,
+      window: w,
+      startMs,
+      endMs: startMs + len,
       eventId: String(startS * 10 + ci * 3 + wi + 7),
       conditionId: `0x${h}`,
       questionId: `0x${sha(`q:${h}`)}`,
@@ -102,9 +107,17 @@ export class MarketModel {
       createdMs: startMs - this.listAhead * len - 1000,
       closeMs: startMs + len + closeDelay,
       resolveMs: startMs + len + closeDelay + Math.max(200, Math.round(30_000 * this.scale)),
-      cancelMs: parseInt(h.slice(0, 6), 16) % 50 === 0 ? startMs - Math.round(len * (1 + (parseInt(h.slice(6, 10), 16) % 100) / 100)) : null,
+      cancelMs:
+        parseInt(h.slice(0, 6), 16) % 50 === 0 ? startMs - Math.round(len * (1 + (parseInt(h.slice(6, 10), 16) % 100) / 100)) : null,
       tokens: [BigInt(`0x${sha(`up:${h}`).slice(0, 62)}`).toString(), BigInt(`0x${sha(`down:${h}`).slice(0, 62)}`).toString()],
-      bids: new Map(), asks: new Map(), fair: 50, startPrice: null, endPrice: null, volume: 0, lastTrade: null, updatedMs: startMs,
+      bids: new Map(),
+      asks: new Map(),
+      fair: 50,
+      startPrice: null,
+      endPrice: null,
+      volume: 0,
+      lastTrade: null,
+      updatedMs: startMs,
     };
     for (let i = 1; i <= 8; i++) {
       m.bids.set(50 - i, this.size());
@@ -138,10 +151,14 @@ export class MarketModel {
     bids.sort((a, b) => a[0] - b[0]);
     asks.sort((a, b) => b[0] - a[0]);
     return {
-      event_type: 'book', asset_id: m.tokens[which], market: m.conditionId,
+      event_type: 'book',
+      asset_id: m.tokens[which],
+      market: m.conditionId,
       bids: bids.map(([t, s]) => ({ price: px(t), size: sz(s) })),
       asks: asks.map(([t, s]) => ({ price: px(t), size: sz(s) })),
-      timestamp: String(now), hash: sha(`${m.id}:${now}:${which}`).slice(0, 40), tick_size: '0.01',
+      timestamp: String(now),
+      hash: sha(`${m.id}:${now}:${which}`).slice(0, 40),
+      tick_size: '0.01',
       last_trade_price: m.lastTrade === null ? '' : px(which === 0 ? m.lastTrade : 100 - m.lastTrade),
     };
   }
@@ -160,10 +177,28 @@ export class MarketModel {
     const h = sha(`${m.id}:${now}:${tick}:${size}`).slice(0, 40);
     const pxOr = (t: number | null, dflt: string): string => (t === null ? dflt : px(t));
     emit(m.tokens, {
-      event_type: 'price_change', market: m.conditionId, timestamp: String(now),
+      event_type: 'price_change',
+      market: m.conditionId,
+      timestamp: String(now),
       price_changes: [
-        { asset_id: m.tokens[0], price: px(tick), size: sz(size), side: side === 'bid' ? 'BUY' : 'SELL', hash: h, best_bid: pxOr(b.bid, '0'), best_ask: pxOr(b.ask, '1') },
-        { asset_id: m.tokens[1], price: px(100 - tick), size: sz(size), side: side === 'bid' ? 'SELL' : 'BUY', hash: h, best_bid: b.ask === null ? '0' : px(100 - b.ask), best_ask: b.bid === null ? '1' : px(100 - b.bid) },
+        {
+          asset_id: m.tokens[0],
+          price: px(tick),
+          size: sz(size),
+          side: side === 'bid' ? 'BUY' : 'SELL',
+          hash: h,
+          best_bid: pxOr(b.bid, '0'),
+          best_ask: pxOr(b.ask, '1'),
+        },
+        {
+          asset_id: m.tokens[1],
+          price: px(100 - tick),
+          size: sz(size),
+          side: side === 'bid' ? 'SELL' : 'BUY',
+          hash: h,
+          best_bid: b.ask === null ? '0' : px(100 - b.ask),
+          best_ask: b.bid === null ? '1' : px(100 - b.bid),
+        },
       ],
     });
   }
@@ -194,8 +229,14 @@ export class MarketModel {
       const sideUp = at === b.ask ? 'BUY' : 'SELL';
       for (const which of [0, 1] as const) {
         emit([m.tokens[which]], {
-          event_type: 'last_trade_price', asset_id: m.tokens[which], market: m.conditionId, fee_rate_bps: '0',
-          price: px(which === 0 ? at : 100 - at), size: sz(q), side: which === 0 ? sideUp : sideUp === 'BUY' ? 'SELL' : 'BUY', timestamp: String(now),
+          event_type: 'last_trade_price',
+          asset_id: m.tokens[which],
+          market: m.conditionId,
+          fee_rate_bps: '0',
+          price: px(which === 0 ? at : 100 - at),
+          size: sz(q),
+          side: which === 0 ? sideUp : sideUp === 'BUY' ? 'SELL' : 'BUY',
+          timestamp: String(now),
         });
       }
       // The venue re-sends both books after a trade: the recorder's consistency check point.

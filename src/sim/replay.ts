@@ -50,7 +50,11 @@ function tokensOf(msg: unknown, cond: Map<string, string[]>): string[] {
 export function replaySource(file: string, speed: number): ReplaySource {
   const { messages } = parseCapture(readFileSync(file, 'utf8'));
   const markets = new Map<string, string[]>();
-  const entries: Entry[] = messages.map((m) => ({ at: m.recv_ts ?? sourceTimeOf(m.msg) ?? 0, msg: m.msg, tokens: tokensOf(m.msg, markets) }));
+  const entries: Entry[] = messages.map((m) => ({
+    at: m.recv_ts ?? sourceTimeOf(m.msg) ?? 0,
+    msg: m.msg,
+    tokens: tokensOf(m.msg, markets),
+  }));
   const books = new MarketBooks();
   const timers: NodeJS.Timeout[] = [];
   let started = false;
@@ -60,7 +64,8 @@ export function replaySource(file: string, speed: number): ReplaySource {
     const v = books.view(t);
     if (!v) return null;
     const market = [...markets].find(([, ts]) => ts.includes(t))?.[0] ?? '';
-    const lv = (l: readonly (readonly [string, string])[]): { price: string; size: string }[] => [...l].reverse().map(([price, size]) => ({ price, size }));
+    const lv = (l: readonly (readonly [string, string])[]): { price: string; size: string }[] =>
+      [...l].reverse().map(([price, size]) => ({ price, size }));
     return { event_type: 'book', asset_id: t, market, bids: lv(v.bids), asks: lv(v.asks), timestamp: String(Date.now()), hash: 'replay' };
   };
   return {
@@ -100,24 +105,49 @@ export function replaySource(file: string, speed: number): ReplaySource {
 export function replayCatalogMount(src: ReplaySource): SimMount {
   const created = Date.now();
   const list = (): Record<string, unknown>[] =>
-    [...src.markets].filter(([, t]) => t.length === 2).map(([cond, tokens], i) => {
-      const startS = Math.floor(created / 1000) - 60;
-      const slug = `btc-updown-5m-${startS + i}`;
-      return {
-        id: String(900000 + i), question: `Replayed capture of ${cond}`, conditionId: cond, slug,
-        outcomes: JSON.stringify(['Up', 'Down']), outcomePrices: JSON.stringify(['0.5', '0.5']), clobTokenIds: JSON.stringify(tokens),
-        startDate: new Date(created - 3_600_000).toISOString(), eventStartTime: new Date(startS * 1000).toISOString(),
-        endDate: new Date(created + 86_400_000).toISOString(), createdAt: new Date(created - 3_600_000).toISOString(),
-        updatedAt: new Date(created).toISOString(), active: true, closed: false, volume: '0', liquidity: '0',
-        events: [{ id: String(800000 + i), slug, startTime: new Date(startS * 1000).toISOString(), series: [{ slug: 'btc-up-or-down-5m', recurrence: '5m' }] }],
-      };
-    });
+    [...src.markets]
+      .filter(([, t]) => t.length === 2)
+      .map(([cond, tokens], i) => {
+        const startS = Math.floor(created / 1000) - 60;
+        const slug = `btc-updown-5m-${startS + i}`;
+        return {
+          id: String(900000 + i),
+          question: `Replayed capture of ${cond}`,
+          conditionId: cond,
+          slug,
+          outcomes: JSON.stringify(['Up', 'Down']),
+          outcomePrices: JSON.stringify(['0.5', '0.5']),
+          clobTokenIds: JSON.stringify(tokens),
+          startDate: new Date(created - 3_600_000).toISOString(),
+          eventStartTime: new Date(startS * 1000).toISOString(),
+          endDate: new Date(created + 86_400_000).toISOString(),
+          createdAt: new Date(created - 3_600_000).toISOString(),
+          updatedAt: new Date(created).toISOString(),
+          active: true,
+          closed: false,
+          volume: '0',
+          liquidity: '0',
+          events: [
+            {
+              id: String(800000 + i),
+              slug,
+              startTime: new Date(startS * 1000).toISOString(),
+              series: [{ slug: 'btc-up-or-down-5m', recurrence: '5m' }],
+            },
+          ],
+        };
+      });
   return {
     prefix: '/catalog',
     async http(req: IncomingMessage, res: ServerResponse, path: string) {
       if (req.method !== 'GET') return false;
       if (path === '/markets') sendJson(res, 200, list());
-      else if (path === '/events') sendJson(res, 200, list().map((m) => ({ ...(m.events as object[])[0], markets: [m] })));
+      else if (path === '/events')
+        sendJson(
+          res,
+          200,
+          list().map((m) => ({ ...(m.events as object[])[0], markets: [m] })),
+        );
       else return false;
       return true;
     },

@@ -13,11 +13,7 @@ import { yesnoMounts } from './yesno.js';
 import { walletMounts } from './wallet.js';
 
 /** Every emulated kind, one factory each. */
-export const SIM_MOUNTS: SimMountFactory[] = [
-  coinVenueMounts,
-  yesnoMounts,
-  walletMounts,
-];
+export const SIM_MOUNTS: SimMountFactory[] = [coinVenueMounts, yesnoMounts, walletMounts];
 
 export interface Sim {
   readonly url: string;
@@ -100,7 +96,9 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
     const url = new URL(req.url ?? '/', 'http://sim');
     const hit = find(url.pathname);
     const refuse = (status: number, extra = ''): void => {
-      socket.end(`HTTP/1.1 ${status} ${status === 429 ? 'Too Many Requests' : 'Error'}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`);
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 429 ? 'Too Many Requests' : 'Error'}\r\n${extra}Connection: close\r\nContent-Length: 0\r\n\r\n`,
+      );
     };
     if (!hit?.mount.ws) return refuse(404);
     const f = hit.mount.noHttpFaults ? null : httpDice.http();
@@ -126,7 +124,7 @@ export async function startSim(opts: SimOptions = {}): Promise<Sim> {
   }
   const tuning = scaledTuning(windowScale);
   config.upstreams = upstreams;
-  config.recorders = { ...tuning, ...((config.recorders) ?? {}) };
+  config.recorders = { ...tuning, ...(config.recorders ?? {}) };
   if (config.stale_after_ms === undefined) config.stale_after_ms = Math.max(1000, tuning.ping_interval_ms * 3);
 
   return {

@@ -71,7 +71,9 @@ export class WalletUniverse {
     const roll = r();
     const move = (r() - 0.5) * 0.004 * startPrice;
     return {
-      coin, window, k,
+      coin,
+      window,
+      k,
       id: 100_000 + (hashSeed(this.o.seed, `id:${name}`) % 8_900_000),
       topicId: String(10_000_000 + (hashSeed(this.o.seed, `topic:${name}`) % 89_999_999)),
       slug: `${coin}-updown-${window}-${Math.floor(virtualStart / 1000)}`,
@@ -138,7 +140,14 @@ export class WalletUniverse {
   }
 
   /** The full book of the first outcome at the current version: numbers, best first. */
-  book(m: WalletSimMarket): { marketId: number; updateTimestampMs: number; asks: number[][]; bids: number[][]; version: number; orderCount: number } {
+  book(m: WalletSimMarket): {
+    marketId: number;
+    updateTimestampMs: number;
+    asks: number[][];
+    bids: number[][];
+    version: number;
+    orderCount: number;
+  } {
     this.advance(m);
     const r = rng(hashSeed(this.o.seed, `${m.id}b${m.version}`));
     const mid = Math.round(m.p * 100);
@@ -155,6 +164,10 @@ export class WalletUniverse {
   /** Volume, liquidity and participants grow with the book's versions. */
   stats(m: WalletSimMarket): { volume: number; liquidity: number; participants: number } {
     this.advance(m);
-    return { volume: Math.round(m.version * 137.5 * 100) / 100, liquidity: Math.round((1000 + m.version * 3.25) * 100) / 100, participants: Math.floor(m.version / 3) };
+    return {
+      volume: Math.round(m.version * 137.5 * 100) / 100,
+      liquidity: Math.round((1000 + m.version * 3.25) * 100) / 100,
+      participants: Math.floor(m.version / 3),
+    };
   }
 }

@@ -34,7 +34,15 @@ export interface WalletSim {
   http(req: IncomingMessage, res: ServerResponse, path: string, url: URL): boolean;
   ws(ws: WebSocket, req: IncomingMessage, path: string): void;
   readonly universe: WalletUniverse;
-  readonly stats: { rest: number; restBooks: number; connections: number; pushes: number; heartbeatsEchoed: number; closedForHeartbeat: number; subscribes: number };
+  readonly stats: {
+    rest: number;
+    restBooks: number;
+    connections: number;
+    pushes: number;
+    heartbeatsEchoed: number;
+    closedForHeartbeat: number;
+    subscribes: number;
+  };
   /** Live-adjustable delivery settings (tests): read per connection / per push. */
   readonly settings: { heartbeatMs: number; reorder: number; duplicate: number; apiKey: string | null };
   /** Test hook: stop sending anything (books and heartbeats) on every open socket for `ms`. */
@@ -56,10 +64,19 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
   const seed = opts.seed ?? 1;
   const scale = opts.windowScale ?? 1;
   const universe = new WalletUniverse({
-    seed, windowScale: scale, coins: opts.coins ?? ['btc', 'eth', 'bnb'], windows: opts.windows ?? ['5m', '15m'],
-    bookStepMs: opts.bookStepMs ?? Math.max(100, 1000 * Math.min(1, scale * 10)), now,
+    seed,
+    windowScale: scale,
+    coins: opts.coins ?? ['btc', 'eth', 'bnb'],
+    windows: opts.windows ?? ['5m', '15m'],
+    bookStepMs: opts.bookStepMs ?? Math.max(100, 1000 * Math.min(1, scale * 10)),
+    now,
   });
-  const settings = { heartbeatMs: opts.heartbeatMs ?? 15_000, reorder: opts.reorder ?? 0.05, duplicate: opts.duplicate ?? 0.03, apiKey: opts.apiKey ?? null };
+  const settings = {
+    heartbeatMs: opts.heartbeatMs ?? 15_000,
+    reorder: opts.reorder ?? 0.05,
+    duplicate: opts.duplicate ?? 0.03,
+    apiKey: opts.apiKey ?? null,
+  };
   const pushMs = opts.pushMs ?? 250;
   const random = rng(hashSeed(seed, 'wallet-ws'));
   const stats = { rest: 0, restBooks: 0, connections: 0, pushes: 0, heartbeatsEchoed: 0, closedForHeartbeat: 0, subscribes: 0 };
@@ -69,10 +86,20 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
     const st = universe.status(m);
     const done = st === 'RESOLVED';
     return {
-      marketTopicId: m.topicId, slug: m.slug, topicType: 'CRYPTO', marketVariant: 'CRYPTO_UP_DOWN', marketId: m.id,
-      asset: m.coin.toUpperCase(), interval: m.window, startTime: iso(m.startMs), endTime: iso(m.endMs), status: st,
-      startPrice: now() >= m.startMs ? m.startPrice : null, endPrice: done ? m.endPrice : null,
-      createdAt: iso(m.startMs - 2 * (m.endMs - m.startMs)), updatedAt: iso(Math.min(now(), m.endMs)),
+      marketTopicId: m.topicId,
+      slug: m.slug,
+      topicType: 'CRYPTO',
+      marketVariant: 'CRYPTO_UP_DOWN',
+      marketId: m.id,
+      asset: m.coin.toUpperCase(),
+      interval: m.window,
+      startTime: iso(m.startMs),
+      endTime: iso(m.endMs),
+      status: st,
+      startPrice: now() >= m.startMs ? m.startPrice : null,
+      endPrice: done ? m.endPrice : null,
+      createdAt: iso(m.startMs - 2 * (m.endMs - m.startMs)),
+      updatedAt: iso(Math.min(now(), m.endMs)),
     };
   }
 
@@ -80,16 +107,32 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
     const st = universe.status(m);
     const s = universe.stats(m);
     const tie = m.endPrice === m.startPrice;
-    const resolution = st !== 'RESOLVED' ? null : tie
-      ? { status: 'PUSH', winningIndexSet: null, resolvedAt: iso(m.endMs + 1000) }
-      : { status: 'RESOLVED', winningIndexSet: m.endPrice > m.startPrice ? 1 : 2, resolvedAt: iso(m.endMs + 1000) };
+    const resolution =
+      st !== 'RESOLVED'
+        ? null
+        : tie
+          ? { status: 'PUSH', winningIndexSet: null, resolvedAt: iso(m.endMs + 1000) }
+          : { status: 'RESOLVED', winningIndexSet: m.endPrice > m.startPrice ? 1 : 2, resolvedAt: iso(m.endMs + 1000) };
     return {
-      id: m.id, conditionId: m.conditionId, title: `${m.coin.toUpperCase()} Up or Down - ${m.window}`, status: st,
-      outcomes: [{ name: 'Up', indexSet: 1, onChainId: m.tokens[0] }, { name: 'Down', indexSet: 2, onChainId: m.tokens[1] }],
-      decimalPrecision: 2, isNegRisk: false, resolution,
-      volumeUsd: s.volume, liquidityUsd: s.liquidity, participants: s.participants,
-      chainId: 56, exchangeContract: EXCHANGE_CONTRACT, collateral: 'USDT',
-      createdAt: iso(m.startMs - 2 * (m.endMs - m.startMs)), updatedAt: iso(Math.min(now(), m.endMs)),
+      id: m.id,
+      conditionId: m.conditionId,
+      title: `${m.coin.toUpperCase()} Up or Down - ${m.window}`,
+      status: st,
+      outcomes: [
+        { name: 'Up', indexSet: 1, onChainId: m.tokens[0] },
+        { name: 'Down', indexSet: 2, onChainId: m.tokens[1] },
+      ],
+      decimalPrecision: 2,
+      isNegRisk: false,
+      resolution,
+      volumeUsd: s.volume,
+      liquidityUsd: s.liquidity,
+      participants: s.participants,
+      chainId: 56,
+      exchangeContract: EXCHANGE_CONTRACT,
+      collateral: 'USDT',
+      createdAt: iso(m.startMs - 2 * (m.endMs - m.startMs)),
+      updatedAt: iso(Math.min(now(), m.endMs)),
     };
   }
 
@@ -97,12 +140,20 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
     const b = universe.book(m);
     const up = Math.round(m.p * 1000) / 1000;
     const last = Math.round((m.p + (rng(hashSeed(seed, `${m.id}t${m.version >> 2}`))() - 0.5) * 0.02) * 100) / 100;
-    const tradeTs = universe.versionTs(m) - ((m.version & 3) * 10);
+    const tradeTs = universe.versionTs(m) - (m.version & 3) * 10;
     return {
-      marketId: m.id, timestampMs: b.updateTimestampMs,
+      marketId: m.id,
+      timestampMs: b.updateTimestampMs,
       outcomes: [
         { indexSet: 1, name: 'Up', chance: up, price: b.asks[0]?.[0] ?? up, lastTradePrice: last, lastTradeTimestampMs: tradeTs },
-        { indexSet: 2, name: 'Down', chance: Math.round((1 - up) * 1000) / 1000, price: b.bids[0] ? Math.round((1 - b.bids[0][0]) * 100) / 100 : 1 - up, lastTradePrice: Math.round((1 - last) * 100) / 100, lastTradeTimestampMs: tradeTs },
+        {
+          indexSet: 2,
+          name: 'Down',
+          chance: Math.round((1 - up) * 1000) / 1000,
+          price: b.bids[0] ? Math.round((1 - b.bids[0][0]) * 100) / 100 : 1 - up,
+          lastTradePrice: Math.round((1 - last) * 100) / 100,
+          lastTradeTimestampMs: tradeTs,
+        },
       ],
     };
   }
@@ -115,13 +166,19 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
   function listing(items: Record<string, unknown>[], url: URL, res: ServerResponse): void {
     const status = url.searchParams.get('status');
     const lim = Number(url.searchParams.get('limit') ?? 50);
-    if (!Number.isInteger(lim) || lim < 1 || lim > 200) return sendJson(res, 400, { success: false, error: { code: 'INVALID_PARAMS', message: 'limit must be 1..200' } });
+    if (!Number.isInteger(lim) || lim < 1 || lim > 200)
+      return sendJson(res, 400, { success: false, error: { code: 'INVALID_PARAMS', message: 'limit must be 1..200' } });
     const c = url.searchParams.get('cursor');
     const off = c ? Number(Buffer.from(c, 'base64url').toString('utf8').replace(/^o/, '')) : 0;
-    if (!Number.isInteger(off) || off < 0) return sendJson(res, 400, { success: false, error: { code: 'INVALID_PARAMS', message: 'bad cursor' } });
+    if (!Number.isInteger(off) || off < 0)
+      return sendJson(res, 400, { success: false, error: { code: 'INVALID_PARAMS', message: 'bad cursor' } });
     const all = status ? items.filter((x) => x.status === status.toUpperCase()) : items;
     const more = off + lim < all.length;
-    sendJson(res, 200, { success: true, data: all.slice(off, off + lim), cursor: more ? Buffer.from(`o${off + lim}`).toString('base64url') : null });
+    sendJson(res, 200, {
+      success: true,
+      data: all.slice(off, off + lim),
+      cursor: more ? Buffer.from(`o${off + lim}`).toString('base64url') : null,
+    });
   }
 
   function http(req: IncomingMessage, res: ServerResponse, path: string, url: URL): boolean {
@@ -142,11 +199,11 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
       } else sendJson(res, 200, body);
     };
     let m: RegExpExecArray | null;
-    if (path === '/v1/topics') return listing(universe.list().map(topicJson), url, res), true;
-    if (path === '/v1/markets') return listing(universe.list().map(marketJson), url, res), true;
+    if (path === '/v1/topics') return (listing(universe.list().map(topicJson), url, res), true);
+    if (path === '/v1/markets') return (listing(universe.list().map(marketJson), url, res), true);
     if ((m = /^\/v1\/markets\/(\d+)(\/orderbook|\/stats)?$/.exec(path))) {
       const mk = universe.byId(m[1]);
-      if (!mk) return sendJson(res, 404, { success: false, error: { code: 'NOT_FOUND', message: 'market not found' } }), true;
+      if (!mk) return (sendJson(res, 404, { success: false, error: { code: 'NOT_FOUND', message: 'market not found' } }), true);
       if (m[2] === '/orderbook') {
         stats.restBooks++;
         reply({ success: true, data: universe.book(mk) });
@@ -191,7 +248,8 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
       if (random() < settings.duplicate || dice?.roll('dup')) send(text);
     };
     const hbMs = settings.heartbeatMs;
-    const bookFrame = (mk: WalletSimMarket): string => JSON.stringify({ type: 'M', topic: `predictOrderbook/${mk.id}`, data: universe.book(mk) });
+    const bookFrame = (mk: WalletSimMarket): string =>
+      JSON.stringify({ type: 'M', topic: `predictOrderbook/${mk.id}`, data: universe.book(mk) });
     // Each heartbeat must be echoed before the next one is due (one period), or the socket is closed.
     const hb = setInterval(() => {
       if (awaiting !== null) {
@@ -213,16 +271,20 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
         }
       }
     }, pushMs);
-    const drop = dice && dice.faults.dropEveryMs > 0 ? setTimeout(() => sock.terminate(), dice.faults.dropEveryMs * (0.5 + random())) : null;
+    const drop =
+      dice && dice.faults.dropEveryMs > 0 ? setTimeout(() => sock.terminate(), dice.faults.dropEveryMs * (0.5 + random())) : null;
     sock.on('message', (raw) => {
       let msg: { method?: unknown; requestId?: unknown; params?: unknown; data?: unknown };
       try {
         msg = JSON.parse((raw as Buffer).toString()) as typeof msg; // ws's default binaryType delivers one Buffer
       } catch {
-        return send(JSON.stringify({ type: 'R', requestId: null, success: false, error: { code: 'INVALID_JSON', message: 'cannot parse request' } }));
+        return send(
+          JSON.stringify({ type: 'R', requestId: null, success: false, error: { code: 'INVALID_JSON', message: 'cannot parse request' } }),
+        );
       }
       const rid = msg.requestId ?? null;
-      const fail = (code: string, message: string): void => send(JSON.stringify({ type: 'R', requestId: rid, success: false, data: null, error: { code, message } }));
+      const fail = (code: string, message: string): void =>
+        send(JSON.stringify({ type: 'R', requestId: rid, success: false, data: null, error: { code, message } }));
       if (msg.method === 'heartbeat') {
         if (msg.data === awaiting) {
           awaiting = null;
@@ -277,15 +339,22 @@ export function createWalletSim(opts: WalletSimOptions = {}): WalletSim {
 export function walletMounts(ctx: SimContext): SimMount[] {
   const s = Math.min(1, ctx.windowScale * 5);
   const sim = createWalletSim({
-    seed: ctx.seed, windowScale: ctx.windowScale, coins: ctx.opts.coins, windows: ctx.opts.windows,
-    heartbeatMs: Math.round(Math.min(15_000, Math.max(200, 15_000 * s))), dice: ctx.dice('wallet'), now: ctx.now,
+    seed: ctx.seed,
+    windowScale: ctx.windowScale,
+    coins: ctx.opts.coins,
+    windows: ctx.opts.windows,
+    heartbeatMs: Math.round(Math.min(15_000, Math.max(200, 15_000 * s))),
+    dice: ctx.dice('wallet'),
+    now: ctx.now,
   });
   const mount: SimMount & { readonly wallet: WalletSim } = {
     prefix: '/wallet',
     wallet: sim,
     http: (req, res, path, url) => sim.http(req, res, path, url),
     ws: (w, req, path) => (path === '/ws' ? sim.ws(w, req, path) : w.close(4004, 'no such endpoint')),
-    config: (baseUrl) => ({ upstreams: { wallet: { rest: `${baseUrl}/wallet`, ws: `${baseUrl.replace(/^http/, 'ws')}/wallet/ws`, rate_per_s: 20 } } }),
+    config: (baseUrl) => ({
+      upstreams: { wallet: { rest: `${baseUrl}/wallet`, ws: `${baseUrl.replace(/^http/, 'ws')}/wallet/ws`, rate_per_s: 20 } },
+    }),
     close: () => sim.close(),
   };
   return [mount];

@@ -16,7 +16,13 @@ export function hashSeed(seed: number, text: string): number {
 const WINDOW_MS = 15 * 60_000;
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
 const eastern = new Intl.DateTimeFormat('en-US', {
-  timeZone: 'America/New_York', year: '2-digit', month: 'numeric', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23',
+  timeZone: 'America/New_York',
+  year: '2-digit',
+  month: 'numeric',
+  day: '2-digit',
+  hour: '2-digit',
+  minute: '2-digit',
+  hourCycle: 'h23',
 });
 
 /** `26AUG030230`: the venue's date-time stamp (US Eastern) of an event's close. */
@@ -89,11 +95,15 @@ export class YesNoUniverse {
       const base = SPOT[coin] ?? 100;
       const legacy = this.o.bookFormat === 'legacy' || (this.o.bookFormat === 'mixed' && hashSeed(this.o.seed, ticker) % 4 === 0);
       m = {
-        series, k, eventTicker, ticker,
+        series,
+        k,
+        eventTicker,
+        ticker,
         openMs: k * this.windowMs,
         closeMs: (k + 1) * this.windowMs,
         strike: Math.round(base * (1 + (r() - 0.5) * 0.02) * 100) / 100,
-        p: 0.5, tick: 0,
+        p: 0.5,
+        tick: 0,
         levels: 20 + Math.floor(r() * 60),
         legacy,
         volume: Math.floor(r() * 5000),
@@ -151,7 +161,8 @@ export class YesNoUniverse {
     const cents = Math.round(m.p * 100);
     const side = (best: number): Array<[number, number]> => {
       const out: Array<[number, number]> = [];
-      for (let c = Math.max(1, best - m.levels + 1); c <= best; c++) if (r() < 0.85 || c === best) out.push([c, Math.round(1 + r() * 500_000) / 100]);
+      for (let c = Math.max(1, best - m.levels + 1); c <= best; c++)
+        if (r() < 0.85 || c === best) out.push([c, Math.round(1 + r() * 500_000) / 100]);
       return out;
     };
     return { yes: side(Math.max(1, cents - 1)), no: side(Math.max(1, 99 - cents)) };

@@ -30,7 +30,11 @@ export interface YesNoSim {
 }
 
 class HttpError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -71,8 +75,13 @@ function page<T>(items: T[], q: URLSearchParams, dflt: number, max: number): { i
 export function createYesNoSim(opts: YesNoSimOptions = {}): YesNoSim {
   const now = opts.now ?? Date.now;
   const universe = new YesNoUniverse({
-    seed: opts.seed ?? 1, windowScale: opts.windowScale ?? 1, stepMs: 2000, bookFormat: opts.bookFormat ?? 'mixed',
-    keepWindows: 8, aheadWindows: 2, now,
+    seed: opts.seed ?? 1,
+    windowScale: opts.windowScale ?? 1,
+    stepMs: 2000,
+    bookFormat: opts.bookFormat ?? 'mixed',
+    keepWindows: 8,
+    aheadWindows: 2,
+    now,
   });
   const known = new Set(opts.series ?? ['KXBTC15M', 'KXETH15M']);
   const rate = opts.rateLimitPerS ?? 20;
@@ -87,27 +96,48 @@ export function createYesNoSim(opts: YesNoSimOptions = {}): YesNoSim {
     const c = Math.round(m.p * 100);
     const coin = m.series.slice(2, -3);
     return {
-      ticker: m.ticker, event_ticker: m.eventTicker, market_type: 'binary',
-      title: `${coin} price up in next 15 mins?`, subtitle: '', yes_sub_title: 'Up', no_sub_title: 'Down',
-      open_time: iso(m.openMs), close_time: iso(m.closeMs), expected_expiration_time: iso(m.closeMs),
-      expiration_time: iso(m.closeMs + 7 * 86_400_000), latest_expiration_time: iso(m.closeMs + 7 * 86_400_000),
+      ticker: m.ticker,
+      event_ticker: m.eventTicker,
+      market_type: 'binary',
+      title: `${coin} price up in next 15 mins?`,
+      subtitle: '',
+      yes_sub_title: 'Up',
+      no_sub_title: 'Down',
+      open_time: iso(m.openMs),
+      close_time: iso(m.closeMs),
+      expected_expiration_time: iso(m.closeMs),
+      expiration_time: iso(m.closeMs + 7 * 86_400_000),
+      latest_expiration_time: iso(m.closeMs + 7 * 86_400_000),
       status: st.status,
-      yes_bid_dollars: dollars(Math.max(1, c - 1)), yes_ask_dollars: dollars(Math.min(99, c + 1)),
-      no_bid_dollars: dollars(Math.max(1, 99 - c)), no_ask_dollars: dollars(Math.min(99, 101 - c)),
-      last_price_dollars: dollars(c), liquidity_dollars: (m.levels * 123.45).toFixed(4),
-      volume_fp: m.volume.toFixed(2), volume_24h_fp: m.volume.toFixed(2), open_interest_fp: (m.volume / 2).toFixed(2),
+      yes_bid_dollars: dollars(Math.max(1, c - 1)),
+      yes_ask_dollars: dollars(Math.min(99, c + 1)),
+      no_bid_dollars: dollars(Math.max(1, 99 - c)),
+      no_ask_dollars: dollars(Math.min(99, 101 - c)),
+      last_price_dollars: dollars(c),
+      liquidity_dollars: (m.levels * 123.45).toFixed(4),
+      volume_fp: m.volume.toFixed(2),
+      volume_24h_fp: m.volume.toFixed(2),
+      open_interest_fp: (m.volume / 2).toFixed(2),
       result: st.result,
       ...(st.settled ? { settlement_value_dollars: st.result === 'yes' ? '1.0000' : '0.0000', settlement_ts: iso(m.closeMs + 1000) } : {}),
-      floor_strike: m.strike, strike_type: 'greater_or_equal', can_close_early: false,
-      response_price_units: 'usd_cent', price_level_structure: 'linear_cent',
+      floor_strike: m.strike,
+      strike_type: 'greater_or_equal',
+      can_close_early: false,
+      response_price_units: 'usd_cent',
+      price_level_structure: 'linear_cent',
     };
   }
 
   function eventJson(series: string, ms: SimMarket[]): Record<string, unknown> {
     const m = ms[0];
     return {
-      event_ticker: m.eventTicker, series_ticker: series, title: `${series.slice(2, -3)} price in 15 minutes`,
-      sub_title: `At ${iso(m.closeMs)}`, category: 'Crypto', mutually_exclusive: false, strike_date: iso(m.closeMs),
+      event_ticker: m.eventTicker,
+      series_ticker: series,
+      title: `${series.slice(2, -3)} price in 15 minutes`,
+      sub_title: `At ${iso(m.closeMs)}`,
+      category: 'Crypto',
+      mutually_exclusive: false,
+      strike_date: iso(m.closeMs),
     };
   }
 
@@ -121,13 +151,17 @@ export function createYesNoSim(opts: YesNoSimOptions = {}): YesNoSim {
 
   function markets(q: URLSearchParams): Record<string, unknown> {
     const status = q.get('status');
-    if (status !== null && !STATUS_FILTER[status]) throw new HttpError(400, 'invalid_parameters', `status must be one of ${Object.keys(STATUS_FILTER).join(', ')}`);
+    if (status !== null && !STATUS_FILTER[status])
+      throw new HttpError(400, 'invalid_parameters', `status must be one of ${Object.keys(STATUS_FILTER).join(', ')}`);
     const minClose = q.get('min_close_ts') ? Number(q.get('min_close_ts')) * 1000 : -Infinity;
     const maxClose = q.get('max_close_ts') ? Number(q.get('max_close_ts')) * 1000 : Infinity;
-    if (Number.isNaN(minClose) || Number.isNaN(maxClose)) throw new HttpError(400, 'invalid_parameters', 'min_close_ts/max_close_ts must be unix seconds');
+    if (Number.isNaN(minClose) || Number.isNaN(maxClose))
+      throw new HttpError(400, 'invalid_parameters', 'min_close_ts/max_close_ts must be unix seconds');
     const event = q.get('event_ticker');
     const tickers = q.get('tickers')?.split(',');
-    let all = seriesList(q).flatMap((s) => universe.list(s)).filter((m) => m.closeMs >= minClose && m.closeMs <= maxClose);
+    let all = seriesList(q)
+      .flatMap((s) => universe.list(s))
+      .filter((m) => m.closeMs >= minClose && m.closeMs <= maxClose);
     if (event) all = all.filter((m) => m.eventTicker === event);
     if (tickers) all = all.filter((m) => tickers.includes(m.ticker));
     let json = all.map(marketJson);
@@ -191,7 +225,16 @@ export function createYesNoSim(opts: YesNoSimOptions = {}): YesNoSim {
     if ((m = /^\/series\/([^/]+)$/.exec(path))) {
       const t = decodeURIComponent(m[1]);
       if (!SERIES_RE.test(t)) throw new HttpError(404, 'not_found', 'series not found');
-      return { series: { ticker: t, title: `${t.slice(2, -3)} price up or down in 15 minutes`, frequency: 'fifteen_min', category: 'Crypto', tags: ['Crypto'], settlement_sources: [{ name: 'CF Benchmarks', url: 'https://www.cfbenchmarks.com' }] } };
+      return {
+        series: {
+          ticker: t,
+          title: `${t.slice(2, -3)} price up or down in 15 minutes`,
+          frequency: 'fifteen_min',
+          category: 'Crypto',
+          tags: ['Crypto'],
+          settlement_sources: [{ name: 'CF Benchmarks', url: 'https://www.cfbenchmarks.com' }],
+        },
+      };
     }
     throw new HttpError(404, 'not_found', `no route ${path}`);
   }

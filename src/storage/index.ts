@@ -17,7 +17,18 @@ import type { ArchiveReader } from './archive/read.js';
 import type { MergeOptions, MergeResult } from './merge/merge.js';
 
 export type {
-  AppendOptions, FileCheck, LogKey, LogReader, LogView, LogWriter, Position, ReadItem, RecordChunk, ReplayFrom, SpanHint, WriterOptions,
+  AppendOptions,
+  FileCheck,
+  LogKey,
+  LogReader,
+  LogView,
+  LogWriter,
+  Position,
+  ReadItem,
+  RecordChunk,
+  ReplayFrom,
+  SpanHint,
+  WriterOptions,
 } from './types.js';
 export { openWriter } from './log/open-writer.js';
 export { freeBytes } from './disk-space.js';
@@ -32,7 +43,16 @@ export { verifyDataDir } from './verify.js';
 export { listPartitions, parquetRoot, partitionDir, partitionRel, readManifest, type ManifestFile } from './parquet/manifest.js';
 export { DATASETS, ROW_DATASETS, type Dataset } from './parquet/datasets.js';
 export { deleteExpiredLogs } from './compaction/retention.js';
-export { CANDLE_DATASET_INTERVAL_MS, CANDLE_INTERVALS, candleScales, candlesOf, type Candle, type CandleOutcome, type CandleQuery, type Ohlc } from './candles/candles.js';
+export {
+  CANDLE_DATASET_INTERVAL_MS,
+  CANDLE_INTERVALS,
+  candleScales,
+  candlesOf,
+  type Candle,
+  type CandleOutcome,
+  type CandleQuery,
+  type Ohlc,
+} from './candles/candles.js';
 export { CandleBuilder, candleOutcomes } from './candles/candle-builder.js';
 export { checkPartitions } from './parquet/partition-check.js';
 export { warmDatasetRows, warmParquet } from './compaction/warm-up.js';
@@ -85,7 +105,12 @@ export async function syncArchive(dataDir: string, archive: ArchiveConfig, opts:
 export { remoteFile, type RemoteFile } from './parquet/remote-files.js';
 
 /** Mounts the archive's closed days into a reader's data dir (see archive/mount.ts). */
-export async function mountArchive(dataDir: string, archive: ArchiveConfig, cacheBytes: number, warn?: (msg: string) => void): Promise<import('./archive/mount.js').ArchiveMount> {
+export async function mountArchive(
+  dataDir: string,
+  archive: ArchiveConfig,
+  cacheBytes: number,
+  warn?: (msg: string) => void,
+): Promise<import('./archive/mount.js').ArchiveMount> {
   return (await import('./archive/mount.js')).mountArchive(dataDir, archive, cacheBytes, warn);
 }
 
@@ -95,12 +120,21 @@ export async function publishKeys(archive: ArchiveConfig, merge: (current: strin
 }
 
 /** A reader's copy of the archive's keys file, kept at `localPath` (see archive/keys-object.ts). */
-export async function followKeys(archive: ArchiveConfig, localPath: string, everyMs: number, warn: (msg: string) => void): Promise<() => void> {
+export async function followKeys(
+  archive: ArchiveConfig,
+  localPath: string,
+  everyMs: number,
+  warn: (msg: string) => void,
+): Promise<() => void> {
   return (await import('./archive/keys-object.js')).followKeys(archive, localPath, everyMs, warn);
 }
 
 /** Checks archived days against their manifests from the bucket alone (see archive/verify.ts). */
-export async function verifyArchive(archive: ArchiveConfig, days: readonly string[] | null, hooks: VerifyHooks = {}): Promise<VerifyCounts> {
+export async function verifyArchive(
+  archive: ArchiveConfig,
+  days: readonly string[] | null,
+  hooks: VerifyHooks = {},
+): Promise<VerifyCounts> {
   const { archiveClient } = await import('./archive/client.js');
   const { verifyArchive: verify } = await import('./archive/verify.js');
   const s3 = archiveClient(archive);

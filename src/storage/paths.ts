@@ -47,17 +47,13 @@ export function decodeMarket(segment: string): string | null {
 
 export const logsRoot = (dataDir: string): string => join(dataDir, 'logs');
 
-export const streamDir = (dataDir: string, family: Family, stream: StreamName): string =>
-  join(dataDir, 'logs', family, stream);
+export const streamDir = (dataDir: string, family: Family, stream: StreamName): string => join(dataDir, 'logs', family, stream);
 
-export const marketDir = (dataDir: string, key: LogKey): string =>
-  join(dataDir, 'logs', key.family, key.stream, encodeMarket(key.market));
+export const marketDir = (dataDir: string, key: LogKey): string => join(dataDir, 'logs', key.family, key.stream, encodeMarket(key.market));
 
-export const logFilePath = (dataDir: string, key: LogKey, day: string): string =>
-  join(marketDir(dataDir, key), `${day}.log`);
+export const logFilePath = (dataDir: string, key: LogKey, day: string): string => join(marketDir(dataDir, key), `${day}.log`);
 
-export const indexFilePath = (dataDir: string, key: LogKey, day: string): string =>
-  join(marketDir(dataDir, key), `${day}.idx`);
+export const indexFilePath = (dataDir: string, key: LogKey, day: string): string => join(marketDir(dataDir, key), `${day}.idx`);
 
 export const lockFilePath = (dataDir: string, key: LogKey): string => join(marketDir(dataDir, key), '.lock');
 

@@ -4,7 +4,17 @@
 
 export * from './index.js';
 export type { ReplayItem } from './types.js';
-export { decodeMarket, encodeMarket, indexFilePath, isDayClosed, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
+export {
+  decodeMarket,
+  encodeMarket,
+  indexFilePath,
+  isDayClosed,
+  listDays,
+  listKeys,
+  lockFilePath,
+  logFilePath,
+  marketDir,
+} from './paths.js';
 export { openLogReader } from './read/reader.js';
 export { indexCacheBytes } from './read/segment.js';
 export { checkLogFile } from './verify.js';

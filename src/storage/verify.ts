@@ -47,9 +47,12 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
     if (stop.reason === 'eof' || (live && stop.reason === 'short')) {
       logCheck = { file: logPath, ok: true };
     } else {
-      const problem = fileStart.kind === 'torn'
-        ? 'torn file header: the file holds no record'
-        : stop.reason === 'short' ? 'torn tail: incomplete last frame' : `damaged frame: ${stop.problem ?? 'invalid'}`;
+      const problem =
+        fileStart.kind === 'torn'
+          ? 'torn file header: the file holds no record'
+          : stop.reason === 'short'
+            ? 'torn tail: incomplete last frame'
+            : `damaged frame: ${stop.problem ?? 'invalid'}`;
       let repaired = false;
       if (repair) {
         await fh.truncate(stop.end);
@@ -57,7 +60,13 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
         forgetSegment(logPath);
         repaired = true;
       }
-      logCheck = { file: logPath, ok: false, damageOffset: stop.end, problem: `${problem}; ${size - stop.end} bytes from here are unreadable`, repaired };
+      logCheck = {
+        file: logPath,
+        ok: false,
+        damageOffset: stop.end,
+        problem: `${problem}; ${size - stop.end} bytes from here are unreadable`,
+        repaired,
+      };
     }
   } finally {
     await fh.close();
@@ -87,7 +96,13 @@ function compareIndex(actual: Buffer, expected: Buffer, live: boolean): { offset
   if (actual.length === expected.length) return null;
   if (live) return null; // the writer appends index entries just after the frames they point at
   if (actual.length < expected.length) {
-    return { offset: actual.length, text: actual.length === 0 ? 'index missing or empty' : `index lacks ${Math.ceil((expected.length - actual.length) / ENTRY_BYTES)} entries` };
+    return {
+      offset: actual.length,
+      text:
+        actual.length === 0
+          ? 'index missing or empty'
+          : `index lacks ${Math.ceil((expected.length - actual.length) / ENTRY_BYTES)} entries`,
+    };
   }
   return { offset: expected.length, text: `index has ${actual.length - expected.length} bytes beyond the log's valid frames` };
 }

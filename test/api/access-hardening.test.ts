@@ -7,11 +7,29 @@ import t from 'tap';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { compactDay } from '../../src/storage/testing.js';
-import { bookRecords, catalog, coinMarket, keysFor, seedAll, T0, testApp, testConfig, tmpDataDir, walletMarket, writeLog } from './helpers.js';
+import {
+  bookRecords,
+  catalog,
+  coinMarket,
+  keysFor,
+  seedAll,
+  T0,
+  testApp,
+  testConfig,
+  tmpDataDir,
+  walletMarket,
+  writeLog,
+} from './helpers.js';
 import { startServer, TestClient } from './stream-helpers.js';
 
 const DAY = '2026-07-26';
-const coin2 = { ...coinMarket, market_id: '540818', condition_id: '0xc0ffee02', slug: 'btc-updown-15m-1785068100', native: { id: '540818' } };
+const coin2 = {
+  ...coinMarket,
+  market_id: '540818',
+  condition_id: '0xc0ffee02',
+  slug: 'btc-updown-15m-1785068100',
+  native: { id: '540818' },
+};
 
 t.test('a free key reads no wallet-prediction coverage', async (t) => {
   const dir = tmpDataDir(t);
@@ -37,16 +55,25 @@ t.test('a free key reads no wallet-prediction coverage', async (t) => {
   t.notMatch(list.body, new RegExp(walletMarket.market_id), 'no wallet id anywhere in the page');
 
   const paidList = await get('/v3/coverage?limit=1000', paid);
-  t.ok((paidList.json().data as { family: string }[]).some((e) => e.family === 'wallet-prediction'), 'a paid key reads it');
+  t.ok(
+    (paidList.json().data as { family: string }[]).some((e) => e.family === 'wallet-prediction'),
+    'a paid key reads it',
+  );
   t.equal((await get(`/v3/coverage?market_id=${walletMarket.market_id}`, paid)).statusCode, 200);
-  t.equal((await get(`/v3/coverage?market_id=${coinMarket.market_id}`, free)).statusCode, 200, 'a free key reads a free family\'s market');
+  t.equal((await get(`/v3/coverage?market_id=${coinMarket.market_id}`, free)).statusCode, 200, "a free key reads a free family's market");
 });
 
-t.test('the stream refuses another market\'s cursor, as REST does', async (t) => {
+t.test("the stream refuses another market's cursor, as REST does", async (t) => {
   const dir = tmpDataDir(t);
   await seedAll(dir);
   await writeLog(dir, 'coin', 'catalog', coin2.market_id, [catalog(coin2, T0 - 500)]);
-  await writeLog(dir, 'coin', 'books', coin2.market_id, bookRecords(['3333', '4444'], { start: T0, n: 50, stepMs: 250, cpEvery: 20, seed: 3 }));
+  await writeLog(
+    dir,
+    'coin',
+    'books',
+    coin2.market_id,
+    bookRecords(['3333', '4444'], { start: T0, n: 50, stepMs: 250, cpEvery: 20, seed: 3 }),
+  );
   const { paid } = await keysFor(dir);
   const srv = await startServer(t, dir, { full: true });
   const page = async (path: string): Promise<string> => {
@@ -59,8 +86,10 @@ t.test('the stream refuses another market\'s cursor, as REST does', async (t) =>
   const coinCursor = await page(`/v3/btc/markets/${coinMarket.market_id}/snapshots?limit=3`);
   const walletCursor = await page(`/v3/wallet-prediction/${walletMarket.market_id}/snapshots?limit=3`);
 
-  const rest = await fetch(`${srv.httpUrl}/v3/btc/markets/${coin2.market_id}/snapshots?limit=3&cursor=${coinCursor}`, { headers: { authorization: `Bearer ${paid}` } });
-  t.equal(rest.status, 400, 'REST: another market\'s cursor');
+  const rest = await fetch(`${srv.httpUrl}/v3/btc/markets/${coin2.market_id}/snapshots?limit=3&cursor=${coinCursor}`, {
+    headers: { authorization: `Bearer ${paid}` },
+  });
+  t.equal(rest.status, 400, "REST: another market's cursor");
   t.equal(((await rest.json()) as { error: { code: string } }).error.code, 'invalid_cursor');
 
   const c = await TestClient.connect(t, srv.wsUrl, paid);
@@ -72,7 +101,7 @@ t.test('the stream refuses another market\'s cursor, as REST does', async (t) =>
   t.match((e1.error as { message: string }).message, /'from'.*another market/);
   sub(2, { family: 'coin', coin: 'btc', market_id: coin2.market_id, from: walletCursor });
   const e2 = await c.waitFor((m) => m.id === 2);
-  t.equal((e2.error as { code: string } | undefined)?.code, 'invalid_cursor', 'stream: a cursor of another family\'s market');
+  t.equal((e2.error as { code: string } | undefined)?.code, 'invalid_cursor', "stream: a cursor of another family's market");
   sub(3, { family: 'coin', coin: 'btc', market_id: coinMarket.market_id, from: coinCursor });
   const ok = await c.waitFor((m) => m.id === 3);
   t.equal(ok.type, 'subscribed', 'the cursor of the same market resumes');
@@ -107,21 +136,50 @@ t.test('the dataset listing skips and counts damaged manifest entries', async (t
     m.files.push({ ...m.files[0], file: 'sub/dir.parquet', min_time: null });
     m.files.push(null);
   });
-  await edit('coin', 'trades', (m) => void m.files.push({ file: 'extra.parquet', rows: -1, bytes: 10, sha256: good.sha256, min_time: null, max_time: null, schema_version: 1 }));
+  await edit(
+    'coin',
+    'trades',
+    (m) =>
+      void m.files.push({
+        file: 'extra.parquet',
+        rows: -1,
+        bytes: 10,
+        sha256: good.sha256,
+        min_time: null,
+        max_time: null,
+        schema_version: 1,
+      }),
+  );
   await edit('coin', 'gaps', (m) => void (m.files = 'not a list'));
   // A partition folder that is a symlink to a tree outside the Parquet root (the file route refuses it).
   const outside = join(dir, 'elsewhere', `date=${DAY}`);
   await mkdir(outside, { recursive: true });
-  await writeFile(join(outside, '_manifest.json'), JSON.stringify({ files: [{ file: `catalog-${DAY}.parquet`, rows: 1, bytes: 1, sha256: good.sha256, min_time: null, max_time: null, schema_version: 1 }] }));
+  await writeFile(
+    join(outside, '_manifest.json'),
+    JSON.stringify({
+      files: [
+        { file: `catalog-${DAY}.parquet`, rows: 1, bytes: 1, sha256: good.sha256, min_time: null, max_time: null, schema_version: 1 },
+      ],
+    }),
+  );
   await mkdir(join(dir, 'parquet', 'family=coin', 'dataset=catalog'), { recursive: true });
   await symlink(outside, join(dir, 'parquet', 'family=coin', 'dataset=catalog', 'date=2026-07-27'));
 
   const res = await get('/v3/datasets?limit=1000');
   t.equal(res.statusCode, 200, 'the listing answers');
   const paths = (res.json().data as { path: string }[]).map((e) => e.path);
-  t.same(paths.sort(), before.map((e) => e.path).filter((p) => !/family=coin\/dataset=(book_changes|gaps)\//.test(p)).sort(),
-    'every sound entry, none of the damaged ones');
-  t.notOk(paths.some((p) => p.includes('..') || p.includes('passwd') || p.includes('sub/') || p.includes('2026-07-27')), 'nothing climbs out');
+  t.same(
+    paths.sort(),
+    before
+      .map((e) => e.path)
+      .filter((p) => !/family=coin\/dataset=(book_changes|gaps)\//.test(p))
+      .sort(),
+    'every sound entry, none of the damaged ones',
+  );
+  t.notOk(
+    paths.some((p) => p.includes('..') || p.includes('passwd') || p.includes('sub/') || p.includes('2026-07-27')),
+    'nothing climbs out',
+  );
   // Paged, the same entries (the skips do not break the cursor).
   const seen: string[] = [];
   let cursor: string | null = null;
@@ -139,7 +197,8 @@ t.test('the dataset listing skips and counts damaged manifest entries', async (t
   t.equal(gaps.statusCode, 404, 'nor a file of a manifest whose list is not a list');
 
   const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  const count = (reason: string): number => Number(new RegExp(`pmtape_datasets_skipped_entries_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+  const count = (reason: string): number =>
+    Number(new RegExp(`pmtape_datasets_skipped_entries_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
   t.equal(count('bad_field'), 3, 'bad fields counted (the edited time, the null entry, the negative rows)');
   t.equal(count('bad_name'), 2, 'names the file route would not serve counted');
   t.equal(count('bad_manifest'), 1, 'the manifest without a list counted');

@@ -64,7 +64,10 @@ t.test('as_of equals an independent replay of the log up to T', async (t) => {
     t.equal(cg.body.data.seq, ce.lastBook!.seq);
     if (!ce.gapOpen) {
       const books = coinMarket.outcomes.map((o) => ce.books.view(o.token_id)).filter((x) => x !== null);
-      t.same(cg.body.data.books.map((b: any) => [b.token_id, b.bids, b.asks]), books.map((b) => [b.token_id, num(b.bids), num(b.asks)]));
+      t.same(
+        cg.body.data.books.map((b: any) => [b.token_id, b.bids, b.asks]),
+        books.map((b) => [b.token_id, num(b.bids), num(b.asks)]),
+      );
     }
   }
   // Source clock: records count by venue time.
@@ -94,13 +97,18 @@ t.test('interval buckets equal the replayed book at their end and list gaps inst
     t.ok(bs < T0 + 40_000 || bs >= T0 + 50_000, 'no bucket inside the gap');
     const exp = replay(cRecs, (x) => x.recv_ts < bs + 1000);
     t.equal(s.seq, exp.lastBook!.seq, `bucket ${s.bucket_start}`);
-    t.same(s.books.map((b: any) => b.bids), coinMarket.outcomes.map((o) => num(exp.books.view(o.token_id)!.bids)));
+    t.same(
+      s.books.map((b: any) => b.bids),
+      coinMarket.outcomes.map((o) => num(exp.books.view(o.token_id)!.bids)),
+    );
   }
   // Paging through buckets gives the same buckets.
   const walked: any[] = [];
   let c: string | null = null;
   do {
-    const p: any = await get(`/v3/btc/markets/540817/snapshots?interval=1s&include_orderbook=true&limit=13&end_time=${end}${c ? `&cursor=${c}` : ''}`);
+    const p: any = await get(
+      `/v3/btc/markets/540817/snapshots?interval=1s&include_orderbook=true&limit=13&end_time=${end}${c ? `&cursor=${c}` : ''}`,
+    );
     walked.push(...p.data);
     c = p.next_cursor;
   } while (c);
@@ -110,14 +118,19 @@ t.test('interval buckets equal the replayed book at their end and list gaps inst
   const descWalk: any[] = [];
   c = null;
   do {
-    const p: any = await get(`/v3/btc/markets/540817/snapshots?interval=1s&include_orderbook=true&limit=7&order=desc&end_time=${end}${c ? `&cursor=${c}` : ''}`);
+    const p: any = await get(
+      `/v3/btc/markets/540817/snapshots?interval=1s&include_orderbook=true&limit=7&order=desc&end_time=${end}${c ? `&cursor=${c}` : ''}`,
+    );
     descWalk.push(...p.data);
     c = p.next_cursor;
   } while (c);
   t.same(descWalk, [...page.data].reverse(), 'desc bucket pages walk the same buckets backwards');
   const minute = await get(`/v3/btc/markets/540817/snapshots?interval=1m&limit=10&end_time=${T0 + 120_000}`);
   t.same(minute.data, [], 'both minutes are uncovered');
-  t.same(minute.gaps.map((g: any) => g.reason), ['disconnected', 'not_recording']);
+  t.same(
+    minute.gaps.map((g: any) => g.reason),
+    ['disconnected', 'not_recording'],
+  );
   const early = await get(`/v3/btc/markets/540817/snapshots?interval=1s&limit=5&start_time=${T0 - 60_000}&end_time=${T0 + 2000}`);
   t.equal(early.data[0].bucket_start, '2026-07-26T12:00:00.000Z', 'nothing before the first capture');
 });
@@ -126,12 +139,36 @@ t.test('latest and as_of name the observation, not a checkpoint written after it
   const dir = tmpDataDir(t);
   const { writeLog, catalog } = await import('./helpers.js');
   await writeLog(dir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 1000)]);
-  const book = (tok: string, ts: number, p: string) => ({ type: 'book' as const, token_id: tok, units: 'decimal' as const, bids: [[p, '10'] as const], asks: [['0.9', '5'] as const], recv_ts: ts, source_ts: null });
+  const book = (tok: string, ts: number, p: string) => ({
+    type: 'book' as const,
+    token_id: tok,
+    units: 'decimal' as const,
+    bids: [[p, '10'] as const],
+    asks: [['0.9', '5'] as const],
+    recv_ts: ts,
+    source_ts: null,
+  });
   await writeLog(dir, 'coin', 'books', coinMarket.market_id, [
-    book('1111', T0, '0.40'), book('2222', T0, '0.50'),
+    book('1111', T0, '0.40'),
+    book('2222', T0, '0.50'),
     { type: 'book_delta', token_id: '1111', changes: [{ side: 'bid', price: '0.41', size: '7' }], recv_ts: T0 + 1000, source_ts: null },
-    { type: 'book_checkpoint', units: 'decimal', recv_ts: T0 + 2000, source_ts: null, books: [
-      { token_id: '1111', bids: [['0.41', '7'], ['0.40', '10']], asks: [['0.9', '5']] }, { token_id: '2222', bids: [['0.50', '10']], asks: [['0.9', '5']] }] },
+    {
+      type: 'book_checkpoint',
+      units: 'decimal',
+      recv_ts: T0 + 2000,
+      source_ts: null,
+      books: [
+        {
+          token_id: '1111',
+          bids: [
+            ['0.41', '7'],
+            ['0.40', '10'],
+          ],
+          asks: [['0.9', '5']],
+        },
+        { token_id: '2222', bids: [['0.50', '10']], asks: [['0.9', '5']] },
+      ],
+    },
     { type: 'trade', token_id: '1111', price: '0.41', recv_ts: T0 + 3000, source_ts: null },
   ]);
   const keys = await keysFor(dir);
@@ -142,7 +179,10 @@ t.test('latest and as_of name the observation, not a checkpoint written after it
   const latest = (await get('/v3/btc/markets/540817/orderbook/latest')).data;
   t.equal(latest.seq, 3);
   t.equal(latest.receive_time, new Date(T0 + 1000).toISOString());
-  t.same(latest.books[0].bids, [[0.41, 7], [0.4, 10]]);
+  t.same(latest.books[0].bids, [
+    [0.41, 7],
+    [0.4, 10],
+  ]);
   const asOf = (await get(`/v3/btc/markets/540817/orderbook/latest?as_of=${T0 + 2500}`)).data;
   t.equal(asOf.seq, 3);
   t.same(asOf.books, latest.books);

@@ -93,7 +93,8 @@ t.test('keys created and revoked by the CLI apply to a running serve process', a
   t.equal(lines.length, 1, 'create prints one line');
   const key = lines[0];
   t.match(key, /^pmt_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
-  const fetchCode = async (): Promise<number> => (await fetch(`${url}/v3/btc/markets`, { headers: { authorization: `Bearer ${key}` } })).status;
+  const fetchCode = async (): Promise<number> =>
+    (await fetch(`${url}/v3/btc/markets`, { headers: { authorization: `Bearer ${key}` } })).status;
   let status = 0;
   for (let i = 0; i < 100 && status !== 200; i++) {
     status = await fetchCode();

@@ -10,12 +10,21 @@ import type { CoinMarket } from '../../src/schema/market.js';
 import { catalog, coinMarket, tmpDataDir, writeLog } from './helpers.js';
 
 const DAY = 86_400_000;
-const marketN = (k: number): CoinMarket => ({ ...coinMarket, market_id: `7709${String(k).padStart(2, '0')}`, slug: `btc-updown-5m-${k}`, condition_id: `0xbeef${k}` });
+const marketN = (k: number): CoinMarket => ({
+  ...coinMarket,
+  market_id: `7709${String(k).padStart(2, '0')}`,
+  slug: `btc-updown-5m-${k}`,
+  condition_id: `0xbeef${k}`,
+});
 const closedEvent = (m: CoinMarket, ts: number): ReturnType<typeof catalog> =>
   ({ ...catalog({ ...m, status: 'closed' }, ts), event: 'status', changed: ['status'] }) as ReturnType<typeof catalog>;
 
 /** Refreshes until `served` holds (generous bound: notices arrive from the event loop). */
-async function refreshUntil(idx: MarketsIndex, served: () => Promise<boolean>, ms = 20_000): Promise<{ ok: boolean; refreshes: number; stamps: number }> {
+async function refreshUntil(
+  idx: MarketsIndex,
+  served: () => Promise<boolean>,
+  ms = 20_000,
+): Promise<{ ok: boolean; refreshes: number; stamps: number }> {
   const end = Date.now() + ms;
   let refreshes = 0;
   let stamps = 0;
@@ -56,10 +65,17 @@ t.test('unchanged watched markets cost no file system call; an appended one is r
   // Its notice is dispatched by the event loop during the first refresh at the latest (the rolling
   // re-read would take ~300 refreshes to come round to it): served by the second.
   t.ok(seen.ok && seen.refreshes <= 3, `the appended event is served after its notice (after ${seen.refreshes} refreshes)`);
-  t.ok(seen.stamps <= 2 * seen.refreshes, `those refreshes stamped ${seen.stamps}: the reported market and the rolling one, not all 12 each time`);
+  t.ok(
+    seen.stamps <= 2 * seen.refreshes,
+    `those refreshes stamped ${seen.stamps}: the reported market and the rolling one, not all 12 each time`,
+  );
   // Only an entry replaced: the listing keeps its order (no new sort) and shows the new event.
   const list = await idx.list('coin');
-  t.same(list.map((e) => e.market.market_id), Array.from({ length: 12 }, (_, k) => marketN(k).market_id), 'the listing order is kept');
+  t.same(
+    list.map((e) => e.market.market_id),
+    Array.from({ length: 12 }, (_, k) => marketN(k).market_id),
+    'the listing order is kept',
+  );
   t.equal(list[5].market.status, 'closed', 'the listing shows the appended event');
   t.equal(list[4], listed[4], 'the other entries are the very same objects');
 });
@@ -113,6 +129,9 @@ t.test('a market folder created by another writer is listed after the stream fol
   t.equal(await idx.rebuild('coin'), 1);
   await writeLog(dir, 'coin', 'catalog', marketN(9).market_id, [catalog(marketN(9), now - 1000)]);
   const seen = await refreshUntil(idx, async () => (await idx.resolve('coin', marketN(9).slug!)) !== null);
-  t.ok(seen.ok && seen.refreshes <= 3, `the new market resolves by its slug after the folder's notice (after ${seen.refreshes} refreshes; the listing's own re-check is 30 s away)`);
+  t.ok(
+    seen.ok && seen.refreshes <= 3,
+    `the new market resolves by its slug after the folder's notice (after ${seen.refreshes} refreshes; the listing's own re-check is 30 s away)`,
+  );
   t.equal(idx.watched, 2);
 });

@@ -9,7 +9,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 t.test('an open gap that starts where the recorded data ends is listed as ongoing', async (t) => {
   const got = clipCoverage([{ start: 5_000, end: null, reason: 'disconnected' }], 1_000, 5_000);
   t.same(got.intervals, [{ start: iso(1_000), end: iso(5_000) }], 'covered up to the loss');
-  t.same(got.gaps, [{ start: iso(5_000), end: null, reason: 'disconnected' }], 'the loss is the market\'s state now');
+  t.same(got.gaps, [{ start: iso(5_000), end: null, reason: 'disconnected' }], "the loss is the market's state now");
 });
 
 t.test('a closed gap of no length at the end is not a gap', async (t) => {
@@ -19,12 +19,19 @@ t.test('a closed gap of no length at the end is not a gap', async (t) => {
 });
 
 t.test('gaps inside the range split the covered intervals; gaps outside are left out', async (t) => {
-  const got = clipCoverage([
-    { start: 0, end: 500, reason: 'not_recording' },
-    { start: 2_000, end: 3_000, reason: 'sequence_gap' },
-    { start: 9_000, end: null, reason: 'disconnected' },
-  ], 1_000, 6_000);
-  t.same(got.intervals, [{ start: iso(1_000), end: iso(2_000) }, { start: iso(3_000), end: iso(6_000) }]);
+  const got = clipCoverage(
+    [
+      { start: 0, end: 500, reason: 'not_recording' },
+      { start: 2_000, end: 3_000, reason: 'sequence_gap' },
+      { start: 9_000, end: null, reason: 'disconnected' },
+    ],
+    1_000,
+    6_000,
+  );
+  t.same(got.intervals, [
+    { start: iso(1_000), end: iso(2_000) },
+    { start: iso(3_000), end: iso(6_000) },
+  ]);
   t.same(got.gaps, [{ start: iso(2_000), end: iso(3_000), reason: 'sequence_gap' }]);
 });
 

@@ -38,7 +38,13 @@ t.test('a cold coverage page takes compacted days from their manifests, never fr
   const t0 = Date.parse(`${day}T10:00:00.000Z`);
   for (const [i, id] of closed.entries()) {
     await writeLog(dir, 'coin', 'catalog', id, [catalog(mk(id), t0 + i)]);
-    await writeLog(dir, 'coin', 'books', id, bookRecords([`${id}-up`, `${id}-down`], { start: t0 + 1000 * i, n: 30 + 7 * i, stepMs: 100, cpEvery: 10 }));
+    await writeLog(
+      dir,
+      'coin',
+      'books',
+      id,
+      bookRecords([`${id}-up`, `${id}-down`], { start: t0 + 1000 * i, n: 30 + 7 * i, stepMs: 100, cpEvery: 10 }),
+    );
   }
   const now = Date.now() - 60_000;
   await writeLog(dir, 'coin', 'catalog', live, [catalog(mk(live), now)]);
@@ -48,7 +54,10 @@ t.test('a cold coverage page takes compacted days from their manifests, never fr
 
   const want: Record<string, Record<string, unknown>> = {};
   for (const id of [...closed, live]) want[id] = await readSpans(dir, id);
-  t.ok(closed.every((id) => want[id].books !== null), 'every closed market has books');
+  t.ok(
+    closed.every((id) => want[id].books !== null),
+    'every closed market has books',
+  );
 
   const keys = await keysFor(dir);
   const page = async (): Promise<Record<string, unknown>> => {

@@ -22,7 +22,16 @@ async function directScan(dir: string): Promise<number[]> {
 t.test('a cursor walk during concurrent appends equals a direct scan', async (t) => {
   const dir = tmpDataDir(t);
   await writeLog(dir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 1000)]);
-  const all = bookRecords(['1111', '2222'], { start: T0, n: 1500, stepMs: 50, cpEvery: 40, gapAt: T0 + 20_000, gapMs: 3000, trades: true, seed: 3 });
+  const all = bookRecords(['1111', '2222'], {
+    start: T0,
+    n: 1500,
+    stepMs: 50,
+    cpEvery: 40,
+    gapAt: T0 + 20_000,
+    gapMs: 3000,
+    trades: true,
+    seed: 3,
+  });
   const head = all.slice(0, 300);
   const tail = all.slice(300);
   await writeLog(dir, 'coin', 'books', coinMarket.market_id, head);
@@ -35,7 +44,9 @@ t.test('a cursor walk during concurrent appends equals a direct scan', async (t)
   let writing = true;
   const writer = (async () => {
     for (let i = 0; i < tail.length; i += 10) {
-      await Promise.all(tail.slice(i, i + 10).map((r: Observation) => w.append(r, r.type === 'book_checkpoint' ? { checkpoint: true } : undefined)));
+      await Promise.all(
+        tail.slice(i, i + 10).map((r: Observation) => w.append(r, r.type === 'book_checkpoint' ? { checkpoint: true } : undefined)),
+      );
       await new Promise((r) => setTimeout(r, 25));
     }
     await w.close();
@@ -84,7 +95,13 @@ t.test('a cursor walk during concurrent appends equals a direct scan', async (t)
 t.test('desc pages mirror asc, and cursors refuse tampering and other queries', async (t) => {
   const dir = tmpDataDir(t);
   await writeLog(dir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 1000)]);
-  await writeLog(dir, 'coin', 'books', coinMarket.market_id, bookRecords(['1111', '2222'], { start: T0, n: 300, stepMs: 100, cpEvery: 25, trades: true }));
+  await writeLog(
+    dir,
+    'coin',
+    'books',
+    coinMarket.market_id,
+    bookRecords(['1111', '2222'], { start: T0, n: 300, stepMs: 100, cpEvery: 25, trades: true }),
+  );
   const keys = await keysFor(dir);
   const app = await testApp(t, testConfig(dir));
   const get = async (url: string): Promise<any> => (await app.inject({ url, headers: { authorization: `Bearer ${keys.free}` } })).json();
@@ -104,9 +121,16 @@ t.test('desc pages mirror asc, and cursors refuse tampering and other queries', 
   t.same(desc, [...asc].reverse(), 'desc walk is the asc walk reversed, books included');
   const window = await walk(`limit=9&start_time=${T0 + 5000}&end_time=${T0 + 9000}`);
   t.ok(window.every((s) => Date.parse(s.receive_time) >= T0 + 5000 && Date.parse(s.receive_time) < T0 + 9000));
-  t.same(window.map((s) => s.seq), asc.filter((s) => Date.parse(s.receive_time) >= T0 + 5000 && Date.parse(s.receive_time) < T0 + 9000).map((s) => s.seq));
+  t.same(
+    window.map((s) => s.seq),
+    asc.filter((s) => Date.parse(s.receive_time) >= T0 + 5000 && Date.parse(s.receive_time) < T0 + 9000).map((s) => s.seq),
+  );
   const asOf = await get(`/v3/btc/markets/540817/snapshots?end_time=${T0 + 7000}&order=desc&limit=1`);
-  t.equal(asOf.data[0].seq, window.filter((s) => Date.parse(s.receive_time) < T0 + 7000).pop().seq, 'end_time + desc + limit=1 is the book as of T');
+  t.equal(
+    asOf.data[0].seq,
+    window.filter((s) => Date.parse(s.receive_time) < T0 + 7000).pop().seq,
+    'end_time + desc + limit=1 is the book as of T',
+  );
 
   const first = await get('/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true');
   const c: string = first.next_cursor;
@@ -118,14 +142,21 @@ t.test('desc pages mirror asc, and cursors refuse tampering and other queries', 
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true&cursor=${c.slice(0, -3)}`);
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true&cursor=${c.slice(0, 10)}`);
   const [body, mac] = c.split('.');
-  const forged = Buffer.from(Buffer.from(body, 'base64url').toString().replace(/"after":\d+/, '"after":1')).toString('base64url');
+  const forged = Buffer.from(
+    Buffer.from(body, 'base64url')
+      .toString()
+      .replace(/"after":\d+/, '"after":1'),
+  ).toString('base64url');
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true&cursor=${forged}.${mac}`);
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=false&cursor=${c}`);
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true&order=desc&cursor=${c}`);
   await bad(`/v3/btc/markets/540817/snapshots?limit=5&include_orderbook=true&start_time=${T0}&cursor=${c}`);
   await bad(`/v3/btc/markets?cursor=${c}`);
   await bad(`/v3/btc/markets/540817/snapshots?cursor=%00%01`);
-  const ok = await app.inject({ url: `/v3/btc/markets/540817/snapshots?limit=50&include_orderbook=true&cursor=${c}`, headers: { authorization: `Bearer ${keys.free}` } });
+  const ok = await app.inject({
+    url: `/v3/btc/markets/540817/snapshots?limit=50&include_orderbook=true&cursor=${c}`,
+    headers: { authorization: `Bearer ${keys.free}` },
+  });
   t.equal(ok.statusCode, 200, 'only limit changed: accepted');
   t.same(ok.json().data[0], asc[5]);
 });

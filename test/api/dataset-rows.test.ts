@@ -23,7 +23,10 @@ const MARKETS: Record<Family, string> = { coin: '540817', 'wallet-prediction': '
 const idParam = (f: Family): string => (f === 'yesno-exchange' ? 'ticker' : 'market_id');
 
 /** Ranges: inside the recording (cuts row groups mid-way), and the whole day. */
-const RANGES: [number, number][] = [[T0 + 10_000, T0 + 70_000], [dayStartMs(DAY)!, dayStartMs(DAY)! + DAY_MS]];
+const RANGES: [number, number][] = [
+  [T0 + 10_000, T0 + 70_000],
+  [dayStartMs(DAY)!, dayStartMs(DAY)! + DAY_MS],
+];
 
 async function serve(t: Tap, dir: string): Promise<string> {
   const app = await testApp(t, testConfig(dir));
@@ -40,7 +43,11 @@ async function getRows(url: string, key: string): Promise<{ status: number; type
 }
 
 /** Rows as plain JSON (bigints and decimals as text), for comparing two reads of the same range. */
-const plain = (tb: Table): string => JSON.stringify(tb.toArray().map((r) => r.toJSON()), (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+const plain = (tb: Table): string =>
+  JSON.stringify(
+    tb.toArray().map((r) => r.toJSON()),
+    (_k, v) => (typeof v === 'bigint' ? String(v) : v),
+  );
 
 /** The receive times of a table, epoch ms. */
 const receiveTimes = (tb: Table): number[] => Array.from({ length: tb.numRows }, (_, i) => tb.getChild('receive_time')!.get(i) as number);
@@ -50,7 +57,8 @@ t.test('the same rows before compaction, after it, after the logs are deleted, a
   await seedAll(dir);
   const { paid } = await keysFor(dir);
   const cases: { family: Family; dataset: RowDataset; range: [number, number] }[] = [];
-  for (const family of Object.keys(MARKETS) as Family[]) for (const dataset of ROW_DATASETS) for (const range of RANGES) cases.push({ family, dataset, range });
+  for (const family of Object.keys(MARKETS) as Family[])
+    for (const dataset of ROW_DATASETS) for (const range of RANGES) cases.push({ family, dataset, range });
   const read = async (): Promise<Map<string, { body: Buffer; table: Table }>> => {
     const base = await serve(t, dir);
     const out = new Map<string, { body: Buffer; table: Table }>();
@@ -71,24 +79,49 @@ t.test('the same rows before compaction, after it, after the logs are deleted, a
 
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
-  t.teardown(() => { conn.closeSync(); db.closeSync(); });
+  t.teardown(() => {
+    conn.closeSync();
+    db.closeSync();
+  });
   let nonEmpty = 0;
   for (const c of cases) {
     const k = `${c.family}/${c.dataset}/${c.range[0]}`;
     const a = fromLogs.get(k)!.table;
     const specs = columnsOf(c.family, c.dataset);
-    t.same(a.schema.fields.map((f) => f.name), specs.map((s) => s.name), `${k}: the dataset's columns`);
+    t.same(
+      a.schema.fields.map((f) => f.name),
+      specs.map((s) => s.name),
+      `${k}: the dataset's columns`,
+    );
     t.equal(plain(a), plain(compacted.get(k)!.table), `${k}: the same rows before and after compaction (${a.numRows})`);
     t.equal(plain(a), plain(parquetOnly.get(k)!.table), `${k}: and after the logs are deleted`);
-    t.equal(String(a.schema.fields.map((f) => f.type)), String(parquetOnly.get(k)!.table.schema.fields.map((f) => f.type)), `${k}: the same types`);
+    t.equal(
+      String(a.schema.fields.map((f) => f.type)),
+      String(parquetOnly.get(k)!.table.schema.fields.map((f) => f.type)),
+      `${k}: the same types`,
+    );
     // DuckDB on the partitions with the same filter, against polars reading the stream as is.
     const glob = `${dir}/parquet/family=${c.family}/dataset=${c.dataset}/**/*.parquet`;
     const folder = join(dir, 'parquet', `family=${c.family}`, `dataset=${c.dataset}`);
     const hasFiles = existsSync(folder) && readdirSync(folder, { recursive: true }).some((f) => String(f).endsWith('.parquet'));
-    const duck = !hasFiles ? [] : (await conn.runAndReadAll(`SELECT ${specs.map(duckExpr).join(', ')} FROM read_parquet('${glob}', hive_partitioning = true, filename = true, file_row_number = true)
-      WHERE market_id = '${MARKETS[c.family]}' AND receive_time >= epoch_ms(${c.range[0]}) AND receive_time < epoch_ms(${c.range[1]}) ORDER BY filename, file_row_number`)).getRowObjectsJS() as Record<string, unknown>[];
-    const polars = a.numRows === 0 ? [] : pl.readIPCStream(parquetOnly.get(k)!.body).select(...specs.map(polarsExpr)).toRecords() as Record<string, unknown>[];
-    t.equal(polars.length, duck.length, `${k}: polars reads as many rows from the stream as DuckDB selects from the files (${duck.length})`);
+    const duck = !hasFiles
+      ? []
+      : ((
+          await conn.runAndReadAll(`SELECT ${specs.map(duckExpr).join(', ')} FROM read_parquet('${glob}', hive_partitioning = true, filename = true, file_row_number = true)
+      WHERE market_id = '${MARKETS[c.family]}' AND receive_time >= epoch_ms(${c.range[0]}) AND receive_time < epoch_ms(${c.range[1]}) ORDER BY filename, file_row_number`)
+        ).getRowObjectsJS() as Record<string, unknown>[]);
+    const polars =
+      a.numRows === 0
+        ? []
+        : (pl
+            .readIPCStream(parquetOnly.get(k)!.body)
+            .select(...specs.map(polarsExpr))
+            .toRecords() as Record<string, unknown>[]);
+    t.equal(
+      polars.length,
+      duck.length,
+      `${k}: polars reads as many rows from the stream as DuckDB selects from the files (${duck.length})`,
+    );
     let bad = 0;
     duck.forEach((d, i) => {
       for (const s of specs) {
@@ -105,7 +138,10 @@ t.test('the same rows before compaction, after it, after the logs are deleted, a
   const cut = fromLogs.get(`coin/book_changes/${RANGES[0][0]}`)!.table;
   const times = receiveTimes(cut);
   const whole = receiveTimes(fromLogs.get(`coin/book_changes/${RANGES[1][0]}`)!.table);
-  t.ok(cut.numRows > 100 && times[0] >= RANGES[0][0] && times[times.length - 1] < RANGES[0][1], 'a range inside the day is cut to its receive times');
+  t.ok(
+    cut.numRows > 100 && times[0] >= RANGES[0][0] && times[times.length - 1] < RANGES[0][1],
+    'a range inside the day is cut to its receive times',
+  );
   t.ok(whole[0] < RANGES[0][0] && whole[whole.length - 1] >= RANGES[0][1], 'which the day holds more of');
 });
 
@@ -127,7 +163,6 @@ t.test('a range across a compacted day and a day still in its log', async (t) =>
   const times = receiveTimes(a);
   t.ok(times.some((x) => x < dayStartMs(days[1])!) && times.some((x) => x >= dayStartMs(days[1])!), `rows from both days (${a.numRows})`);
   t.equal(plain(a), plain(tableFromIPC(whole.body)), 'the same rows once both days are compacted and the logs deleted');
-
 });
 
 t.test('a part file that fails mid-stream closes the connection without the end marker', async (t) => {
@@ -143,9 +178,15 @@ t.test('a part file that fails mid-stream closes the connection without the end 
   const file = readdirSync(part).find((f) => f.endsWith('.parquet'))!;
   truncateSync(join(part, file), 100);
   const base = await serve(t, dir);
-  const res = await fetch(rowsUrl(base, 'coin', 'book_changes', '50000', dayStartMs(days[1])! - 3_600_000, dayStartMs(days[1])! + 3_600_000), { headers: { authorization: `Bearer ${paid}` } });
+  const res = await fetch(
+    rowsUrl(base, 'coin', 'book_changes', '50000', dayStartMs(days[1])! - 3_600_000, dayStartMs(days[1])! + 3_600_000),
+    { headers: { authorization: `Bearer ${paid}` } },
+  );
   t.equal(res.status, 200, 'the stream had started');
-  const body: Buffer | Error = await res.arrayBuffer().then((b) => Buffer.from(b), (e: unknown) => e as Error);
+  const body: Buffer | Error = await res.arrayBuffer().then(
+    (b) => Buffer.from(b),
+    (e: unknown) => e as Error,
+  );
   if (body instanceof Error) t.pass(`the body failed to read: ${body.message}`);
   else t.not(body.subarray(body.length - 8).toString('hex'), 'ffffffff00000000', `no end marker (${body.length} bytes)`);
   // The server is still there and answers the first day alone.
@@ -161,15 +202,33 @@ t.test('refusals: the envelope and nothing else', async (t) => {
   const base = await serve(t, dir);
   const q = (rest: string): string => `${base}/v3/datasets/rows?${rest}`;
   const cases: [string, string | null, number, string, RegExp][] = [
-    [q(`family=coin&dataset=book_snapshots&market_id=540817&start_time=${T0}&end_time=${T0 + 1000}`), paid, 400, 'invalid_parameter', /dataset/],
+    [
+      q(`family=coin&dataset=book_snapshots&market_id=540817&start_time=${T0}&end_time=${T0 + 1000}`),
+      paid,
+      400,
+      'invalid_parameter',
+      /dataset/,
+    ],
     [q(`family=coin&dataset=trades&market_id=540817&start_time=${T0}&end_time=${T0}`), paid, 400, 'invalid_parameter', /before end_time/],
-    [q(`family=coin&dataset=trades&market_id=540817&start_time=${T0}&end_time=${T0 + 32 * DAY_MS}`), paid, 400, 'invalid_parameter', /31 days/],
+    [
+      q(`family=coin&dataset=trades&market_id=540817&start_time=${T0}&end_time=${T0 + 32 * DAY_MS}`),
+      paid,
+      400,
+      'invalid_parameter',
+      /31 days/,
+    ],
     [q(`family=coin&dataset=trades&market_id=540817&start_time=yesterday&end_time=${T0}`), paid, 400, 'invalid_parameter', /start_time/],
     [q(`family=coin&dataset=trades&start_time=${T0}&end_time=${T0 + 1000}`), paid, 400, 'invalid_parameter', /market_id/],
     [q(`family=coin&dataset=trades&ticker=X&start_time=${T0}&end_time=${T0 + 1000}`), paid, 400, 'invalid_parameter', /ticker/],
     [q(`family=coin&dataset=trades&market_id=540817&start_time=${T0}&end_time=${T0 + 1000}&x=1`), paid, 400, 'invalid_parameter', /x/],
     [q(`family=coin&dataset=trades&market_id=nope&start_time=${T0}&end_time=${T0 + 1000}`), paid, 404, 'not_found', /nope/],
-    [q(`family=wallet-prediction&dataset=trades&market_id=w-9001&start_time=${T0}&end_time=${T0 + 1000}`), free, 403, 'plan_required', /paid/],
+    [
+      q(`family=wallet-prediction&dataset=trades&market_id=w-9001&start_time=${T0}&end_time=${T0 + 1000}`),
+      free,
+      403,
+      'plan_required',
+      /paid/,
+    ],
     [q(`family=coin&dataset=trades&market_id=540817&start_time=${T0}&end_time=${T0 + 1000}`), null, 401, 'unauthorized', /key/i],
   ];
   for (const [url, key, status, code, message] of cases) {

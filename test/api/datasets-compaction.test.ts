@@ -83,7 +83,10 @@ t.test('routes answer identically before and after compaction', async (t) => {
     return out;
   };
   const before = await snapshot();
-  t.ok([...before.values()].every((pages) => (pages[0] as { status: number }).status === 200), 'every route answers 200 on the logs');
+  t.ok(
+    [...before.values()].every((pages) => (pages[0] as { status: number }).status === 200),
+    'every route answers 200 on the logs',
+  );
 
   await compactDay(dir, DAY);
   const afterCompaction = await snapshot();
@@ -99,38 +102,69 @@ t.test('routes answer identically before and after compaction', async (t) => {
     const app = await testApp(t, config);
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
-    t.teardown(() => { conn.closeSync(); db.closeSync(); });
+    t.teardown(() => {
+      conn.closeSync();
+      db.closeSync();
+    });
     const from = T0 + 10_000;
     const to = T0 + 40_000;
     const api = await app.inject({
-      method: 'GET', url: `/v3/yesno-exchange/${TICKER}/snapshots?include_orderbook=true&start_time=${from}&end_time=${to}&limit=1000`,
+      method: 'GET',
+      url: `/v3/yesno-exchange/${TICKER}/snapshots?include_orderbook=true&start_time=${from}&end_time=${to}&limit=1000`,
       headers: { authorization: `Bearer ${paid}` },
     });
-    const snaps = api.json().data as { seq: number; receive_time: string; yes: { prices: string[]; sizes: string[] }; no: { prices: string[] } }[];
+    const snaps = api.json().data as {
+      seq: number;
+      receive_time: string;
+      yes: { prices: string[]; sizes: string[] };
+      no: { prices: string[] };
+    }[];
     // Each poll is a full book: its rows, in file order, are the two ladders best first.
-    const rows = (await conn.runAndReadAll(`SELECT seq, strftime(any_value(receive_time) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS receive_time,
+    const rows = (
+      await conn.runAndReadAll(`SELECT seq, strftime(any_value(receive_time) AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS receive_time,
         list(price::VARCHAR ORDER BY file_row_number) FILTER (side = 'yes') AS yes_prices, list(size::VARCHAR ORDER BY file_row_number) FILTER (side = 'yes') AS yes_sizes,
         list(price::VARCHAR ORDER BY file_row_number) FILTER (side = 'no') AS no_prices, bool_and(price_decimals = 4) AS four
         FROM read_parquet('${dir}/parquet/family=yesno-exchange/dataset=book_changes/**/*.parquet', hive_partitioning=true, file_row_number=true)
-        WHERE market_id = '${TICKER}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) GROUP BY seq ORDER BY seq`)).getRowObjectsJS();
+        WHERE market_id = '${TICKER}' AND receive_time >= epoch_ms(${from}) AND receive_time < epoch_ms(${to}) GROUP BY seq ORDER BY seq`)
+    ).getRowObjectsJS();
     t.equal(rows.length, snaps.length);
-    t.ok(rows.every((r) => r.four === true), 'dollar prices were written with four decimals: DECIMAL(18,4) prints them as sent');
+    t.ok(
+      rows.every((r) => r.four === true),
+      'dollar prices were written with four decimals: DECIMAL(18,4) prints them as sent',
+    );
     // The docs' one-liner, verbatim, from inside the data dir.
     await conn.run(`SET file_search_path = '${dir}'`);
     const doc = (await conn.runAndReadAll(docQuery('duckdb').replaceAll("'data/parquet/", "'parquet/"))).getRowObjectsJS();
-    t.ok(doc.length >= 1 && doc.some((r) => r.market_id === '540817' && Number(r.records) > 300 && Number(r.rows) > Number(r.records)), 'the docs query reads the tree as is');
+    t.ok(
+      doc.length >= 1 && doc.some((r) => r.market_id === '540817' && Number(r.records) > 300 && Number(r.rows) > Number(r.records)),
+      'the docs query reads the tree as is',
+    );
     t.ok(rows.length >= 20);
-    t.same(rows.map((r) => ({ seq: Number(r.seq), receive_time: r.receive_time, yes: { prices: r.yes_prices, sizes: r.yes_sizes }, no: r.no_prices })),
-      snaps.map((s) => ({ seq: s.seq, receive_time: s.receive_time, yes: { prices: s.yes.prices, sizes: s.yes.sizes }, no: s.no.prices })));
+    t.same(
+      rows.map((r) => ({
+        seq: Number(r.seq),
+        receive_time: r.receive_time,
+        yes: { prices: r.yes_prices, sizes: r.yes_sizes },
+        no: r.no_prices,
+      })),
+      snaps.map((s) => ({ seq: s.seq, receive_time: s.receive_time, yes: { prices: s.yes.prices, sizes: s.yes.sizes }, no: s.no.prices })),
+    );
 
     // The docs' book rebuild from book_changes alone equals the API's as-of book, level for level.
     const rebuild = docQuery('rebuild-book');
     let compared = 0;
     for (const at of [T0 + 1, T0 + 7_777, T0 + 33_333, T0 + 50_001, T0 + 59_999]) {
-      const api = await app.inject({ method: 'GET', url: `/v3/wallet-prediction/w-9001/orderbook/latest?as_of=${at}`, headers: { authorization: `Bearer ${paid}` } });
+      const api = await app.inject({
+        method: 'GET',
+        url: `/v3/wallet-prediction/w-9001/orderbook/latest?as_of=${at}`,
+        headers: { authorization: `Bearer ${paid}` },
+      });
       const book = api.json().data as { bids: [number, number][]; asks: [number, number][] };
       const sql = rebuild.replace(/SET VARIABLE as_of = [^;]+;/, `SET VARIABLE as_of = TIMESTAMPTZ '${iso(at)}';`);
-      const stmts = sql.split(';').map((x) => x.trim()).filter(Boolean);
+      const stmts = sql
+        .split(';')
+        .map((x) => x.trim())
+        .filter(Boolean);
       for (const st of stmts.slice(0, -1)) await conn.run(st);
       const lv = (await conn.runAndReadAll(stmts[stmts.length - 1])).getRowObjectsJS();
       const side = (s: string) => lv.filter((r) => r.side === s && r.token_id === '7001').map((r) => [Number(r.price), Number(r.size)]);

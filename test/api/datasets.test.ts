@@ -74,7 +74,9 @@ t.test('datasets routes', async (t) => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: Record<string, any> } = await json(`/v3/datasets?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { body: Record<string, any> } = await json(
+        `/v3/datasets?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       seen.push(...page.body.data.map((x: { path: string }) => x.path));
       cursor = page.body.next_cursor;
     } while (cursor);
@@ -100,12 +102,18 @@ t.test('datasets routes', async (t) => {
   t.test('wallet-prediction partitions need the paid plan', async (t) => {
     const listed = await json('/v3/datasets', free);
     t.equal(listed.status, 200);
-    t.notOk(listed.body.data.some((e: { path: string }) => e.path.includes('wallet-prediction')), 'hidden from a free key');
+    t.notOk(
+      listed.body.data.some((e: { path: string }) => e.path.includes('wallet-prediction')),
+      'hidden from a free key',
+    );
     t.equal((await json('/v3/datasets?family=wallet-prediction', free)).body.error.code, 'plan_required');
     const r = await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, free);
     t.equal(r.status, 403);
-    t.equal(((await r.json())).error.code, 'plan_required');
-    t.equal((await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, paid)).status, 200);
+    t.equal((await r.json()).error.code, 'plan_required');
+    t.equal(
+      (await get(`/v3/datasets/files/family=wallet-prediction/dataset=metrics/date=${DAY}/metrics-${DAY}-0000.parquet`, paid)).status,
+      200,
+    );
     t.equal((await json('/v3/datasets', null)).body.error.code, 'unauthorized');
   });
 
@@ -146,7 +154,7 @@ t.test('datasets routes', async (t) => {
     const bad = await get(`/v3/datasets/files/${file}`, free, { range: `bytes=${onDisk.length}-` });
     t.equal(bad.status, 416);
     t.equal(bad.headers.get('content-range'), `bytes */${onDisk.length}`);
-    t.equal(((await bad.json())).error.status, 416);
+    t.equal((await bad.json()).error.status, 416);
     const stale = await get(`/v3/datasets/files/${file}`, free, { range: 'bytes=0-3', 'if-range': '"not-the-etag"' });
     t.equal(stale.status, 200, 'If-Range with another ETag gets the whole file');
     await stale.arrayBuffer();
@@ -160,13 +168,20 @@ t.test('datasets routes', async (t) => {
     t.equal(resume.headers.get('content-range'), `bytes 100-199/${onDisk.length}`);
     t.equal(resume.headers.get('etag'), etag);
     t.ok(Buffer.from(await resume.arrayBuffer()).equals(onDisk.subarray(100, 200)));
-    const dated = await get(`/v3/datasets/files/${file}`, free, { range: 'bytes=0-3', 'if-range': new Date(Date.now() + 86_400_000).toUTCString() });
+    const dated = await get(`/v3/datasets/files/${file}`, free, {
+      range: 'bytes=0-3',
+      'if-range': new Date(Date.now() + 86_400_000).toUTCString(),
+    });
     t.equal(dated.status, 200, 'If-Range with a date (no Last-Modified is sent) gets the whole file');
     t.ok(Buffer.from(await dated.arrayBuffer()).equals(onDisk));
     const weak = await get(`/v3/datasets/files/${file}`, free, { 'if-none-match': `"other", W/${etag}` });
     t.equal(weak.status, 304, 'If-None-Match compares weakly, in a list');
     t.equal(weak.headers.get('etag'), etag);
-    for (const [h, v] of [['if-match', '"other"'], ['if-unmodified-since', 'Thu, 01 Jan 1970 00:00:00 GMT'], ['if-modified-since', new Date(Date.now() + 86_400_000).toUTCString()]]) {
+    for (const [h, v] of [
+      ['if-match', '"other"'],
+      ['if-unmodified-since', 'Thu, 01 Jan 1970 00:00:00 GMT'],
+      ['if-modified-since', new Date(Date.now() + 86_400_000).toUTCString()],
+    ]) {
       const r = await get(`/v3/datasets/files/${file}`, free, { [h]: v });
       t.equal(r.status, 200, `${h} is not judged against the file's mtime`);
       t.equal(Number(r.headers.get('content-length')), onDisk.length);
@@ -186,7 +201,9 @@ t.test('datasets routes', async (t) => {
       t.equal(r.status, 416, range);
       t.equal(r.headers.get('content-range'), `bytes */${size}`);
       t.match(r.headers.get('content-type'), /^application\/json/);
-      t.match(await r.json(), { error: { status: 416, code: 'range_not_satisfiable', message: new RegExp(`Range.*${size} bytes`), request_id: /./ } });
+      t.match(await r.json(), {
+        error: { status: 416, code: 'range_not_satisfiable', message: new RegExp(`Range.*${size} bytes`), request_id: /./ },
+      });
     }
     const anon = await get(`/v3/datasets/files/${file}`, null);
     t.equal(anon.status, 401);
@@ -208,8 +225,11 @@ t.test('datasets routes', async (t) => {
     const onDisk = await readFile(join(partition, first.file));
     await symlink(join(outside, 'secret.parquet'), join(partition, 'escape.parquet'));
     await symlink(first.file, join(partition, 'alias.parquet'));
-    m.files = [...m.files, list('escape.parquet', secret.length, createHash('sha256').update(secret).digest('hex')),
-      list('alias.parquet', onDisk.length, first.sha256)];
+    m.files = [
+      ...m.files,
+      list('escape.parquet', secret.length, createHash('sha256').update(secret).digest('hex')),
+      list('alias.parquet', onDisk.length, first.sha256),
+    ];
     await writeFile(manifestPath, JSON.stringify(m));
     const escape = await get(`/v3/datasets/files/family=coin/dataset=trades/date=${DAY}/escape.parquet`, paid);
     t.equal(escape.status, 404, 'a listed symlink to a file outside is not followed');
@@ -224,7 +244,10 @@ t.test('datasets routes', async (t) => {
     const date = '2026-07-20';
     await mkdir(join(outside, 'part'));
     await writeFile(join(outside, 'part', `trades-${date}.parquet`), secret);
-    await writeFile(join(outside, 'part', '_manifest.json'), JSON.stringify({ ...m, date, files: [list(`trades-${date}.parquet`, secret.length, 'ab')] }));
+    await writeFile(
+      join(outside, 'part', '_manifest.json'),
+      JSON.stringify({ ...m, date, files: [list(`trades-${date}.parquet`, secret.length, 'ab')] }),
+    );
     await symlink(join(outside, 'part'), join(dir, 'parquet', `family=coin/dataset=trades/date=${date}`));
     const folder = await get(`/v3/datasets/files/family=coin/dataset=trades/date=${date}/trades-${date}.parquet`, paid);
     t.equal(folder.status, 404, 'a partition folder linked to outside the root is not served');
@@ -232,12 +255,17 @@ t.test('datasets routes', async (t) => {
   });
 
   t.test('both routes publish their parameters and responses in the OpenAPI document', async (t) => {
-    const doc = (await (await fetch(`${url}/docs/json`)).json());
+    const doc = await (await fetch(`${url}/docs/json`)).json();
     const files = doc.paths['/v3/datasets/files/{*}'].get;
     t.match(files.parameters, [{ in: 'path', name: '*', required: true }]);
     t.same(Object.keys(files.responses).sort(), ['200', '206', '304', '400', '401', '403', '404', '416', '429', '500']);
     t.ok(files.responses['206'].content['application/vnd.apache.parquet'], 'a range is Parquet bytes');
-    t.match(files.responses['416'].content['application/json'].schema.properties.error.required, ['status', 'code', 'message', 'request_id']);
+    t.match(files.responses['416'].content['application/json'].schema.properties.error.required, [
+      'status',
+      'code',
+      'message',
+      'request_id',
+    ]);
     const list = doc.paths['/v3/datasets'].get;
     t.same(list.parameters.map((x: { name: string }) => x.name).sort(), ['cursor', 'dataset', 'end_date', 'family', 'limit', 'start_date']);
     t.ok(list.responses['200'] && list.responses['400'], 'the page and the error envelope');
@@ -247,17 +275,29 @@ t.test('datasets routes', async (t) => {
     await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}-0000.parquet.partial`), 'x');
     await writeFile(join(dir, 'parquet', `family=coin/dataset=gaps/date=${DAY}/extra.parquet`), 'not listed');
     const attempts = [
-      '../../api/keys.json', '..%2F..%2Fapi%2Fkeys.json', `family=coin/dataset=gaps/date=${DAY}/../../../../etc/passwd`,
-      `family=coin/dataset=gaps/date=${DAY}/%2e%2e%2f%2e%2e%2fx.parquet`, `family=coin/dataset=gaps/date=${DAY}/_manifest.json`,
-      `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}-0000.parquet.partial`, `family=coin/dataset=gaps/date=${DAY}/extra.parquet`,
-      `family=nope/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`, `family=coin/dataset=gaps/date=2026-02-30/gaps-2026-02-30.parquet`,
-      'family=coin/dataset=gaps/date=2026-07-26/', '', '%00', `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet%00.txt`,
-      '/etc/passwd', '%2Fetc%2Fpasswd', `/${dir.replace(/^\//, '')}/parquet/${file}`, `family=coin/dataset=gaps/date=${DAY}/..%2F..%2F..%2Fdataset=gaps%2Fdate=${DAY}%2Fgaps-${DAY}-0000.parquet`,
-      `family=coin/dataset=gaps/date=${DAY}/%252e%252e%252fx.parquet`, `family=coin//dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
+      '../../api/keys.json',
+      '..%2F..%2Fapi%2Fkeys.json',
+      `family=coin/dataset=gaps/date=${DAY}/../../../../etc/passwd`,
+      `family=coin/dataset=gaps/date=${DAY}/%2e%2e%2f%2e%2e%2fx.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/_manifest.json`,
+      `family=coin/dataset=gaps/date=${DAY}/_staging-gaps-${DAY}-0000.parquet.partial`,
+      `family=coin/dataset=gaps/date=${DAY}/extra.parquet`,
+      `family=nope/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
+      `family=coin/dataset=gaps/date=2026-02-30/gaps-2026-02-30.parquet`,
+      'family=coin/dataset=gaps/date=2026-07-26/',
+      '',
+      '%00',
+      `family=coin/dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet%00.txt`,
+      '/etc/passwd',
+      '%2Fetc%2Fpasswd',
+      `/${dir.replace(/^\//, '')}/parquet/${file}`,
+      `family=coin/dataset=gaps/date=${DAY}/..%2F..%2F..%2Fdataset=gaps%2Fdate=${DAY}%2Fgaps-${DAY}-0000.parquet`,
+      `family=coin/dataset=gaps/date=${DAY}/%252e%252e%252fx.parquet`,
+      `family=coin//dataset=gaps/date=${DAY}/gaps-${DAY}-0000.parquet`,
     ];
     for (const a of attempts) {
       const r = await get(`/v3/datasets/files/${a}`, paid);
-      const body = (await r.json());
+      const body = await r.json();
       t.equal(r.status, body.error?.status === 400 ? 400 : 404, `${a} → ${r.status}`);
       t.ok(body.error?.request_id, 'error envelope');
     }

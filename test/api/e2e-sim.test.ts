@@ -12,7 +12,10 @@ import { testApp, testConfig, tmpDataDir } from './helpers.js';
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
 
 function launch(t: any, args: string[]): Promise<{ child: ChildProcess; ready: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
+  });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -58,7 +61,17 @@ t.test('routes on data recorded from the emulators', async (t) => {
     const markets = (await get('/v3/btc/markets?limit=1000')).data;
     t.ok(markets.length > 0);
     for (const m of markets) {
-      t.same(Object.keys(m).sort(), ['condition_id', 'end_time', 'event_id', 'market_id', 'native', 'outcomes', 'question', 'start_time', 'status']);
+      t.same(Object.keys(m).sort(), [
+        'condition_id',
+        'end_time',
+        'event_id',
+        'market_id',
+        'native',
+        'outcomes',
+        'question',
+        'start_time',
+        'status',
+      ]);
     }
     const c = withBooks('coin')[0];
     t.ok(c, 'a coin market has books');
@@ -81,15 +94,26 @@ t.test('routes on data recorded from the emulators', async (t) => {
   t.test('wallet family: alias, mirror, metrics', async (t) => {
     const w = withBooks('wallet-prediction')[0];
     t.ok(w, 'a wallet market has books');
-    const a = await app.inject({ url: `/v3/wallet-prediction/${w.market_id}/snapshots?limit=20&end_time=${Date.parse(w.datasets.books.last_time)}`, headers: { authorization: `Bearer ${key}` } });
-    const b = await app.inject({ url: `/v3/partner-venue/${w.market_id}/snapshots?limit=20&end_time=${Date.parse(w.datasets.books.last_time)}`, headers: { authorization: `Bearer ${key}` } });
+    const a = await app.inject({
+      url: `/v3/wallet-prediction/${w.market_id}/snapshots?limit=20&end_time=${Date.parse(w.datasets.books.last_time)}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const b = await app.inject({
+      url: `/v3/partner-venue/${w.market_id}/snapshots?limit=20&end_time=${Date.parse(w.datasets.books.last_time)}`,
+      headers: { authorization: `Bearer ${key}` },
+    });
     t.equal(a.body, b.body);
     const up = a.json().data;
-    const down = (await get(`/v3/wallet-prediction/${w.market_id}/snapshots?limit=20&outcome=Down&end_time=${Date.parse(w.datasets.books.last_time)}`)).data;
+    const down = (
+      await get(`/v3/wallet-prediction/${w.market_id}/snapshots?limit=20&outcome=Down&end_time=${Date.parse(w.datasets.books.last_time)}`)
+    ).data;
     t.equal(up.length, down.length);
     for (let i = 0; i < up.length; i++) {
       t.equal(down[i].seq, up[i].seq);
-      t.same(down[i].bids.map((l: number[]) => [Math.round((1 - l[0]) * 1e6) / 1e6, l[1]]), up[i].asks.map((l: number[]) => [Math.round(l[0] * 1e6) / 1e6, l[1]]));
+      t.same(
+        down[i].bids.map((l: number[]) => [Math.round((1 - l[0]) * 1e6) / 1e6, l[1]]),
+        up[i].asks.map((l: number[]) => [Math.round(l[0] * 1e6) / 1e6, l[1]]),
+      );
     }
     const markets = (await get('/v3/wallet-prediction/markets?limit=1000')).data;
     t.ok(markets.every((m: any) => m.outcomes.length === 2 && m.topic_id && m.condition_id));
@@ -116,7 +140,10 @@ t.test('routes on data recorded from the emulators', async (t) => {
     let live = false;
     for (let i = 0; i < 20 && !live; i++) {
       for (const c of (await get('/v3/coverage?family=wallet-prediction&limit=1000')).data) {
-        const r = await app.inject({ url: `/v3/wallet-prediction/${c.market_id}/orderbook/latest`, headers: { authorization: `Bearer ${key}` } });
+        const r = await app.inject({
+          url: `/v3/wallet-prediction/${c.market_id}/orderbook/latest`,
+          headers: { authorization: `Bearer ${key}` },
+        });
         if (r.statusCode === 200 && r.json().data.stale === false) live = true;
       }
       if (!live) await sleep(300);
@@ -130,7 +157,10 @@ t.test('routes on data recorded from the emulators', async (t) => {
       await sleep(500);
       allStale = true;
       for (const c of (await get('/v3/coverage?family=wallet-prediction&limit=1000')).data) {
-        const r = await app.inject({ url: `/v3/wallet-prediction/${c.market_id}/orderbook/latest`, headers: { authorization: `Bearer ${key}` } });
+        const r = await app.inject({
+          url: `/v3/wallet-prediction/${c.market_id}/orderbook/latest`,
+          headers: { authorization: `Bearer ${key}` },
+        });
         if (r.statusCode === 200 && r.json().data.stale !== true) allStale = false;
       }
     }

@@ -18,7 +18,8 @@ export function duckExpr(c: ColumnSpec): string {
 export function polarsExpr(c: ColumnSpec): pl.Expr {
   const col = pl.col(c.name);
   if (c.kind === 'ts') return col.cast(pl.Int64).cast(pl.Utf8).alias(c.name);
-  if (c.kind === 'bool') return pl.when(col.isNull()).then(pl.lit(null)).when(col).then(pl.lit('true')).otherwise(pl.lit('false')).alias(c.name);
+  if (c.kind === 'bool')
+    return pl.when(col.isNull()).then(pl.lit(null)).when(col).then(pl.lit('true')).otherwise(pl.lit('false')).alias(c.name);
   if (c.kind.startsWith('list_')) return col.alias(c.name);
   return col.cast(pl.Utf8).alias(c.name);
 }

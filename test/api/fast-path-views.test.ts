@@ -38,7 +38,10 @@ t.test('the catalogue view answers past its TTL while it re-reads, and not past 
   t.equal(idx.resolveNow('coin', other.market_id), null, 'within the TTL the view is used as is (it does not know the new market)');
   clock += 1000; // past the TTL
   t.equal(idx.resolveNow('coin', coinMarket.market_id)?.market.market_id, coinMarket.market_id, 'past the TTL it still answers');
-  const seen = await until(() => idx.resolveNow('coin', other.market_id), (v) => v !== null);
+  const seen = await until(
+    () => idx.resolveNow('coin', other.market_id),
+    (v) => v !== null,
+  );
   t.equal(seen?.market.market_id, other.market_id, 'and the re-read it started brings the new market');
   clock += 5001;
   t.equal(idx.resolveNow('coin', other.market_id), undefined, 'a view older than five TTLs is not used');
@@ -57,7 +60,14 @@ t.test('the recorder-status view answers past its TTL while it re-reads', async 
   await write({ coin: [] }); // the recorder let go of the market
   clock += 1500;
   t.equal(board.connectedNow('coin', coinMarket.market_id), true, 'past the TTL the held view answers');
-  t.equal(await until(() => board.connectedNow('coin', coinMarket.market_id), (v) => v === false), false, 'then the re-read view');
+  t.equal(
+    await until(
+      () => board.connectedNow('coin', coinMarket.market_id),
+      (v) => v === false,
+    ),
+    false,
+    'then the re-read view',
+  );
   clock += 6000;
   t.equal(board.connectedNow('coin', coinMarket.market_id), undefined, 'a view older than five TTLs is not used');
 });
@@ -80,12 +90,18 @@ t.test('a due safety-net check runs in the background: the route stays on its fa
   const first = await get();
   t.equal(full.n, 1, 'the first request reads the log (full path)');
   // The entry is fast-path ready once its folder watch is live and the first check is done.
-  await until(() => latest.peek(`wallet-prediction|${walletMarket.market_id}`), (p) => p !== undefined);
+  await until(
+    () => latest.peek(`wallet-prediction|${walletMarket.market_id}`),
+    (p) => p !== undefined,
+  );
   const checks = latest.checks;
   for (let i = 0; i < 10; i++) {
     await sleep(3); // the re-check is due again
     t.same(await get(), first, 'the same answer');
-    await until(() => latest.peek(`wallet-prediction|${walletMarket.market_id}`), (p) => p !== undefined);
+    await until(
+      () => latest.peek(`wallet-prediction|${walletMarket.market_id}`),
+      (p) => p !== undefined,
+    );
   }
   t.equal(full.n, 1, 'no request took the full path while the safety net checked');
   t.ok(latest.checks >= checks + 5, `the safety net still read the log (${latest.checks - checks} checks)`);
@@ -93,7 +109,15 @@ t.test('a due safety-net check runs in the background: the route stays on its fa
   // A change notice is different: until it is read, no request is answered from memory.
   const w = await openWriter(dir, { family: 'wallet-prediction', stream: 'books', market: walletMarket.market_id });
   t.teardown(() => w.close());
-  const rec = await w.append({ type: 'book', token_id: '7001', units: 'decimal', bids: [['0.31', '5']], asks: [['0.33', '6']], recv_ts: Date.now(), source_ts: null });
+  const rec = await w.append({
+    type: 'book',
+    token_id: '7001',
+    units: 'decimal',
+    bids: [['0.31', '5']],
+    asks: [['0.33', '6']],
+    recv_ts: Date.now(),
+    source_ts: null,
+  });
   await w.flush();
   let d = await get();
   for (let i = 0; i < 2000 && d.data.seq !== rec.seq; i++) {

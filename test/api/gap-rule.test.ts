@@ -16,9 +16,21 @@ import { get, iso, startReplayServer, T0 } from './replay-helpers.js';
 
 const DAY = '2026-07-26';
 const M = coinMarket.market_id;
-const book = (tok: string, t: number, bid: string): Observation => ({ type: 'book', token_id: tok, units: 'decimal', bids: [[bid, '100']], asks: [['0.60', '80']], recv_ts: t, source_ts: t });
+const book = (tok: string, t: number, bid: string): Observation => ({
+  type: 'book',
+  token_id: tok,
+  units: 'decimal',
+  bids: [[bid, '100']],
+  asks: [['0.60', '80']],
+  recv_ts: t,
+  source_ts: t,
+});
 const checkpoint = (t: number, bid: string): BookCheckpoint => ({
-  type: 'book_checkpoint', recv_ts: t, source_ts: null, origin: 'recorder', units: 'decimal',
+  type: 'book_checkpoint',
+  recv_ts: t,
+  source_ts: null,
+  origin: 'recorder',
+  units: 'decimal',
   books: ['1111', '2222'].map((token_id) => ({ token_id, bids: [[bid, '100']], asks: [['0.60', '80']] })),
 });
 
@@ -41,7 +53,13 @@ function records(): Observation[] {
       // A snapshot showed the rebuilt book had drifted since 14.600: a closed gap, the books stay valid.
       out.push({ type: 'gap', reason: 'sequence_gap', start_ts: T0 + 14_600, end_ts: t, recv_ts: t, source_ts: null, origin: 'recorder' });
     }
-    out.push({ type: 'book_delta', token_id: '1111', changes: [{ side: 'bid', price: '0.30', size: String(t % 1000) }], recv_ts: t, source_ts: t });
+    out.push({
+      type: 'book_delta',
+      token_id: '1111',
+      changes: [{ side: 'bid', price: '0.30', size: String(t % 1000) }],
+      recv_ts: t,
+      source_ts: t,
+    });
   }
   return out;
 }
@@ -53,12 +71,18 @@ t.test('book_snapshots, interval=1s and book_snapshot_25_1s leave out the same s
   const s = await startReplayServer(t, dir);
   const range = `start_time=${iso(T0)}&end_time=${iso(T0 + 60_000)}`;
 
-  const pageAnswer = await get(s.base, `/v3/btc/markets/${M}/snapshots?include_orderbook=true&interval=1s&limit=1000&${range}`, s.keys.free);
+  const pageAnswer = await get(
+    s.base,
+    `/v3/btc/markets/${M}/snapshots?include_orderbook=true&interval=1s&limit=1000&${range}`,
+    s.keys.free,
+  );
   t.equal(pageAnswer.status, 200, 'the page answers');
   const page = new Map<number, number>(pageAnswer.lines[0].data.map((d: any) => [Date.parse(d.bucket_start) - T0, d.seq]));
   const replayAnswer = await get(s.base, `/v3/replay?family=coin&market_id=${M}&${range}&types=book_snapshot_25_1s`, s.keys.paid);
   t.equal(replayAnswer.status, 200);
-  const replay = new Map<number, number>(replayAnswer.lines.filter((l) => l.type === 'book_snapshot_25_1s').map((l) => [Date.parse(l.data.bucket_start) - T0, l.seq]));
+  const replay = new Map<number, number>(
+    replayAnswer.lines.filter((l) => l.type === 'book_snapshot_25_1s').map((l) => [Date.parse(l.data.bucket_start) - T0, l.seq]),
+  );
 
   await compactDay(dir, DAY);
   const db = await DuckDBInstance.create(':memory:');
@@ -67,10 +91,15 @@ t.test('book_snapshots, interval=1s and book_snapshot_25_1s leave out the same s
     conn.closeSync();
     db.closeSync();
   });
-  const rows = (await conn.runAndReadAll(`SELECT epoch_ms(bucket_start) AS t, min(seq) AS seq, count(*) AS n FROM read_parquet('${dir}/parquet/family=coin/dataset=book_snapshots/**/*.parquet')
-    WHERE market_id = '${M}' GROUP BY 1 ORDER BY 1`)).getRowObjectsJS() as { t: number; seq: bigint; n: bigint }[];
+  const rows = (
+    await conn.runAndReadAll(`SELECT epoch_ms(bucket_start) AS t, min(seq) AS seq, count(*) AS n FROM read_parquet('${dir}/parquet/family=coin/dataset=book_snapshots/**/*.parquet')
+    WHERE market_id = '${M}' GROUP BY 1 ORDER BY 1`)
+  ).getRowObjectsJS() as { t: number; seq: bigint; n: bigint }[];
   const dataset = new Map<number, number>(rows.map((r) => [Number(r.t) - T0, Number(r.seq)]));
-  t.ok(rows.every((r) => Number(r.n) === 2), 'one row per outcome');
+  t.ok(
+    rows.every((r) => Number(r.n) === 2),
+    'one row per outcome',
+  );
 
   const seconds = (m: Map<number, number>): number[] => [...m.keys()].map((k) => k / 1000);
   const want = [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 16, 17, 18, 19];

@@ -54,29 +54,80 @@ export function rng(seed: number): () => number {
 }
 
 export const coinMarket: CoinMarket = {
-  family: 'coin', market_id: '540817', event_id: '88001', condition_id: '0xc0ffee01', slug: 'btc-updown-15m-1785067200',
-  question: 'Bitcoin Up or Down - July 26, 12:00PM-12:15PM ET', outcomes: [{ label: 'Up', token_id: '1111' }, { label: 'Down', token_id: '2222' }],
-  coin: 'btc', window: '15m', start_time: T0, end_time: T0 + 900_000, created_time: T0 - 3_600_000, updated_time: T0,
-  status: 'open', resolution: null, winning_outcome: null, resolved_time: null, volume: 1234.5, liquidity: 567.8,
+  family: 'coin',
+  market_id: '540817',
+  event_id: '88001',
+  condition_id: '0xc0ffee01',
+  slug: 'btc-updown-15m-1785067200',
+  question: 'Bitcoin Up or Down - July 26, 12:00PM-12:15PM ET',
+  outcomes: [
+    { label: 'Up', token_id: '1111' },
+    { label: 'Down', token_id: '2222' },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: T0,
+  end_time: T0 + 900_000,
+  created_time: T0 - 3_600_000,
+  updated_time: T0,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: 1234.5,
+  liquidity: 567.8,
   native: { id: '540817', slug: 'btc-updown-15m-1785067200', active: true },
 };
 
 export const walletMarket: WalletMarket = {
-  family: 'wallet-prediction', topic_id: 'topic-77', market_id: 'w-9001', condition_id: '0xabc9001', slug: 'btc-15m-9001',
-  outcomes: [{ label: 'Up', token_id: '7001' }, { label: 'Down', token_id: '7002' }], coin: 'btc', window: '15m',
-  start_time: T0, end_time: T0 + 900_000, created_time: T0 - 600_000, updated_time: T0, status: 'open', resolution: null,
-  winning_outcome: null, resolved_time: null, volume: 10.5, liquidity: 99, participants: 3,
-  chain: { chain_id: 56, exchange_contract: '0x0000000000000000000000000000000000000056' }, start_price: null, end_price: null,
+  family: 'wallet-prediction',
+  topic_id: 'topic-77',
+  market_id: 'w-9001',
+  condition_id: '0xabc9001',
+  slug: 'btc-15m-9001',
+  outcomes: [
+    { label: 'Up', token_id: '7001' },
+    { label: 'Down', token_id: '7002' },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: T0,
+  end_time: T0 + 900_000,
+  created_time: T0 - 600_000,
+  updated_time: T0,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: 10.5,
+  liquidity: 99,
+  participants: 3,
+  chain: { chain_id: 56, exchange_contract: '0x0000000000000000000000000000000000000056' },
+  start_price: null,
+  end_price: null,
   native: { topicId: 'topic-77' },
 };
 
 export const yesnoMarket: YesNoMarket = {
-  family: 'yesno-exchange', market_id: 'KXBTC15M-26JUL261215-15', ticker: 'KXBTC15M-26JUL261215-15',
-  event_ticker: 'KXBTC15M-26JUL261215', series_ticker: 'KXBTC15M', title: 'BTC price up in next 15 mins?', status: 'active',
-  open_time: T0, close_time: T0 + 900_000, result: '', native: { ticker: 'KXBTC15M-26JUL261215-15', status: 'active' },
+  family: 'yesno-exchange',
+  market_id: 'KXBTC15M-26JUL261215-15',
+  ticker: 'KXBTC15M-26JUL261215-15',
+  event_ticker: 'KXBTC15M-26JUL261215',
+  series_ticker: 'KXBTC15M',
+  title: 'BTC price up in next 15 mins?',
+  status: 'active',
+  open_time: T0,
+  close_time: T0 + 900_000,
+  result: '',
+  native: { ticker: 'KXBTC15M-26JUL261215-15', status: 'active' },
 };
 
-type W = { append(o: Observation, opts?: { checkpoint?: boolean }): Promise<unknown>; close(): Promise<void>; backpressure: boolean; drained(): Promise<void> };
+type W = {
+  append(o: Observation, opts?: { checkpoint?: boolean }): Promise<unknown>;
+  close(): Promise<void>;
+  backpressure: boolean;
+  drained(): Promise<void>;
+};
 
 export async function writeLog(dataDir: string, family: Family, stream: StreamName, market: string, recs: Observation[]): Promise<void> {
   const w = (await openWriter(dataDir, { family, stream, market }, { fsyncIntervalMs: 2, fsyncMaxRecords: 100_000 })) as W;
@@ -107,7 +158,10 @@ function ladders(r: () => number, mid: number, n = 5): { bids: [string, string][
  * A coin-style books log: full books for each token, deltas every `stepMs`, a checkpoint every
  * `cpEvery` deltas, and (optionally) a disconnect gap over [gapAt, gapAt + gapMs).
  */
-export function bookRecords(tokens: string[], opts: { start: number; n: number; stepMs: number; cpEvery?: number; gapAt?: number; gapMs?: number; seed?: number; trades?: boolean }): Observation[] {
+export function bookRecords(
+  tokens: string[],
+  opts: { start: number; n: number; stepMs: number; cpEvery?: number; gapAt?: number; gapMs?: number; seed?: number; trades?: boolean },
+): Observation[] {
   const r = rng(opts.seed ?? 1);
   const out: Observation[] = [];
   const state = new Map<string, { bids: Map<string, string>; asks: Map<string, string> }>();
@@ -130,7 +184,7 @@ export function bookRecords(tokens: string[], opts: { start: number; n: number; 
       if (t < opts.gapAt! + opts.gapMs!) continue;
       inGap = false;
       tokens.forEach((tok, k) => full(tok, t, k === 0 ? 0.5 : 0.5));
-      out.push({ type: 'gap', reason: 'disconnected', start_ts: opts.gapAt! , end_ts: t, recv_ts: t, source_ts: null });
+      out.push({ type: 'gap', reason: 'disconnected', start_ts: opts.gapAt!, end_ts: t, recv_ts: t, source_ts: null });
       continue;
     }
     const tok = tokens[Math.floor(r() * tokens.length)];
@@ -138,12 +192,14 @@ export function bookRecords(tokens: string[], opts: { start: number; n: number; 
     const side = r() < 0.5 ? 'bid' : 'ask';
     const book = side === 'bid' ? s.bids : s.asks;
     const keys = [...book.keys()];
-    const price = r() < 0.3 && keys.length > 1 ? keys[Math.floor(r() * keys.length)] : px(side === 'bid' ? 0.3 + r() * 0.15 : 0.55 + r() * 0.15);
+    const price =
+      r() < 0.3 && keys.length > 1 ? keys[Math.floor(r() * keys.length)] : px(side === 'bid' ? 0.3 + r() * 0.15 : 0.55 + r() * 0.15);
     const size = r() < 0.2 ? '0' : (Math.floor(r() * 900) + 1).toFixed(1);
     if (size === '0') book.delete(price);
     else book.set(price, size);
     out.push({ type: 'book_delta', token_id: tok, changes: [{ side, price, size }], recv_ts: t, source_ts: t - 3 });
-    if (opts.trades && r() < 0.1) out.push({ type: 'trade', token_id: tok, price: '0.51', size: '10', side: 'buy', recv_ts: t, source_ts: t - 2 });
+    if (opts.trades && r() < 0.1)
+      out.push({ type: 'trade', token_id: tok, price: '0.51', size: '10', side: 'buy', recv_ts: t, source_ts: t - 2 });
     if (opts.cpEvery && ++sinceCp >= opts.cpEvery) {
       sinceCp = 0;
       const books = tokens.map((k) => {
@@ -175,21 +231,43 @@ export function yesnoRecords(start: number, n: number, stepMs: number): Observat
 }
 
 export const catalog = (m: CoinMarket | WalletMarket | YesNoMarket, t: number): Observation => ({
-  type: 'catalog', event: 'listed', changed: [], market: m, recv_ts: t, source_ts: null,
+  type: 'catalog',
+  event: 'listed',
+  changed: [],
+  market: m,
+  recv_ts: t,
+  source_ts: null,
 });
 
 /** Writes one market of each family with books (and metrics for the wallet market). */
 export async function seedAll(dataDir: string): Promise<void> {
   await writeLog(dataDir, 'coin', 'catalog', coinMarket.market_id, [catalog(coinMarket, T0 - 1000)]);
-  await writeLog(dataDir, 'coin', 'books', coinMarket.market_id,
-    bookRecords(['1111', '2222'], { start: T0, n: 400, stepMs: 250, cpEvery: 50, gapAt: T0 + 40_000, gapMs: 10_000, trades: true }));
+  await writeLog(
+    dataDir,
+    'coin',
+    'books',
+    coinMarket.market_id,
+    bookRecords(['1111', '2222'], { start: T0, n: 400, stepMs: 250, cpEvery: 50, gapAt: T0 + 40_000, gapMs: 10_000, trades: true }),
+  );
   await writeLog(dataDir, 'wallet-prediction', 'catalog', walletMarket.market_id, [catalog(walletMarket, T0 - 2000)]);
-  await writeLog(dataDir, 'wallet-prediction', 'books', walletMarket.market_id,
-    bookRecords(['7001'], { start: T0, n: 300, stepMs: 200, cpEvery: 40, seed: 7 }));
+  await writeLog(
+    dataDir,
+    'wallet-prediction',
+    'books',
+    walletMarket.market_id,
+    bookRecords(['7001'], { start: T0, n: 300, stepMs: 200, cpEvery: 40, seed: 7 }),
+  );
   const metrics: Observation[] = [];
   for (let i = 0; i < 90; i++) {
     const metric = (['chance', 'price', 'last_trade'] as const)[i % 3];
-    metrics.push({ type: 'metric', metric, outcome: i % 2 ? 'Down' : 'Up', value: 0.5 + i / 1000, recv_ts: T0 + i * 1000, source_ts: T0 + i * 1000 - 10 });
+    metrics.push({
+      type: 'metric',
+      metric,
+      outcome: i % 2 ? 'Down' : 'Up',
+      value: 0.5 + i / 1000,
+      recv_ts: T0 + i * 1000,
+      source_ts: T0 + i * 1000 - 10,
+    });
   }
   await writeLog(dataDir, 'wallet-prediction', 'metrics', walletMarket.market_id, metrics);
   await writeLog(dataDir, 'yesno-exchange', 'catalog', yesnoMarket.market_id, [catalog(yesnoMarket, T0 - 3000)]);

@@ -27,7 +27,9 @@ t.test(`keys create/revoke under ${ROUNDS} kill -9 at random instants`, async (t
   for (let round = 0; round < ROUNDS; round++) {
     const revoke = round % 3 === 2 && created.size > revoked.size;
     const target = revoke ? [...created.keys()].find((id) => !revoked.has(id))! : null;
-    const args = revoke ? ['keys', 'revoke', target!, '--data-dir', dir] : ['keys', 'create', '--plan', round % 2 ? 'paid' : 'free', '--name', `k${round}`, '--data-dir', dir];
+    const args = revoke
+      ? ['keys', 'revoke', target!, '--data-dir', dir]
+      : ['keys', 'create', '--plan', round % 2 ? 'paid' : 'free', '--name', `k${round}`, '--data-dir', dir];
     const child = startNode(cliPath, args);
     t.teardown(() => kill9(child));
     const at = Math.random() * runMs * 1.2;

@@ -13,7 +13,11 @@ const SLOW = { timeoutMs: 100_000 };
 t.test('keys create refuses a name with a newline, a tab or an ANSI escape, naming --name and the fix', async (t) => {
   const dir = tempDir(t, 'pmtape-keys-');
   for (const bad of ['alice\nabc123\tpaid\tactive', 'x\u001b[2J\u001b[31mred', 'tab\there', 'bidi\u202eevil']) {
-    await t.rejects(createKey(dir, 'free', bad), { message: /--name must not hold control characters.*use plain text/ }, JSON.stringify(bad));
+    await t.rejects(
+      createKey(dir, 'free', bad),
+      { message: /--name must not hold control characters.*use plain text/ },
+      JSON.stringify(bad),
+    );
   }
   const r = await runCliOnce(['keys', 'create', '--plan', 'free', '--name', 'evil\nforged', '--data-dir', dir], SLOW);
   t.equal(r.code, 1, 'the command fails');

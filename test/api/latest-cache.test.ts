@@ -14,7 +14,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** A recorder status file as a record process writes it (`updated_ts` decides alive/dead). */
 async function writeStatus(dataDir: string, updated: number, connected: Record<string, string[]>): Promise<void> {
   await mkdir(join(dataDir, 'status'), { recursive: true });
-  await writeFile(join(dataDir, 'status', 'record-424242.json'), JSON.stringify({ pid: 424242, updated_ts: updated, kinds: {}, connected }));
+  await writeFile(
+    join(dataDir, 'status', 'record-424242.json'),
+    JSON.stringify({ pid: 424242, updated_ts: updated, kinds: {}, connected }),
+  );
 }
 
 t.test('latest bodies follow appends, gaps, recorder status and query options', async (t) => {
@@ -52,7 +55,15 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const cw = await openWriter(dir, { family: 'coin', stream: 'books', market: coinMarket.market_id });
   t.teardown(() => cw.close());
   const t1 = T0 + 3_600_000;
-  const rec = await cw.append({ type: 'book', token_id: '1111', units: 'decimal', bids: [['0.55', '42']], asks: [['0.56', '43']], recv_ts: t1, source_ts: t1 - 5 });
+  const rec = await cw.append({
+    type: 'book',
+    token_id: '1111',
+    units: 'decimal',
+    bids: [['0.55', '42']],
+    asks: [['0.56', '43']],
+    recv_ts: t1,
+    source_ts: t1 - 5,
+  });
   await cw.flush();
   const after = await until(COIN, (d) => d.seq === rec.seq);
   t.equal(after.seq, rec.seq, 'the appended record is served once its file event came');
@@ -62,7 +73,15 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const ww = await openWriter(dir, { family: 'wallet-prediction', stream: 'books', market: walletMarket.market_id });
   t.teardown(() => ww.close());
   const w0 = (await get(WALLET)).body.data;
-  const wrec = await ww.append({ type: 'book', token_id: '7001', units: 'decimal', bids: [['0.31', '5']], asks: [['0.33', '6']], recv_ts: t1, source_ts: null });
+  const wrec = await ww.append({
+    type: 'book',
+    token_id: '7001',
+    units: 'decimal',
+    bids: [['0.31', '5']],
+    asks: [['0.33', '6']],
+    recv_ts: t1,
+    source_ts: null,
+  });
   await ww.flush();
   const w1 = await until(WALLET, (d) => d.seq === wrec.seq);
   t.not(w1.seq, w0.seq);
@@ -74,7 +93,14 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const yw = await openWriter(dir, { family: 'yesno-exchange', stream: 'books', market: yesnoMarket.market_id });
   t.teardown(() => yw.close());
   const y0 = (await get(YESNO)).body.data;
-  const yrec = await yw.append({ type: 'yesno_book', units: 'dollars', yes: [['0.4100', '12.00']], no: [['0.5500', '3.00']], recv_ts: t1, source_ts: null });
+  const yrec = await yw.append({
+    type: 'yesno_book',
+    units: 'dollars',
+    yes: [['0.4100', '12.00']],
+    no: [['0.5500', '3.00']],
+    recv_ts: t1,
+    source_ts: null,
+  });
   await yw.flush();
   const y1 = await until(YESNO, (d) => d.seq === yrec.seq);
   t.not(y1.seq, y0.seq);
@@ -84,8 +110,14 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const full = (await get(COIN)).body.data;
   const d1 = (await get(`${COIN}?depth=1`)).body.data;
   const bare = (await get(`${COIN}?include_orderbook=false`)).body.data;
-  t.ok(d1.books.every((b: any) => b.bids.length <= 1 && b.asks.length <= 1), 'depth=1 body');
-  t.ok(full.books.some((b: any) => b.bids.length > 1 || b.asks.length > 1), 'full body has deeper books');
+  t.ok(
+    d1.books.every((b: any) => b.bids.length <= 1 && b.asks.length <= 1),
+    'depth=1 body',
+  );
+  t.ok(
+    full.books.some((b: any) => b.bids.length > 1 || b.asks.length > 1),
+    'full body has deeper books',
+  );
   t.notOk('books' in bare, 'include_orderbook=false body has no books');
   t.same((await get(COIN)).body.data, full, 'the full body is unchanged after other variants were built');
 
@@ -102,7 +134,15 @@ t.test('latest bodies follow appends, gaps, recorder status and query options', 
   const gapped = await until(COIN, (d) => d.stale === true);
   t.equal(gapped.stale, true, 'an open gap makes the latest book stale');
   t.equal(gapped.seq, live.seq, 'the book itself is still the one before the gap');
-  const rec2 = await cw.append({ type: 'book', token_id: '1111', units: 'decimal', bids: [['0.57', '1']], asks: [['0.58', '2']], recv_ts: t1 + 2000, source_ts: null });
+  const rec2 = await cw.append({
+    type: 'book',
+    token_id: '1111',
+    units: 'decimal',
+    bids: [['0.57', '1']],
+    asks: [['0.58', '2']],
+    recv_ts: t1 + 2000,
+    source_ts: null,
+  });
   await cw.flush();
   const resumed = await until(COIN, (d) => d.seq === rec2.seq);
   t.equal(resumed.stale, false, 'a book after the gap is live again');

@@ -21,12 +21,27 @@ const WRITER = fileURLToPath(new URL('./stream-writer-child.js', import.meta.url
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const ID = 'push-1';
-const market = { ...coinMarket, market_id: ID, outcomes: [{ label: 'Up', token_id: 'p-up' }, { label: 'Down', token_id: 'p-down' }] };
+const market = {
+  ...coinMarket,
+  market_id: ID,
+  outcomes: [
+    { label: 'Up', token_id: 'p-up' },
+    { label: 'Down', token_id: 'p-down' },
+  ],
+};
 const D1 = utcDay(Date.now() - 3 * DAY_MS);
 const D2 = utcDay(Date.now() - 2 * DAY_MS);
 const D3 = utcDay(Date.now() - DAY_MS);
 const at = (day: string, h: number): number => Date.parse(`${day}T00:00:00.000Z`) + h * 3_600_000;
-const book = (t: number, bid: string) => ({ type: 'book', token_id: 'p-up', units: 'decimal', bids: [[bid, '10']], asks: [['0.60', '5']], recv_ts: t, source_ts: t - 2 });
+const book = (t: number, bid: string) => ({
+  type: 'book',
+  token_id: 'p-up',
+  units: 'decimal',
+  bids: [[bid, '10']],
+  asks: [['0.60', '5']],
+  recv_ts: t,
+  source_ts: t - 2,
+});
 
 function serve(t: { teardown(fn: () => unknown): void }, dataDir: string): Promise<string> {
   const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', '0'], {
@@ -72,7 +87,10 @@ function writer(t: { teardown(fn: () => unknown): void }, dataDir: string) {
 
 function run(args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PMTAPE_LOG_LEVEL: 'silent' } });
+    const p = spawn(process.execPath, [CLI, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PMTAPE_LOG_LEVEL: 'silent' },
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -137,5 +155,7 @@ t.test('latest follows other processes by file events: new market, appends, roll
   const s5 = await w2.append(book(Date.now(), '0.45'));
   await served(s5, "a book in today's file");
   await w2.close();
-  t.comment(`append-to-served delays (ms, ack to first answer showing it; polled every 2 ms): ${delays.map((d) => d.toFixed(1)).join(', ')}`);
+  t.comment(
+    `append-to-served delays (ms, ack to first answer showing it; polled every 2 ms): ${delays.map((d) => d.toFixed(1)).join(', ')}`,
+  );
 });

@@ -28,7 +28,11 @@ function raw(port: number, bytes: Buffer | string, firstOnly = false): Promise<s
 }
 
 const envelopeOf = (response: string): { status: number; code: string; message: string; request_id: string } =>
-  (JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as { error: { status: number; code: string; message: string; request_id: string } }).error;
+  (
+    JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as {
+      error: { status: number; code: string; message: string; request_id: string };
+    }
+  ).error;
 
 t.test('redactUrl and redactHeaders', async (t) => {
   const key = 'pmt_0123456789ab_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -37,8 +41,12 @@ t.test('redactUrl and redactHeaders', async (t) => {
   t.equal(redactUrl(`/v3/${key}/x?q=${encodeURIComponent(key)}`), '/v3/[redacted]/x?q=[redacted]', 'a key anywhere, encoded or not');
   t.equal(redactUrl('/v3/btc/markets?limit=5&cursor=abc.def'), '/v3/btc/markets?limit=5&cursor=abc.def', 'nothing else changes');
   t.equal(redactUrl('/v3/stream?token=a&key=b&access_token=c'), '/v3/stream?token=[redacted]&key=[redacted]&access_token=[redacted]');
-  t.same(redactHeaders({ authorization: `Bearer ${key}`, Cookie: 'a=b', host: 'x', 'x-note': key }),
-    { authorization: '[redacted]', Cookie: '[redacted]', host: 'x', 'x-note': '[redacted]' });
+  t.same(redactHeaders({ authorization: `Bearer ${key}`, Cookie: 'a=b', host: 'x', 'x-note': key }), {
+    authorization: '[redacted]',
+    Cookie: '[redacted]',
+    host: 'x',
+    'x-note': '[redacted]',
+  });
 });
 
 t.test('serve logs no key, answers parser errors with the envelope, and 401 names Bearer', async (t) => {
@@ -89,26 +97,42 @@ t.test('serve logs no key, answers parser errors with the envelope, and 401 name
   t.equal(bad.headers.get('www-authenticate'), 'Bearer realm="pmtape"', 'a wrong key is challenged too');
 
   // Requests Node's parser refuses: the pmtape envelope, with the header that carried a key.
-  const ff = await raw(port, Buffer.concat([Buffer.from('GET /v3/coverage?x='), Buffer.from([0xff]),
-    Buffer.from(` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${free}\r\n\r\n`)]));
+  const ff = await raw(
+    port,
+    Buffer.concat([
+      Buffer.from('GET /v3/coverage?x='),
+      Buffer.from([0xff]),
+      Buffer.from(` HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${free}\r\n\r\n`),
+    ]),
+  );
   t.match(ff, /^HTTP\/1\.1 400 /, 'a raw 0xFF byte is a 400');
   t.match(envelopeOf(ff), { status: 400, code: 'invalid_parameter', message: /percent-encode/, request_id: /\S/ }, 'with the envelope');
-  t.notMatch(ff, /"statusCode"/, 'not Fastify\'s body');
-  const big = await raw(port, `GET /v3/coverage?api_key=${free}&x=${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${free}\r\n\r\n`);
+  t.notMatch(ff, /"statusCode"/, "not Fastify's body");
+  const big = await raw(
+    port,
+    `GET /v3/coverage?api_key=${free}&x=${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${free}\r\n\r\n`,
+  );
   t.match(big, /^HTTP\/1\.1 431 /, 'a 100 kB query is a 431');
   t.match(envelopeOf(big), { status: 431, code: 'request_too_large', message: /shorten the query/, request_id: /\S/ }, 'with the envelope');
   t.match(big, /x-request-id: \S+/i, 'and its request id header');
 
   // The stream takes `?api_key=` legitimately: not logged either.
-  const ws = await raw(port, `GET /v3/stream?api_key=${free} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
-    'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n', true);
+  const ws = await raw(
+    port,
+    `GET /v3/stream?api_key=${free} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    true,
+  );
   t.match(ws, /^HTTP\/1\.1 101 /, 'the stream accepts the key in its query');
 
   proc.kill('SIGTERM');
   await exited;
   t.match(out, /"url":"\/v3\/coverage\?api_key=\[redacted\]"/, 'the refused request was logged, redacted');
   t.match(out, /"url":"\/v3\/coverage\?limit=1"/, 'ordinary URLs are logged as they are');
-  for (const [name, k] of [['the free key', free], ['the wrong key', wrong]] as const) {
+  for (const [name, k] of [
+    ['the free key', free],
+    ['the wrong key', wrong],
+  ] as const) {
     t.notOk(out.includes(secret(k)), `${name}'s secret is in no log line`);
     t.notOk(out.includes(encodeURIComponent(k)), `${name} (encoded) is in no log line`);
   }

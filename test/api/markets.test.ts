@@ -13,8 +13,18 @@ t.test('market lists page stably and show the newest catalogue state', async (t)
   }
   // A wallet market through its whole life: listed → open → closed → resolved (push).
   const life: Observation[] = (['upcoming', 'open', 'closed', 'resolved'] as const).map((status, i) => ({
-    type: 'catalog', event: i === 0 ? 'listed' : i === 3 ? 'resolved' : 'status', changed: ['status'], recv_ts: T0 + i * 60_000, source_ts: null,
-    market: { ...walletMarket, status, resolution: status === 'resolved' ? 'push' : null, winning_outcome: null, resolved_time: status === 'resolved' ? T0 + 180_000 : null },
+    type: 'catalog',
+    event: i === 0 ? 'listed' : i === 3 ? 'resolved' : 'status',
+    changed: ['status'],
+    recv_ts: T0 + i * 60_000,
+    source_ts: null,
+    market: {
+      ...walletMarket,
+      status,
+      resolution: status === 'resolved' ? 'push' : null,
+      winning_outcome: null,
+      resolved_time: status === 'resolved' ? T0 + 180_000 : null,
+    },
   }));
   await writeLog(dir, 'wallet-prediction', 'catalog', walletMarket.market_id, life);
   const keys = await keysFor(dir);
@@ -58,7 +68,10 @@ t.test('market lists page stably and show the newest catalogue state', async (t)
   const cov = await get(`/v3/coverage?market_id=${walletMarket.market_id}`);
   t.equal(cov.data.datasets.catalog.last_seq, 4, 'every status change is a catalogue event');
   t.equal(cov.data.datasets.books, null);
-  const nobook = await app.inject({ url: `/v3/wallet-prediction/${walletMarket.market_id}/orderbook/latest`, headers: { authorization: `Bearer ${keys.paid}` } });
+  const nobook = await app.inject({
+    url: `/v3/wallet-prediction/${walletMarket.market_id}/orderbook/latest`,
+    headers: { authorization: `Bearer ${keys.paid}` },
+  });
   t.equal(nobook.statusCode, 404, 'a market without any book has no latest book');
   t.same(await get(`/v3/wallet-prediction/${walletMarket.market_id}/snapshots`), { data: [], next_cursor: null });
 });

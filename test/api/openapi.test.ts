@@ -35,9 +35,15 @@ const CONTRACT: [string, string[]][] = [
     [`/v3/${p}/{market_id}/trades`, ['market_id']],
   ]),
   ['/v3/yesno-exchange/markets', ['series', 'status', 'limit', 'cursor', 'start_time', 'end_time']],
-  ['/v3/yesno-exchange/{market_ticker}/snapshots', ['market_ticker', 'include_orderbook', 'start_time', 'end_time', 'limit', 'cursor', 'depth']],
+  [
+    '/v3/yesno-exchange/{market_ticker}/snapshots',
+    ['market_ticker', 'include_orderbook', 'start_time', 'end_time', 'limit', 'cursor', 'depth'],
+  ],
   ['/v3/{coin}/markets', ['coin', 'limit', 'cursor', 'status', 'window']],
-  ['/v3/{coin}/markets/{market_id}/snapshots', ['coin', 'market_id', 'include_orderbook', 'interval', 'start_time', 'end_time', 'limit', 'cursor', 'depth']],
+  [
+    '/v3/{coin}/markets/{market_id}/snapshots',
+    ['coin', 'market_id', 'include_orderbook', 'interval', 'start_time', 'end_time', 'limit', 'cursor', 'depth'],
+  ],
   ['/v3/coverage', ['family', 'market_id', 'ticker', 'start_time', 'end_time']],
   ['/v3/datasets', ['family', 'start_date', 'end_date']],
   ['/v3/datasets/files/{*}', ['*']],
@@ -59,7 +65,11 @@ const NAMES_404 = (path: string): boolean => /[{]/.test(path) || /^\/v3\/(covera
 function isEnvelope(resp: any): boolean {
   const s = resp?.content?.['application/json']?.schema;
   const e = s?.properties?.error;
-  return s?.type === 'object' && e?.type === 'object' && ['status', 'code', 'message', 'request_id'].every((k) => e.required?.includes(k) && e.properties?.[k]);
+  return (
+    s?.type === 'object' &&
+    e?.type === 'object' &&
+    ['status', 'code', 'message', 'request_id'].every((k) => e.required?.includes(k) && e.properties?.[k])
+  );
 }
 
 /** The usage file: a markets list and a snapshots page through the generated client. */
@@ -138,7 +148,10 @@ t.test('the document of a running serve validates, covers the contract, and a ge
   const ops = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => ({ path, m, op })));
   for (const { path, op } of ops) {
     for (const p of op.parameters ?? []) {
-      t.notOk(['type', 'additionalProperties', 'properties', 'required'].includes(p.name), `${path}: no schema keyword as parameter (${p.name})`);
+      t.notOk(
+        ['type', 'additionalProperties', 'properties', 'required'].includes(p.name),
+        `${path}: no schema keyword as parameter (${p.name})`,
+      );
       t.equal(typeof p.schema, 'object', `${path}: parameter ${p.name} has a schema`);
     }
     t.ok(op.responses?.['500'] && isEnvelope(op.responses['500']), `${path}: 500 answers the envelope`);
@@ -156,7 +169,13 @@ t.test('the document of a running serve validates, covers the contract, and a ge
       continue;
     }
     t.ok((op.security ?? doc.security)?.length, `${path} needs the key`);
-    const want = [400, 401, ...(PLAN_403.test(path) ? [403] : []), ...(NAMES_404(path) ? [404] : []), ...(path === '/v3/stream' ? [] : [429])];
+    const want = [
+      400,
+      401,
+      ...(PLAN_403.test(path) ? [403] : []),
+      ...(NAMES_404(path) ? [404] : []),
+      ...(path === '/v3/stream' ? [] : [429]),
+    ];
     for (const s of want) t.ok(isEnvelope(op.responses?.[String(s)]), `${path}: ${s} answers the envelope`);
   }
   t.ok(isEnvelope(doc.paths['/healthz']?.get?.responses?.['400']), '/healthz: an unknown parameter is a 400 envelope');
@@ -180,13 +199,23 @@ t.test('the document of a running serve validates, covers the contract, and a ge
   writeFileSync(join(dir, 'usage.ts'), USAGE);
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
   mkdirSync(join(dir, 'out'));
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false,
-      types: [], lib: ['ES2022', 'DOM'], outDir: 'out', noEmitOnError: true,
-    },
-    files: ['usage.ts'],
-  }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        skipLibCheck: false,
+        types: [],
+        lib: ['ES2022', 'DOM'],
+        outDir: 'out',
+        noEmitOnError: true,
+      },
+      files: ['usage.ts'],
+    }),
+  );
   const check = await tsc(dir, ['--noEmit']);
   t.equal(check.code, 0, `tsc --noEmit compiles the usage file against the generated client\n${check.out}`);
   const emit = await tsc(dir, []);
@@ -199,7 +228,10 @@ t.test('the document of a running serve validates, covers the contract, and a ge
   t.equal(await api.openMarkets('doge'), 'not_found', 'an error answers the typed envelope');
   const page1 = await api.snapshotsPage('btc', coinMarket.market_id);
   t.equal(page1.seqs.length, 20);
-  t.ok(page1.bestBids.every((p: number) => p > 0 && p < 1), 'best bids are prices');
+  t.ok(
+    page1.bestBids.every((p: number) => p > 0 && p < 1),
+    'best bids are prices',
+  );
   t.type(page1.next, 'string');
   const page2 = await api.snapshotsPage('btc', coinMarket.market_id, page1.next);
   t.ok(page2.seqs[0] > page1.seqs[page1.seqs.length - 1], 'the next page follows the cursor');
@@ -226,5 +258,9 @@ t.test('any route whose querystring has no properties documents no parameters, a
   // Validation of the query still rejects unknown parameters (the added `properties` is empty).
   const r = await app.inject({ url: '/open?type=object' });
   t.equal(r.statusCode, 400);
-  t.match(r.json(), { error: { status: 400, code: 'invalid_parameter', message: /'type'/, request_id: String } }, 'the envelope, serialized by the added schema');
+  t.match(
+    r.json(),
+    { error: { status: 400, code: 'invalid_parameter', message: /'type'/, request_id: String } },
+    'the envelope, serialized by the added schema',
+  );
 });

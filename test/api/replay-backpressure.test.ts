@@ -12,12 +12,16 @@ import { sleep } from './stream-helpers.js';
 t.test('a paused client stops the server, which then finishes the stream', async (t) => {
   const dir = tmpDataDir(t);
   let expectedLines = 0;
-  for (const [m, tokens, seed] of [[coinMarket, ['1111', '2222'], 3], [coinMarket2, ['3333', '4444'], 4]] as const) {
+  for (const [m, tokens, seed] of [
+    [coinMarket, ['1111', '2222'], 3],
+    [coinMarket2, ['3333', '4444'], 4],
+  ] as const) {
     await writeLog(dir, 'coin', 'catalog', m.market_id, [catalog(m, T0 - 1000)]);
     const recs = bookRecords([...tokens], { start: T0, n: 20_000, stepMs: 20, cpEvery: 500, seed });
     await writeLog(dir, 'coin', 'books', m.market_id, recs);
     // Each book or delta makes a book and a book_change line; each checkpoint a book_change line.
-    expectedLines += recs.filter((r) => r.type === 'book' || r.type === 'book_delta').length * 2 + recs.filter((r) => r.type === 'book_checkpoint').length;
+    expectedLines +=
+      recs.filter((r) => r.type === 'book' || r.type === 'book_delta').length * 2 + recs.filter((r) => r.type === 'book_checkpoint').length;
   }
   const s = await startReplayServer(t, dir);
   const sockets: Socket[] = [];
@@ -64,8 +68,14 @@ t.test('a paused client stops the server, which then finishes the stream', async
   await ended;
   const total = Buffer.byteLength(text);
   t.ok(total > 20e6, `the whole answer is ${(total / 1e6).toFixed(1)} MB`);
-  t.ok(writtenWhilePaused < total / 2, `the server had written ${(writtenWhilePaused / 1e6).toFixed(1)} MB (most of it in kernel buffers) when it stopped`);
-  const lines = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; market_id: string; seq: number });
+  t.ok(
+    writtenWhilePaused < total / 2,
+    `the server had written ${(writtenWhilePaused / 1e6).toFixed(1)} MB (most of it in kernel buffers) when it stopped`,
+  );
+  const lines = text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; market_id: string; seq: number });
   t.equal(lines.pop()!.type, 'end', 'the stream completes once the client reads again');
   t.equal(lines.length, expectedLines, 'every line is there');
   const lastSeq = new Map<string, number>();

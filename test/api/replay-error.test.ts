@@ -24,7 +24,9 @@ t.test('a read failure mid-stream is a last error line, and the stream resumes a
 
   // Read a little, pause, make the second day's log unreadable (a folder in its place), read on.
   const file = logFilePath(dir, { family: 'coin', stream: 'books', market: id }, d2);
-  const res = await new Promise<http.IncomingMessage>((ok) => http.get(s.base + path, { headers: { authorization: `Bearer ${s.keys.free}` } }, ok));
+  const res = await new Promise<http.IncomingMessage>((ok) =>
+    http.get(s.base + path, { headers: { authorization: `Bearer ${s.keys.free}` } }, ok),
+  );
   t.equal(res.statusCode, 200);
   let text = '';
   res.setEncoding('utf8');
@@ -49,10 +51,13 @@ t.test('a read failure mid-stream is a last error line, and the stream resumes a
   const last = JSON.parse(lines.pop()!);
   t.match(last, { type: 'error', error: { status: 500, code: 'internal', message: /resume/, request_id: String } });
   t.ok(lines.length > 1000 && lines.every((l) => JSON.parse(l).type === 'book'), `${lines.length} complete lines before it`);
-  t.same(lines, full.slice(0, lines.length), 'the lines before the error are the run\'s own');
+  t.same(lines, full.slice(0, lines.length), "the lines before the error are the run's own");
 
   rmdirSync(file);
   renameSync(`${file}.away`, file);
-  const rest = (await get(s.base, `${path}&after=${tokenOf(JSON.parse(lines[lines.length - 1]))}`, s.keys.free)).text.trim().split('\n').slice(0, -1);
+  const rest = (await get(s.base, `${path}&after=${tokenOf(JSON.parse(lines[lines.length - 1]))}`, s.keys.free)).text
+    .trim()
+    .split('\n')
+    .slice(0, -1);
   t.equal([...lines, ...rest].join('\n'), full.join('\n'), 'resumed after the last good line: the whole run');
 });

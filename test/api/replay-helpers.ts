@@ -9,16 +9,28 @@ import type { CoinMarket } from '../../src/schema/market.js';
 
 /** A second btc market: ids sort before the first one's (540817), records every 300 ms. */
 export const coinMarket2: CoinMarket = {
-  ...coinMarket, market_id: '540001', condition_id: '0xc0ffee02', slug: 'btc-updown-15m-second', event_id: '88002',
-  outcomes: [{ label: 'Up', token_id: '3333' }, { label: 'Down', token_id: '4444' }],
+  ...coinMarket,
+  market_id: '540001',
+  condition_id: '0xc0ffee02',
+  slug: 'btc-updown-15m-second',
+  event_id: '88002',
+  outcomes: [
+    { label: 'Up', token_id: '3333' },
+    { label: 'Down', token_id: '4444' },
+  ],
 };
 
 /** seedAll plus the second coin market (books from T0 every 300 ms, a checkpoint every 40 deltas). */
 export async function seedReplay(dataDir: string): Promise<void> {
   await seedAll(dataDir);
   await writeLog(dataDir, 'coin', 'catalog', coinMarket2.market_id, [catalog(coinMarket2, T0 - 500)]);
-  await writeLog(dataDir, 'coin', 'books', coinMarket2.market_id,
-    bookRecords(['3333', '4444'], { start: T0, n: 350, stepMs: 300, cpEvery: 40, seed: 11, trades: true }));
+  await writeLog(
+    dataDir,
+    'coin',
+    'books',
+    coinMarket2.market_id,
+    bookRecords(['3333', '4444'], { start: T0, n: 350, stepMs: 300, cpEvery: 40, seed: 11, trades: true }),
+  );
 }
 
 export interface ReplayServer {
@@ -47,7 +59,12 @@ export async function get(base: string, path: string, key: string): Promise<Answ
   const res = await fetch(base + path, { headers: { authorization: `Bearer ${key}` } });
   const text = await res.text();
   const type = res.headers.get('content-type') ?? '';
-  const lines = type.includes('ndjson') ? text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) : [JSON.parse(text)];
+  const lines = type.includes('ndjson')
+    ? text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l))
+    : [JSON.parse(text)];
   return { status: res.status, type, text, lines };
 }
 

@@ -40,44 +40,77 @@ async function all(sources: AsyncIterable<Item[]>[]): Promise<Item[]> {
 
 t.test('merges sorted sources into one sorted stream, ties by source index, whatever the batches', async (t) => {
   const batchSizes = fc.array(fc.integer({ min: 0, max: 5 }), { maxLength: 4 });
-  await fc.assert(fc.asyncProperty(
-    fc.array(fc.tuple(fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 30 }), batchSizes), { maxLength: 8 }),
-    fc.boolean(),
-    async (lists, slowSink) => {
-      const sources = lists.map(([l], src) => [...l].sort((a, b) => a - b).map((k, i) => ({ k, src, i })));
-      const out: Item[] = [];
-      const sink = (x: Item): boolean | Promise<boolean> => {
-        out.push(x);
-        return slowSink && out.length % 3 === 0 ? new Promise((ok) => setImmediate(() => ok(true))) : true;
-      };
-      t.equal(await mergeSorted(sources.map((s, src) => from(cut(s, lists[src][1]))), cmp, sink), true);
-      t.same(out, sources.flat().sort((a, b) => a.k - b.k || a.src - b.src || a.i - b.i));
-    },
-  ), { numRuns: 200 });
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.tuple(fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 30 }), batchSizes), { maxLength: 8 }),
+      fc.boolean(),
+      async (lists, slowSink) => {
+        const sources = lists.map(([l], src) => [...l].sort((a, b) => a - b).map((k, i) => ({ k, src, i })));
+        const out: Item[] = [];
+        const sink = (x: Item): boolean | Promise<boolean> => {
+          out.push(x);
+          return slowSink && out.length % 3 === 0 ? new Promise((ok) => setImmediate(() => ok(true))) : true;
+        };
+        t.equal(
+          await mergeSorted(
+            sources.map((s, src) => from(cut(s, lists[src][1]))),
+            cmp,
+            sink,
+          ),
+          true,
+        );
+        t.same(
+          out,
+          sources.flat().sort((a, b) => a.k - b.k || a.src - b.src || a.i - b.i),
+        );
+      },
+    ),
+    { numRuns: 200 },
+  );
 });
 
 t.test('pulls a source only when its batch was used up', async (t) => {
   const log: string[] = [];
   const a = from([[{ k: 1, src: 0, i: 0 }], [{ k: 5, src: 0, i: 1 }]], log, 'a');
-  const b = from([[{ k: 2, src: 1, i: 0 }, { k: 3, src: 1, i: 1 }], [{ k: 4, src: 1, i: 2 }]], log, 'b');
+  const b = from(
+    [
+      [
+        { k: 2, src: 1, i: 0 },
+        { k: 3, src: 1, i: 1 },
+      ],
+      [{ k: 4, src: 1, i: 2 }],
+    ],
+    log,
+    'b',
+  );
   const seen: string[] = [];
   await mergeSorted([a, b], cmp, (x) => {
     seen.push(`${x.k} after ${log.join(', ')}`);
     return true;
   });
-  t.same(seen, [
-    '1 after a pull 0, b pull 0',
-    '2 after a pull 0, b pull 0, a pull 1',
-    '3 after a pull 0, b pull 0, a pull 1',
-    '4 after a pull 0, b pull 0, a pull 1, b pull 1',
-    '5 after a pull 0, b pull 0, a pull 1, b pull 1, b closed',
-  ], 'one batch per source before the first item; a source is pulled again after its batch\'s last item was taken');
+  t.same(
+    seen,
+    [
+      '1 after a pull 0, b pull 0',
+      '2 after a pull 0, b pull 0, a pull 1',
+      '3 after a pull 0, b pull 0, a pull 1',
+      '4 after a pull 0, b pull 0, a pull 1, b pull 1',
+      '5 after a pull 0, b pull 0, a pull 1, b pull 1, b closed',
+    ],
+    "one batch per source before the first item; a source is pulled again after its batch's last item was taken",
+  );
 });
 
 t.test('a sink that says stop (at once or through its promise) ends the merge and closes every open source', async (t) => {
   for (const later of [false, true]) {
     const log: string[] = [];
-    const srcs = [0, 1, 2].map((s) => from([0, 1, 2, 3].map((i) => [{ k: i * 3 + s, src: s, i }]), log, `s${s}`));
+    const srcs = [0, 1, 2].map((s) =>
+      from(
+        [0, 1, 2, 3].map((i) => [{ k: i * 3 + s, src: s, i }]),
+        log,
+        `s${s}`,
+      ),
+    );
     const got: number[] = [];
     const ran = await mergeSorted(srcs, cmp, (x) => {
       got.push(x.k);
@@ -97,7 +130,10 @@ t.test('a failing source ends the merge with its error, after the items merged b
   }
   const good = from([[{ k: 0, src: 0, i: 0 }], [{ k: 9, src: 0, i: 1 }]], log, 'good');
   const got: number[] = [];
-  await t.rejects(mergeSorted([good, bad()], cmp, (x) => (got.push(x.k), true)), /disk on fire/);
+  await t.rejects(
+    mergeSorted([good, bad()], cmp, (x) => (got.push(x.k), true)),
+    /disk on fire/,
+  );
   t.same(got, [0, 1]);
   t.ok(log.includes('good closed'));
 });

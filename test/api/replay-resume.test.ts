@@ -31,7 +31,11 @@ t.test('resume after a dropped connection gives exactly the rest', async (t) => 
     const got = await readPartly(s.base, path, s.keys.paid, Math.floor(full.text.length * frac));
     t.ok(got.length > 10);
     const rest = await get(s.base, `${path}&after=${tokenOf(JSON.parse(got[got.length - 1]))}`, s.keys.paid);
-    t.equal([...got, ...dataLines(rest.text)].join('\n'), lines.join('\n'), `cut at ${Math.round(frac * 100)}%: received + resumed = one full run`);
+    t.equal(
+      [...got, ...dataLines(rest.text)].join('\n'),
+      lines.join('\n'),
+      `cut at ${Math.round(frac * 100)}%: received + resumed = one full run`,
+    );
   }
 
   // Every kind of line is a resume point: the opening state, ties, interval samples, gaps.
@@ -44,7 +48,7 @@ t.test('resume after a dropped connection gives exactly the rest', async (t) => 
   }
 
   const end = JSON.parse(full.text.trim().split('\n').pop()!);
-  t.equal(end.next, tokenOf(JSON.parse(lines[lines.length - 1])), 'the end token is the last line\'s position');
+  t.equal(end.next, tokenOf(JSON.parse(lines[lines.length - 1])), "the end token is the last line's position");
   const again = await get(s.base, `${path}&after=${end.next}`, s.keys.paid);
   t.same(again.lines, [{ type: 'end', next: end.next, markets: end.markets }], 'resuming at the end: nothing more, the same token');
 });
@@ -59,15 +63,33 @@ t.test('the same bytes over open logs, a compacted day, and after its logs are d
   const m2 = { ...coinMarket2, start_time: t0 };
   await writeLog(dir, 'coin', 'catalog', m1.market_id, [catalog(m1, t0 - 1000)]);
   await writeLog(dir, 'coin', 'catalog', m2.market_id, [catalog(m2, t0 - 1000)]);
-  await writeLog(dir, 'coin', 'books', m1.market_id, bookRecords(['1111', '2222'], { start: t0, n: 480, stepMs: 250, cpEvery: 50, gapAt: t0 + 50_000, gapMs: 20_000, trades: true }));
-  await writeLog(dir, 'coin', 'books', m2.market_id, bookRecords(['3333', '4444'], { start: t0, n: 400, stepMs: 300, cpEvery: 40, seed: 5, trades: true }));
+  await writeLog(
+    dir,
+    'coin',
+    'books',
+    m1.market_id,
+    bookRecords(['1111', '2222'], { start: t0, n: 480, stepMs: 250, cpEvery: 50, gapAt: t0 + 50_000, gapMs: 20_000, trades: true }),
+  );
+  await writeLog(
+    dir,
+    'coin',
+    'books',
+    m2.market_id,
+    bookRecords(['3333', '4444'], { start: t0, n: 400, stepMs: 300, cpEvery: 40, seed: 5, trades: true }),
+  );
   t.same(await listDays(dir, { family: 'coin', stream: 'books', market: m1.market_id }), [d1, d2]);
   const s = await startReplayServer(t, dir);
   const path = `/v3/replay?family=coin&coin=btc&start_time=${t0 + 10_000}&end_time=${t0 + 125_000}&types=${TYPES}`;
   const logs = await get(s.base, path, s.keys.free);
   const lines = dataLines(logs.text);
-  t.ok(lines.some((l) => JSON.parse(l).receive_time < `${d2}`) && lines.some((l) => JSON.parse(l).receive_time > `${d2}`), 'the replay spans both days');
-  t.ok(lines.some((l) => l.includes('"book_snapshot_3_1m"')), 'minute buckets present');
+  t.ok(
+    lines.some((l) => JSON.parse(l).receive_time < `${d2}`) && lines.some((l) => JSON.parse(l).receive_time > `${d2}`),
+    'the replay spans both days',
+  );
+  t.ok(
+    lines.some((l) => l.includes('"book_snapshot_3_1m"')),
+    'minute buckets present',
+  );
   const mid = lines.findIndex((l) => JSON.parse(l).receive_time.startsWith(d1)) + 200;
 
   await compactDay(dir, d1);
@@ -88,7 +110,13 @@ t.test('without end_time the replay stops a second ago, and its end token tails 
   const now = Date.now();
   const m = { ...coinMarket, market_id: 'tail-1', start_time: now - 120_000 };
   await writeLog(dir, 'coin', 'catalog', m.market_id, [catalog(m, now - 120_000)]);
-  await writeLog(dir, 'coin', 'books', m.market_id, bookRecords(['1111', '2222'], { start: now - 60_000, n: 40, stepMs: 1000, cpEvery: 10 }));
+  await writeLog(
+    dir,
+    'coin',
+    'books',
+    m.market_id,
+    bookRecords(['1111', '2222'], { start: now - 60_000, n: 40, stepMs: 1000, cpEvery: 10 }),
+  );
   const s = await startReplayServer(t, dir);
   const path = `/v3/replay?family=coin&market_id=tail-1&start_time=${now - 60_000}&types=book`;
   const first = await get(s.base, path, s.keys.free);
@@ -111,5 +139,8 @@ t.test('without end_time the replay stops a second ago, and its end token tails 
   t.equal(tail.length, 1, 'the next request continues with exactly the new book');
   const line = JSON.parse(tail[0]);
   t.match(line, { type: 'book', market_id: 'tail-1', receive_time: iso(later) });
-  t.ok(line.data.books[0].bids.some(([p, q]: number[]) => p === 0.1 && q === 5), 'with the new level');
+  t.ok(
+    line.data.books[0].bids.some(([p, q]: number[]) => p === 0.1 && q === 5),
+    'with the new level',
+  );
 });

@@ -58,7 +58,13 @@ t.test('replay', async (t) => {
     }
     t.ok(ties > 20, `${ties} receive-time ties between the markets, each ordered by market id`);
     for (const l of lines) t.same(Object.keys(l), ['type', 'family', 'market_id', 'seq', 'receive_time', 'source_time', 'data']);
-    t.ok(first.text.trim().split('\n').every((l) => JSON.stringify(JSON.parse(l)) === l), 'every line is canonical JSON (as JSON.stringify writes it)');
+    t.ok(
+      first.text
+        .trim()
+        .split('\n')
+        .every((l) => JSON.stringify(JSON.parse(l)) === l),
+      'every line is canonical JSON (as JSON.stringify writes it)',
+    );
     const second = await get(s.base, path, paid);
     t.equal(second.text, first.text, 'byte-identical second run');
   });
@@ -69,32 +75,64 @@ t.test('replay', async (t) => {
       const rest = await pages(s.base, `/v3/btc/markets/${m}/snapshots?include_orderbook=true&depth=3&limit=1000&${RANGE}`, s.keys.free);
       const mine = lines.filter((l) => l.market_id === m);
       t.ok(rest.length > 100);
-      t.same(mine.map((l) => l.data), rest, `market ${m}: ${rest.length} snapshots`);
-      t.same(mine.map((l) => l.seq), rest.map((r) => r.seq));
+      t.same(
+        mine.map((l) => l.data),
+        rest,
+        `market ${m}: ${rest.length} snapshots`,
+      );
+      t.same(
+        mine.map((l) => l.seq),
+        rest.map((r) => r.seq),
+      );
     }
   });
 
   t.test('gaps come inline where they happen, and no book is served inside one', async (t) => {
     const lines = body(await get(s.base, `/v3/replay?family=coin&market_id=${A},${B}&${RANGE}&types=book,gap`, paid));
     const gaps = lines.filter((l) => l.type === 'gap');
-    t.same(gaps.map((g) => [g.market_id, g.data.reason, g.data.end === null]), [[A, 'disconnected', true], [A, 'disconnected', false]]);
+    t.same(
+      gaps.map((g) => [g.market_id, g.data.reason, g.data.end === null]),
+      [
+        [A, 'disconnected', true],
+        [A, 'disconnected', false],
+      ],
+    );
     const open = Date.parse(gaps[0].data.start);
     const close = Date.parse(gaps[1].receive_time);
-    const inside = lines.filter((l) => l.type === 'book' && l.market_id === A && Date.parse(l.receive_time) >= open && Date.parse(l.receive_time) < close);
+    const inside = lines.filter(
+      (l) => l.type === 'book' && l.market_id === A && Date.parse(l.receive_time) >= open && Date.parse(l.receive_time) < close,
+    );
     t.same(inside, [], 'no book of the market between the open gap and the fresh book');
-    t.ok(lines.some((l) => l.type === 'book' && l.market_id === B && Date.parse(l.receive_time) > open && Date.parse(l.receive_time) < close), 'the other market goes on');
+    t.ok(
+      lines.some((l) => l.type === 'book' && l.market_id === B && Date.parse(l.receive_time) > open && Date.parse(l.receive_time) < close),
+      'the other market goes on',
+    );
   });
 
   t.test('book_change lines rebuild every book line from the opening state', async (t) => {
     const start = T0 + 7_777; // mid-stream: the opening line carries the state
-    const lines = body(await get(s.base, `/v3/replay?family=coin&market_id=${A}&start_time=${start}&end_time=${T0 + 100_000}&types=book_change,book,gap`, paid));
+    const lines = body(
+      await get(
+        s.base,
+        `/v3/replay?family=coin&market_id=${A}&start_time=${start}&end_time=${T0 + 100_000}&types=book_change,book,gap`,
+        paid,
+      ),
+    );
     t.equal(lines[0].type, 'book_change');
     t.equal(lines[0].receive_time, iso(start), 'the opening state is stamped with start_time');
     t.equal(lines[0].data.is_snapshot, true);
     const books = new MarketBooks();
     let checked = 0;
     for (const l of lines) {
-      if (l.type === 'gap') books.apply({ type: 'gap', reason: l.data.reason, start_ts: 0, end_ts: l.data.end === null ? null : 1, recv_ts: 0, source_ts: null });
+      if (l.type === 'gap')
+        books.apply({
+          type: 'gap',
+          reason: l.data.reason,
+          start_ts: 0,
+          end_ts: l.data.end === null ? null : 1,
+          recv_ts: 0,
+          source_ts: null,
+        });
       if (l.type === 'book_change') {
         const byToken = new Map<string, { bid: [string, string][]; ask: [string, string][] }>();
         for (const c of l.data.changes) {
@@ -104,13 +142,27 @@ t.test('replay', async (t) => {
             byToken.set(c.token_id, b);
           }
         }
-        if (l.data.is_snapshot) for (const [tok, b] of byToken) books.apply({ type: 'book', token_id: tok, units: 'decimal', bids: b.bid, asks: b.ask, recv_ts: 0, source_ts: null });
-        else books.apply({ type: 'book_delta', token_id: l.data.changes[0].token_id, changes: l.data.changes.map((c: any) => ({ side: c.side, price: String(c.price), size: String(c.size) })), recv_ts: 0, source_ts: null });
+        if (l.data.is_snapshot)
+          for (const [tok, b] of byToken)
+            books.apply({ type: 'book', token_id: tok, units: 'decimal', bids: b.bid, asks: b.ask, recv_ts: 0, source_ts: null });
+        else
+          books.apply({
+            type: 'book_delta',
+            token_id: l.data.changes[0].token_id,
+            changes: l.data.changes.map((c: any) => ({ side: c.side, price: String(c.price), size: String(c.size) })),
+            recv_ts: 0,
+            source_ts: null,
+          });
       }
       if (l.type === 'book') {
         for (const b of l.data.books) {
           const v = books.view(b.token_id);
-          t.same(v && { bids: v.bids.map(([p, q]) => [Number(p), Number(q)]), asks: v.asks.map(([p, q]) => [Number(p), Number(q)]) }, { bids: b.bids, asks: b.asks }, `seq ${l.seq} ${b.outcome}`, { diagnostic: false });
+          t.same(
+            v && { bids: v.bids.map(([p, q]) => [Number(p), Number(q)]), asks: v.asks.map(([p, q]) => [Number(p), Number(q)]) },
+            { bids: b.bids, asks: b.asks },
+            `seq ${l.seq} ${b.outcome}`,
+            { diagnostic: false },
+          );
           checked++;
         }
       }
@@ -119,20 +171,41 @@ t.test('replay', async (t) => {
   });
 
   t.test('book_snapshot_<depth>_<interval> lines are the REST interval snapshots, none inside a gap', async (t) => {
-    const lines = body(await get(s.base, `/v3/replay?family=coin&market_id=${A},${B}&${RANGE}&types=book_snapshot_2_1s,book_snapshot_25_5m,gap`, paid));
+    const lines = body(
+      await get(s.base, `/v3/replay?family=coin&market_id=${A},${B}&${RANGE}&types=book_snapshot_2_1s,book_snapshot_25_5m,gap`, paid),
+    );
     for (const m of [A, B]) {
-      const rest = await pages(s.base, `/v3/btc/markets/${m}/snapshots?include_orderbook=true&interval=1s&depth=2&limit=1000&${RANGE}`, s.keys.free);
+      const rest = await pages(
+        s.base,
+        `/v3/btc/markets/${m}/snapshots?include_orderbook=true&interval=1s&depth=2&limit=1000&${RANGE}`,
+        s.keys.free,
+      );
       const mine = lines.filter((l) => l.market_id === m && l.type === 'book_snapshot_2_1s');
       t.ok(rest.length > 50);
-      t.same(mine.map((l) => l.data), rest, `market ${m}: ${rest.length} one-second buckets`);
-      for (const l of mine) t.equal(l.receive_time, iso(Date.parse(l.data.bucket_start) + 1000), 'stamped with the bucket end', { diagnostic: false });
+      t.same(
+        mine.map((l) => l.data),
+        rest,
+        `market ${m}: ${rest.length} one-second buckets`,
+      );
+      for (const l of mine)
+        t.equal(l.receive_time, iso(Date.parse(l.data.bucket_start) + 1000), 'stamped with the bucket end', { diagnostic: false });
     }
-    t.same(lines.filter((l) => l.type === 'book_snapshot_25_5m'), [], 'no five-minute bucket fits in two minutes');
+    t.same(
+      lines.filter((l) => l.type === 'book_snapshot_25_5m'),
+      [],
+      'no five-minute bucket fits in two minutes',
+    );
     const gap = lines.filter((l) => l.type === 'gap' && l.market_id === A);
     const [g0, g1] = [Date.parse(gap[0].data.start), Date.parse(gap[1].receive_time)];
-    const bad = lines.filter((l) => l.type === 'book_snapshot_2_1s' && l.market_id === A && Date.parse(l.receive_time) > g0 && Date.parse(l.data.bucket_start) < g1);
+    const bad = lines.filter(
+      (l) =>
+        l.type === 'book_snapshot_2_1s' && l.market_id === A && Date.parse(l.receive_time) > g0 && Date.parse(l.data.bucket_start) < g1,
+    );
     t.same(bad, [], 'no bucket that touches the gap');
-    t.ok(lines.some((l) => l.type === 'book_snapshot_2_1s' && l.market_id === A && Date.parse(l.data.bucket_start) >= g1), 'buckets resume after the gap');
+    t.ok(
+      lines.some((l) => l.type === 'book_snapshot_2_1s' && l.market_id === A && Date.parse(l.data.bucket_start) >= g1),
+      'buckets resume after the gap',
+    );
   });
 
   t.test('a coin selector takes every market of the coin with data in the range', async (t) => {
@@ -147,7 +220,10 @@ t.test('replay', async (t) => {
     const tk = yesnoMarket.ticker;
     const lines = body(await get(s.base, `/v3/replay?family=yesno-exchange&ticker=${tk}&${RANGE}&types=book,book_change`, s.keys.free));
     const rest = await pages(s.base, `/v3/yesno-exchange/${tk}/snapshots?include_orderbook=true&limit=1000&${RANGE}`, s.keys.free);
-    t.same(lines.filter((l) => l.type === 'book').map((l) => l.data), rest);
+    t.same(
+      lines.filter((l) => l.type === 'book').map((l) => l.data),
+      rest,
+    );
     t.ok(lines.every((l) => l.ticker === tk && !('market_id' in l)));
     const ch = lines.find((l) => l.type === 'book_change')!;
     t.match(ch.data.changes[0], { side: 'yes', price: /^0\.\d{4}$/, size: /^\d+\.00$/ });
@@ -161,9 +237,15 @@ t.test('replay', async (t) => {
     const lines = body(await get(s.base, path, paid));
     const metrics = lines.filter((l) => l.type === 'metric' && l.data.metric === 'chance' && l.data.outcome === 'Up');
     const rest = await pages(s.base, `/v3/wallet-prediction/${walletMarket.market_id}/timeseries?metric=chance&limit=1000&${RANGE}`, paid);
-    t.same(metrics.map((l) => ({ time: l.receive_time, value: l.data.value, seq: l.seq })), rest.map((r) => ({ time: r.time, value: r.value, seq: r.seq })));
+    t.same(
+      metrics.map((l) => ({ time: l.receive_time, value: l.data.value, seq: l.seq })),
+      rest.map((r) => ({ time: r.time, value: r.value, seq: r.seq })),
+    );
     const books = await pages(s.base, `/v3/wallet-prediction/${walletMarket.market_id}/snapshots?limit=1000&${RANGE}`, paid);
-    t.same(lines.filter((l) => l.type === 'book').map((l) => l.data), books);
+    t.same(
+      lines.filter((l) => l.type === 'book').map((l) => l.data),
+      books,
+    );
   });
 
   t.test('bad requests get the envelope before any line', async (t) => {
@@ -194,7 +276,7 @@ t.test('replay', async (t) => {
   });
 
   t.test('the route is in the OpenAPI document', async (t) => {
-    const doc = await (await fetch(`${s.base}/docs/json`)).json() as { paths: Record<string, any> };
+    const doc = (await (await fetch(`${s.base}/docs/json`)).json()) as { paths: Record<string, any> };
     const op = doc.paths['/v3/replay']?.get;
     t.ok(op, 'documented');
     t.match(op.description, /x-ndjson/);

@@ -19,7 +19,7 @@ const req = (id: string, url: string, key: string | null, ip: string | undefined
   ({ id, method: 'GET', url, apiKey: key === null ? undefined : { id: key }, socket: { remoteAddress: ip } }) as unknown as FastifyRequest;
 const reply = (statusCode: number): FastifyReply => ({ statusCode }) as FastifyReply;
 
-t.test('the text line equals pino\'s own line for the same fields', async (t) => {
+t.test("the text line equals pino's own line for the same fields", async (t) => {
   const fast = capture();
   const buffer = new LineBuffer(fast.dest);
   const fastLog = pino({ level: 'info' }, buffer);
@@ -45,7 +45,7 @@ t.test('the text line equals pino\'s own line for the same fields', async (t) =>
   t.notOk(fastLines.join('\n').includes('AAAAAAAA'), 'a key in the URL is redacted on this path too');
 });
 
-t.test('pino\'s own lines and request lines keep their order; the buffer hands over when full, on flush and at exit', async (t) => {
+t.test("pino's own lines and request lines keep their order; the buffer hands over when full, on flush and at exit", async (t) => {
   const c = capture();
   const lines = new LineBuffer(c.dest);
   const log = pino({ level: 'info' }, lines);
@@ -55,7 +55,15 @@ t.test('pino\'s own lines and request lines keep their order; the buffer hands o
   log.error('third');
   t.same(c.out, [], 'nothing handed over below the buffer size');
   lines.flush();
-  t.same(c.out.join('').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { msg: string }).msg), ['first', 'request', 'third'], 'in the order logged');
+  t.same(
+    c.out
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { msg: string }).msg),
+    ['first', 'request', 'third'],
+    'in the order logged',
+  );
   for (let i = 0; i < 400; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
   t.ok(c.out.length > 1, 'a full buffer is handed over without a flush');
   lines.flushSync();

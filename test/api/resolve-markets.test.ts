@@ -24,8 +24,11 @@ t.test('an unknown coin or market: one 404 message on the book routes and on the
   const marketRoute = await message('/v3/btc/markets/nope/snapshots');
   t.match(marketRoute, /nope/);
   // The replay names no coin, so its message points at the coin's list by the path's template.
-  t.equal(await message(`/v3/replay?family=coin&market_id=nope&${RANGE}`), marketRoute.replace('/v3/btc/', '/v3/{coin}/'),
-    'unknown market: the same words');
+  t.equal(
+    await message(`/v3/replay?family=coin&market_id=nope&${RANGE}`),
+    marketRoute.replace('/v3/btc/', '/v3/{coin}/'),
+    'unknown market: the same words',
+  );
 
   const tickerRoute = await message('/v3/yesno-exchange/NOPE-1/snapshots');
   t.equal(await message(`/v3/replay?family=yesno-exchange&ticker=NOPE-1&${RANGE}`), tickerRoute, 'unknown ticker: the same words');

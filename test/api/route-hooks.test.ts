@@ -61,7 +61,7 @@ t.test('every answer carries its request id, and the tallies count each route ex
     const id = res.headers.get('x-request-id');
     t.ok(id, `${path} (${status}) has x-request-id`);
     if (res.headers.get('content-type')?.startsWith('application/json') && status >= 400) {
-      t.equal((await res.json() as { error: { request_id: string } }).error.request_id, id, 'the envelope names the same id');
+      t.equal(((await res.json()) as { error: { request_id: string } }).error.request_id, id, 'the envelope names the same id');
     } else await res.arrayBuffer();
     ids.add(id!);
   };
@@ -86,7 +86,7 @@ t.test('every answer carries its request id, and the tallies count each route ex
   t.ok(le1ms <= le5 && le5 <= count, 'buckets are cumulative');
   t.ok(metric(text, 'pmtape_http_request_duration_seconds_sum', `route="${LATEST_ROUTE}"`)! > 0, 'a positive sum');
   t.match(text, /# TYPE pmtape_http_request_duration_seconds histogram/);
-  t.match(text, /# TYPE pmtape_log_records_written_total counter/, 'the registry\'s own series are still there');
+  t.match(text, /# TYPE pmtape_log_records_written_total counter/, "the registry's own series are still there");
 });
 
 t.test('at level warn Fastify logs nothing per request, and a 5xx is still logged with its request id', async (t) => {
@@ -103,7 +103,7 @@ t.test('at level warn Fastify logs nothing per request, and a 5xx is still logge
   mkdirSync(file);
   const res = await fetch(`${base}/v3/btc/markets/${coinMarket.market_id}/snapshots?start_time=0`, { headers: auth });
   t.equal(res.status, 500);
-  const body = await res.json() as { error: { code: string; request_id: string } };
+  const body = (await res.json()) as { error: { code: string; request_id: string } };
   t.equal(body.error.code, 'internal');
   t.equal(res.headers.get('x-request-id'), body.error.request_id);
   const failed = lines.find((l) => l.msg === 'request failed');
@@ -133,7 +133,11 @@ t.test('at level info each request is one line: who (key id, address) read what,
   const refused = await fetch(base + LATEST);
   const unknown = await fetch(`${base}/no/such/route`);
   const badPath = await fetch(`${base}/v3/btc/markets/%E0%A4%A/orderbook/latest`);
-  for (const [r, status] of [[refused, 401], [unknown, 404], [badPath, 400]] as const) {
+  for (const [r, status] of [
+    [refused, 401],
+    [unknown, 404],
+    [badPath, 400],
+  ] as const) {
     t.equal(r.status, status);
     const rid = r.headers.get('x-request-id');
     const found = lines.filter((l) => l.msg === 'request' && (rid === null || l.request_id === rid) && l.status === status);

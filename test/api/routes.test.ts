@@ -28,8 +28,29 @@ t.test('routes on a seeded data dir', async (t) => {
     const r = await get('/v3/wallet-prediction/markets');
     t.equal(r.status, 200);
     t.equal(r.body.next_cursor, null);
-    t.same(Object.keys(r.body.data[0]).sort(), ['chain', 'coin', 'condition_id', 'created_time', 'end_time', 'liquidity', 'market_id', 'outcomes',
-      'participants', 'resolution', 'resolved_time', 'start_time', 'status', 'topic_id', 'updated_time', 'volume', 'winning_outcome', 'window'].sort());
+    t.same(
+      Object.keys(r.body.data[0]).sort(),
+      [
+        'chain',
+        'coin',
+        'condition_id',
+        'created_time',
+        'end_time',
+        'liquidity',
+        'market_id',
+        'outcomes',
+        'participants',
+        'resolution',
+        'resolved_time',
+        'start_time',
+        'status',
+        'topic_id',
+        'updated_time',
+        'volume',
+        'winning_outcome',
+        'window',
+      ].sort(),
+    );
     t.equal(r.body.data[0].topic_id, walletMarket.topic_id);
     t.same(r.body.data[0].outcomes, walletMarket.outcomes);
     t.match(r.body.data[0].start_time, ISO);
@@ -41,7 +62,13 @@ t.test('routes on a seeded data dir', async (t) => {
   });
 
   t.test('the partner-venue alias answers byte-identical bodies with interchangeable cursors', async (t) => {
-    for (const path of ['/markets', '/w-9001/orderbook/latest', '/w-9001/snapshots?limit=3', '/w-9001/timeseries?metric=price&limit=2', '/w-9001/trades']) {
+    for (const path of [
+      '/markets',
+      '/w-9001/orderbook/latest',
+      '/w-9001/snapshots?limit=3',
+      '/w-9001/timeseries?metric=price&limit=2',
+      '/w-9001/trades',
+    ]) {
       const a = await app.inject({ url: `/v3/wallet-prediction${path}`, headers: { authorization: `Bearer ${keys.paid}` } });
       const b = await app.inject({ url: `/v3/partner-venue${path}`, headers: { authorization: `Bearer ${keys.paid}` } });
       t.equal(a.statusCode, 200, path);
@@ -66,14 +93,24 @@ t.test('routes on a seeded data dir', async (t) => {
     for (let i = 1; i < s.bids.length; i++) t.ok(s.bids[i - 1][0] > s.bids[i][0], 'bids best first');
     for (let i = 1; i < s.asks.length; i++) t.ok(s.asks[i - 1][0] < s.asks[i][0], 'asks best first');
     const seqs = up.body.data.map((x: any) => x.seq);
-    t.same(seqs, [...seqs].sort((a, b) => a - b));
+    t.same(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+    );
     const down = await get('/v3/wallet-prediction/w-9001/snapshots?limit=5&outcome=Down');
     const d = down.body.data[0];
     t.equal(d.outcome, 'Down');
     t.equal(d.token_id, '7002');
     t.equal(d.seq, s.seq);
-    t.same(d.bids.map((l: number[]) => [Number((1 - l[0]).toFixed(6)), l[1]]), s.asks, 'Down bids are Up asks at 1 − p');
-    t.same(d.asks.map((l: number[]) => [Number((1 - l[0]).toFixed(6)), l[1]]), s.bids);
+    t.same(
+      d.bids.map((l: number[]) => [Number((1 - l[0]).toFixed(6)), l[1]]),
+      s.asks,
+      'Down bids are Up asks at 1 − p',
+    );
+    t.same(
+      d.asks.map((l: number[]) => [Number((1 - l[0]).toFixed(6)), l[1]]),
+      s.bids,
+    );
     const shallow = await get('/v3/wallet-prediction/w-9001/snapshots?limit=1&depth=2');
     t.equal(shallow.body.data[0].bids.length, 2);
     const bare = await get('/v3/wallet-prediction/w-9001/snapshots?limit=1&include_orderbook=false');
@@ -104,7 +141,9 @@ t.test('routes on a seeded data dir', async (t) => {
     const asc = (await get('/v3/wallet-prediction/w-9001/timeseries?metric=price&limit=1000')).body.data;
     const desc = (await get('/v3/wallet-prediction/w-9001/timeseries?metric=price&limit=1000&order=desc')).body.data;
     t.same(desc, [...asc].reverse(), 'desc is asc reversed');
-    const window = (await get('/v3/wallet-prediction/w-9001/timeseries?metric=price&start_time=2026-07-26T12:00:10Z&end_time=2026-07-26T12:00:40Z')).body.data;
+    const window = (
+      await get('/v3/wallet-prediction/w-9001/timeseries?metric=price&start_time=2026-07-26T12:00:10Z&end_time=2026-07-26T12:00:40Z')
+    ).body.data;
     t.ok(window.length > 0 && window.every((x: any) => x.time >= '2026-07-26T12:00:10.000Z' && x.time < '2026-07-26T12:00:40.000Z'));
     const down = await get('/v3/wallet-prediction/w-9001/timeseries?metric=chance&outcome=Down');
     t.ok(down.body.data.length > 0 && down.body.data.every((x: any) => x.outcome === 'Down'));
@@ -123,7 +162,17 @@ t.test('routes on a seeded data dir', async (t) => {
 
   t.test('coin markets and snapshots: raw, with books, by condition id or slug, unknown coin 404', async (t) => {
     const m = await get('/v3/btc/markets');
-    t.same(Object.keys(m.body.data[0]).sort(), ['condition_id', 'end_time', 'event_id', 'market_id', 'native', 'outcomes', 'question', 'start_time', 'status']);
+    t.same(Object.keys(m.body.data[0]).sort(), [
+      'condition_id',
+      'end_time',
+      'event_id',
+      'market_id',
+      'native',
+      'outcomes',
+      'question',
+      'start_time',
+      'status',
+    ]);
     t.same(m.body.data[0].native, coinMarket.native);
     t.equal((await get('/v3/btc/markets?status=closed')).body.data.length, 0);
     t.equal((await get('/v3/eth/markets')).body.data.length, 0, 'configured coin without markets: empty');
@@ -132,9 +181,13 @@ t.test('routes on a seeded data dir', async (t) => {
     t.same(Object.keys(s.body).sort(), ['data', 'next_cursor']);
     t.same(Object.keys(s.body.data[0]).sort(), ['market_id', 'receive_time', 'seq', 'source_time']);
     const b = await get('/v3/btc/markets/540817/snapshots?limit=3&include_orderbook=true&depth=1');
-    t.same(b.body.data[1].books.map((x: any) => x.outcome), ['Up', 'Down']);
+    t.same(
+      b.body.data[1].books.map((x: any) => x.outcome),
+      ['Up', 'Down'],
+    );
     t.ok(b.body.data[1].books.every((x: any) => x.bids.length <= 1 && x.asks.length <= 1));
-    for (const id of [coinMarket.condition_id, coinMarket.slug]) t.same((await get(`/v3/btc/markets/${id}/snapshots?limit=3`)).body.data, s.body.data);
+    for (const id of [coinMarket.condition_id, coinMarket.slug])
+      t.same((await get(`/v3/btc/markets/${id}/snapshots?limit=3`)).body.data, s.body.data);
     envelope(t, (await get('/v3/eth/markets/540817/snapshots')).body, 404, 'not_found');
     envelope(t, (await get('/v3/btc/markets/999/snapshots')).body, 404, 'not_found');
   });
@@ -142,7 +195,9 @@ t.test('routes on a seeded data dir', async (t) => {
   t.test('coin snapshots never serve a book inside a gap', async (t) => {
     const gapStart = Date.parse('2026-07-26T12:00:40.000Z');
     const gapEnd = Date.parse('2026-07-26T12:00:50.000Z');
-    const r = await get(`/v3/btc/markets/540817/snapshots?start_time=${gapStart - 2000}&end_time=${gapEnd + 2000}&limit=1000&include_orderbook=true`);
+    const r = await get(
+      `/v3/btc/markets/540817/snapshots?start_time=${gapStart - 2000}&end_time=${gapEnd + 2000}&limit=1000&include_orderbook=true`,
+    );
     t.ok(r.body.data.length > 0);
     const inside = r.body.data.filter((x: any) => Date.parse(x.receive_time) >= gapStart && Date.parse(x.receive_time) < gapEnd);
     t.same(inside, []);
@@ -150,7 +205,17 @@ t.test('routes on a seeded data dir', async (t) => {
 
   t.test('yes/no markets and snapshots keep native text; unknown ticker points at the markets route', async (t) => {
     const m = await get('/v3/yesno-exchange/markets?series=KXBTC15M', keys.free);
-    t.same(Object.keys(m.body.data[0]).sort(), ['close_time', 'event_ticker', 'native', 'open_time', 'result', 'series_ticker', 'status', 'ticker', 'title']);
+    t.same(Object.keys(m.body.data[0]).sort(), [
+      'close_time',
+      'event_ticker',
+      'native',
+      'open_time',
+      'result',
+      'series_ticker',
+      'status',
+      'ticker',
+      'title',
+    ]);
     t.equal((await get('/v3/yesno-exchange/markets?series=KXETH15M', keys.free)).body.data.length, 0);
     t.equal((await get('/v3/yesno-exchange/markets?status=finalized', keys.free)).body.data.length, 0);
     const bare = await get(`/v3/yesno-exchange/${yesnoMarket.ticker}/snapshots?limit=2`, keys.free);
@@ -170,7 +235,10 @@ t.test('routes on a seeded data dir', async (t) => {
     const asOf = await get(`/v3/yesno-exchange/${yesnoMarket.ticker}/orderbook/latest?as_of=2026-07-26T12:00:10.500Z&depth=1`, keys.free);
     t.equal(asOf.body.data.seq, 11, 'the book received at 12:00:10 is the one standing at 12:00:10.5');
     t.equal(asOf.body.data.yes.prices.length, 1);
-    const bySource = await get(`/v3/yesno-exchange/${yesnoMarket.ticker}/orderbook/latest?as_of=2026-07-26T12:00:10.950Z&clock=source`, keys.free);
+    const bySource = await get(
+      `/v3/yesno-exchange/${yesnoMarket.ticker}/orderbook/latest?as_of=2026-07-26T12:00:10.950Z&clock=source`,
+      keys.free,
+    );
     t.equal(bySource.body.data.seq, 12, 'venue time 12:00:10.900 counts on the source clock');
   });
 
@@ -187,10 +255,17 @@ t.test('routes on a seeded data dir', async (t) => {
     const all = await get('/v3/coverage?limit=2', keys.paid);
     t.equal(all.body.data.length, 2);
     const rest = await get(`/v3/coverage?limit=2&cursor=${all.body.next_cursor}`, keys.paid);
-    t.same(rest.body.data.map((x: any) => x.family), ['yesno-exchange']);
+    t.same(
+      rest.body.data.map((x: any) => x.family),
+      ['yesno-exchange'],
+    );
     t.equal(rest.body.next_cursor, null);
     const freeList = await get('/v3/coverage?limit=2', keys.free);
-    t.same(freeList.body.data.map((x: any) => x.family), ['coin', 'yesno-exchange'], 'a free key lists the free families');
+    t.same(
+      freeList.body.data.map((x: any) => x.family),
+      ['coin', 'yesno-exchange'],
+      'a free key lists the free families',
+    );
     envelope(t, (await get('/v3/coverage?market_id=zzz', keys.free)).body, 404, 'not_found');
     const before = await get('/v3/coverage?market_id=540817&end_time=2026-07-26T11:00:00Z', keys.free);
     t.same(before.body.data.intervals, [], 'nothing before the first capture');

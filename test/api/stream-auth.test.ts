@@ -11,7 +11,15 @@ import { StreamHub } from '../../src/api/stream/hub.js';
 import { streamModels } from '../../src/api/stream/market.js';
 import { streamClients } from '../../src/metrics.js';
 import {
-  bookObs, ChildWriter, coinMarket, makeKeys, startServer, tempDir, TestClient, walletMarket, writeCatalog,
+  bookObs,
+  ChildWriter,
+  coinMarket,
+  makeKeys,
+  startServer,
+  tempDir,
+  TestClient,
+  walletMarket,
+  writeCatalog,
 } from './stream-helpers.js';
 
 const refused = async (p: Promise<unknown>): Promise<{ status: number; body: { error: Record<string, unknown> } }> => {
@@ -83,14 +91,56 @@ t.test('stream access', async (t) => {
       [{ op: 'subscribe', id: 2, channel: 'trades', family: 'coin' }, 2, 400, 'invalid_parameter', /'channel'/],
       [{ op: 'subscribe', id: 3, channel: 'book', family: 'stocks' }, 3, 400, 'invalid_parameter', /'family'/],
       [{ op: 'subscribe', id: 4, channel: 'book', family: 'coin', market_id: 'm1' }, 4, 400, 'invalid_parameter', /'coin' is required/],
-      [{ op: 'subscribe', id: 5, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', depth: 3 }, 5, 400, 'invalid_parameter', /'depth'/],
-      [{ op: 'subscribe', id: 6, channel: 'book', family: 'coin', coin: 'btc', market_id: 'nope' }, 6, 404, 'not_found', /nope.*\/v3\/btc\/markets/],
+      [
+        { op: 'subscribe', id: 5, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', depth: 3 },
+        5,
+        400,
+        'invalid_parameter',
+        /'depth'/,
+      ],
+      [
+        { op: 'subscribe', id: 6, channel: 'book', family: 'coin', coin: 'btc', market_id: 'nope' },
+        6,
+        404,
+        'not_found',
+        /nope.*\/v3\/btc\/markets/,
+      ],
       [{ op: 'subscribe', id: 7, channel: 'book', family: 'coin', coin: 'eth', market_id: 'm1' }, 7, 404, 'not_found', /not a eth market/],
-      [{ op: 'subscribe', id: 8, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', from: 'abc.def' }, 8, 400, 'invalid_cursor', /from/],
-      [{ op: 'subscribe', id: 9, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', from: -5 }, 9, 400, 'invalid_parameter', /'from'/],
-      [{ op: 'subscribe', id: 10, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', after_seq: 1.5 }, 10, 400, 'invalid_parameter', /after_seq/],
-      [{ op: 'unsubscribe', id: 11, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1' }, 11, 404, 'not_found', /no subscription/],
-      [{ op: 'subscribe', id: 12, channel: 'book', family: 'yesno-exchange', ticker: 'NOPE-1' }, 12, 404, 'not_found', /yesno-exchange\/markets/],
+      [
+        { op: 'subscribe', id: 8, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', from: 'abc.def' },
+        8,
+        400,
+        'invalid_cursor',
+        /from/,
+      ],
+      [
+        { op: 'subscribe', id: 9, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', from: -5 },
+        9,
+        400,
+        'invalid_parameter',
+        /'from'/,
+      ],
+      [
+        { op: 'subscribe', id: 10, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1', after_seq: 1.5 },
+        10,
+        400,
+        'invalid_parameter',
+        /after_seq/,
+      ],
+      [
+        { op: 'unsubscribe', id: 11, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1' },
+        11,
+        404,
+        'not_found',
+        /no subscription/,
+      ],
+      [
+        { op: 'subscribe', id: 12, channel: 'book', family: 'yesno-exchange', ticker: 'NOPE-1' },
+        12,
+        404,
+        'not_found',
+        /yesno-exchange\/markets/,
+      ],
     ];
     for (const [msg, id, status, code, message] of cases) {
       const n = c.msgs.length;
@@ -99,11 +149,15 @@ t.test('stream access', async (t) => {
       t.match(e, { type: 'error', id, error: { status, code, message, request_id: /\S+/ } }, JSON.stringify(msg).slice(0, 80));
     }
     c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
-    t.match(await c.waitFor((m) => m.type === 'error' && /Binary/.test(String((m.error as { message: string }).message))), { error: { code: 'invalid_parameter' } });
+    t.match(await c.waitFor((m) => m.type === 'error' && /Binary/.test(String((m.error as { message: string }).message))), {
+      error: { code: 'invalid_parameter' },
+    });
     c.send({ op: 'subscribe', id: 20, channel: 'book', family: 'coin', coin: 'BTC', market_id: '0xcondm1' });
     await c.waitFor((m) => m.type === 'subscribed' && m.id === 20);
     c.send({ op: 'subscribe', id: 21, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm1' });
-    t.match(await c.waitFor((m) => m.type === 'error' && m.id === 21), { error: { code: 'invalid_parameter', message: /Already subscribed/ } });
+    t.match(await c.waitFor((m) => m.type === 'error' && m.id === 21), {
+      error: { code: 'invalid_parameter', message: /Already subscribed/ },
+    });
     t.equal(c.ws.readyState, c.ws.OPEN, 'still open after every bad message');
     c.ws.close();
   });
@@ -144,7 +198,13 @@ t.test('a client piling up requests faster than they are answered is closed with
   t.teardown(() => wss.close());
   await new Promise((r) => wss.once('listening', r));
   const svc = {
-    hub: new StreamHub(streamModels, () => { throw new Error('unused'); }, { warn: () => undefined }),
+    hub: new StreamHub(
+      streamModels,
+      () => {
+        throw new Error('unused');
+      },
+      { warn: () => undefined },
+    ),
     modelFor: streamModels,
     limits: { maxBufferedBytes: 1 << 20, replayHighWaterBytes: 1 << 16, maxSubscriptions: 10, closeGraceMs: 1000 },
     resolveTarget: () => new Promise<never>(() => undefined),

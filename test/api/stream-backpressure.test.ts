@@ -21,7 +21,8 @@ t.test('a client that stops reading is closed with 1008 while a fast one keeps u
   const srv = await startServer(t, dir, { settings: { maxBufferedBytes: 1024 * 1024, closeGraceMs: 60_000 } });
   const w = await ChildWriter.start(t, dir, 'coin', 'm1');
   // A deep book makes every message ~6 KB, so a few MB pass quickly.
-  const side = (p0: number, dir: number): [string, string][] => Array.from({ length: 200 }, (_, i) => [(p0 + dir * i * 0.001).toFixed(3), String(10 + i)]);
+  const side = (p0: number, dir: number): [string, string][] =>
+    Array.from({ length: 200 }, (_, i) => [(p0 + dir * i * 0.001).toFixed(3), String(10 + i)]);
   const t0 = Date.now();
   await w.append(bookObs('m1-up', t0, side(0.399, -1), side(0.6, 1)));
 
@@ -34,7 +35,11 @@ t.test('a client that stops reading is closed with 1008 while a fast one keeps u
   socketOf(slow).pause();
   const last = await w.send({ op: 'deltas', n: 2500, token: 'm1-up', t0: t0 + 1 });
   await fast.waitSeq(last, 60_000);
-  t.same(fast.seqs(), Array.from({ length: last }, (_, i) => i + 1), 'the fast client got every seq in order');
+  t.same(
+    fast.seqs(),
+    Array.from({ length: last }, (_, i) => i + 1),
+    'the fast client got every seq in order',
+  );
   t.equal(fast.ws.readyState, fast.ws.OPEN);
 
   const state = streamOfServer.get(srv.app.server)!;
@@ -48,7 +53,11 @@ t.test('a client that stops reading is closed with 1008 while a fast one keeps u
   t.equal(await disconnects('too_far_behind'), 1, 'counted in pmtape_stream_disconnects_total');
   t.ok(slow.seqs().length < last, `the slow client got only part (${slow.seqs().length} of ${last})`);
   const seqs = slow.seqs();
-  t.same(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), 'what it got is a prefix, in order');
+  t.same(
+    seqs,
+    Array.from({ length: seqs.length }, (_, i) => i + 1),
+    'what it got is a prefix, in order',
+  );
 });
 
 t.test('peers that stop answering pings are dropped; answering peers stay', async (t) => {

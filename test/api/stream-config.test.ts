@@ -11,9 +11,14 @@ t.test('the stream enforces the limits the config read from PMTAPE_STREAM_*', as
   const dataDir = tempDir(t);
   const keys = await makeKeys(dataDir);
   for (const ticker of ['KX-A', 'KX-B']) await writeCatalog(dataDir, yesnoMarket(ticker));
-  const config = loadConfig({ dataDir, port: 0 }, {
-    PMTAPE_RATE_LIMITS: 'off', PMTAPE_STREAM_MAX_PAYLOAD_BYTES: '2048', PMTAPE_STREAM_MAX_SUBSCRIPTIONS: '1',
-  });
+  const config = loadConfig(
+    { dataDir, port: 0 },
+    {
+      PMTAPE_RATE_LIMITS: 'off',
+      PMTAPE_STREAM_MAX_PAYLOAD_BYTES: '2048',
+      PMTAPE_STREAM_MAX_SUBSCRIPTIONS: '1',
+    },
+  );
   t.equal(process.env.PMTAPE_STREAM_MAX_PAYLOAD_BYTES, undefined, 'the limit is not in the process environment');
   const app = await buildApp({ config, keyPollMs: 50, logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });

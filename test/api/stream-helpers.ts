@@ -42,7 +42,11 @@ export interface Server {
  * otherwise only the stream plugin runs over the same services, so these tests do not depend on
  * unrelated routes.
  */
-export async function startServer(t: Tap, dataDir: string, opts: { settings?: Partial<StreamSettings>; full?: boolean } = {}): Promise<Server> {
+export async function startServer(
+  t: Tap,
+  dataDir: string,
+  opts: { settings?: Partial<StreamSettings>; full?: boolean } = {},
+): Promise<Server> {
   const config = loadConfig({ dataDir, port: 0 }, { PMTAPE_RATE_LIMITS: 'off' });
   let app: FastifyInstance;
   if (opts.full) {
@@ -89,7 +93,9 @@ export class ChildWriter {
   }
 
   static async start(t: Tap, dataDir: string, family: Family, market: string): Promise<ChildWriter> {
-    const proc = spawn(process.execPath, [join(here, 'stream-writer-child.js'), dataDir, family, market], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [join(here, 'stream-writer-child.js'), dataDir, family, market], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const w = new ChildWriter(proc);
     t.teardown(() => {
       if (proc.exitCode === null) proc.kill('SIGKILL');
@@ -140,7 +146,9 @@ export class TestClient {
       ws.once('unexpected-response', (_req, res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => reject(Object.assign(new Error(`upgrade refused ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) })));
+        res.on('end', () =>
+          reject(Object.assign(new Error(`upgrade refused ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) })),
+        );
       });
       ws.once('error', reject);
     });
@@ -154,7 +162,7 @@ export class TestClient {
     let i = 0;
     return new Promise((resolve, reject) => {
       const check = (): boolean => {
-        for (; i < this.msgs.length; i++) if (pred(this.msgs[i])) return resolve(this.msgs[i]), true;
+        for (; i < this.msgs.length; i++) if (pred(this.msgs[i])) return (resolve(this.msgs[i]), true);
         return false;
       };
       if (check()) return;
@@ -183,23 +191,72 @@ export class TestClient {
 }
 
 export const coinMarket = (id: string, coin = 'btc'): CoinMarket => ({
-  family: 'coin', market_id: id, event_id: `ev-${id}`, condition_id: `0xcond${id}`, slug: `slug-${id}`, question: `Up or down ${id}?`,
-  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }],
-  coin, window: '15m', start_time: 0, end_time: null, created_time: null, updated_time: null, status: 'open',
-  resolution: null, winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: id,
+  event_id: `ev-${id}`,
+  condition_id: `0xcond${id}`,
+  slug: `slug-${id}`,
+  question: `Up or down ${id}?`,
+  outcomes: [
+    { label: 'Up', token_id: `${id}-up` },
+    { label: 'Down', token_id: `${id}-down` },
+  ],
+  coin,
+  window: '15m',
+  start_time: 0,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 });
 
 export const walletMarket = (id: string): WalletMarket => ({
-  family: 'wallet-prediction', topic_id: `topic-${id}`, market_id: id, condition_id: `0xw${id}`, slug: null,
-  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }],
-  coin: 'btc', window: '5m', start_time: 0, end_time: null, created_time: null, updated_time: null, status: 'open',
-  resolution: null, winning_outcome: null, resolved_time: null, volume: null, liquidity: null, participants: null,
-  chain: null, start_price: null, end_price: null, native: {},
+  family: 'wallet-prediction',
+  topic_id: `topic-${id}`,
+  market_id: id,
+  condition_id: `0xw${id}`,
+  slug: null,
+  outcomes: [
+    { label: 'Up', token_id: `${id}-up` },
+    { label: 'Down', token_id: `${id}-down` },
+  ],
+  coin: 'btc',
+  window: '5m',
+  start_time: 0,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  participants: null,
+  chain: null,
+  start_price: null,
+  end_price: null,
+  native: {},
 });
 
 export const yesnoMarket = (ticker: string): YesNoMarket => ({
-  family: 'yesno-exchange', market_id: ticker, ticker, event_ticker: 'EV', series_ticker: 'SER', title: ticker,
-  status: 'active', open_time: null, close_time: null, result: '', native: {},
+  family: 'yesno-exchange',
+  market_id: ticker,
+  ticker,
+  event_ticker: 'EV',
+  series_ticker: 'SER',
+  title: ticker,
+  status: 'active',
+  open_time: null,
+  close_time: null,
+  result: '',
+  native: {},
 });
 
 /** Writes a catalogue entry through the real writer (as the catalogue recorder would). */
@@ -209,13 +266,29 @@ export async function writeCatalog(dataDir: string, m: Market): Promise<void> {
   await w.close();
 }
 
-export const bookObs = (token: string, recv: number, bids: [string, string][], asks: [string, string][]): Observation =>
-  ({ type: 'book', recv_ts: recv, source_ts: recv - 5, token_id: token, units: 'decimal', bids, asks });
+export const bookObs = (token: string, recv: number, bids: [string, string][], asks: [string, string][]): Observation => ({
+  type: 'book',
+  recv_ts: recv,
+  source_ts: recv - 5,
+  token_id: token,
+  units: 'decimal',
+  bids,
+  asks,
+});
 
-export const deltaObs = (token: string, recv: number, side: 'bid' | 'ask', price: string, size: string): Observation =>
-  ({ type: 'book_delta', recv_ts: recv, source_ts: null, token_id: token, changes: [{ side, price, size }] });
+export const deltaObs = (token: string, recv: number, side: 'bid' | 'ask', price: string, size: string): Observation => ({
+  type: 'book_delta',
+  recv_ts: recv,
+  source_ts: null,
+  token_id: token,
+  changes: [{ side, price, size }],
+});
 
-export const gapObs = (recv: number, start: number, end: number | null, reason: 'disconnected' | 'sequence_gap' = 'disconnected'): Observation =>
-  ({ type: 'gap', recv_ts: recv, source_ts: null, reason, start_ts: start, end_ts: end });
+export const gapObs = (
+  recv: number,
+  start: number,
+  end: number | null,
+  reason: 'disconnected' | 'sequence_gap' = 'disconnected',
+): Observation => ({ type: 'gap', recv_ts: recv, source_ts: null, reason, start_ts: start, end_ts: end });
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

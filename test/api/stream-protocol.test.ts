@@ -12,7 +12,10 @@ const parse = (o: unknown): ReturnType<typeof parseClientMessage> => parseClient
 t.test('resume points: a time, a cursor, or after a seq', async (t) => {
   t.match(parse(base), { ok: true, req: { coin: 'btc', market: 'm', from: { kind: 'live' } } });
   t.match(parse({ ...base, from: 1_700_000_000_000 }), { ok: true, req: { from: { kind: 'time', t: 1_700_000_000_000 } } });
-  t.match(parse({ ...base, from: '2026-07-26T12:00:00.123Z' }), { ok: true, req: { from: { kind: 'time', t: Date.parse('2026-07-26T12:00:00.123Z') } } });
+  t.match(parse({ ...base, from: '2026-07-26T12:00:00.123Z' }), {
+    ok: true,
+    req: { from: { kind: 'time', t: Date.parse('2026-07-26T12:00:00.123Z') } },
+  });
   t.match(parse({ ...base, from: '1700000000000' }), { ok: true, req: { from: { kind: 'time', t: 1_700_000_000_000 } } });
   t.match(parse({ ...base, from: 'eyJx.abc' }), { ok: true, req: { from: { kind: 'cursor', text: 'eyJx.abc' } } });
   t.match(parse({ ...base, after_seq: 0 }), { ok: true, req: { from: { kind: 'seq', after: 0 } } });
@@ -28,7 +31,10 @@ t.test('families name markets their own way', async (t) => {
   t.match(parse({ ...yn, ticker: 'A', market_id: 'B' }), { ok: false, id: 'x', error: { message: /give one/ } });
   t.match(parse(yn), { ok: false, error: { message: /'ticker' is required/ } });
   t.match(parse({ ...yn, ticker: 'A', coin: 'btc' }), { ok: false, error: { message: /'coin' is not a field/ } });
-  t.match(parse({ op: 'subscribe', id: 2, channel: 'book', family: 'wallet-prediction', market_id: 'w', outcome: 'Down' }), { ok: true, req: { outcome: 'Down' } });
+  t.match(parse({ op: 'subscribe', id: 2, channel: 'book', family: 'wallet-prediction', market_id: 'w', outcome: 'Down' }), {
+    ok: true,
+    req: { outcome: 'Down' },
+  });
   t.match(parse({ ...base, market_id: 'x'.repeat(600) }), { ok: false, error: { message: /at most 512/ } });
   t.match(parse({ ...base, id: { a: 1 } }), { ok: false, id: null, error: { message: /'id'/ } });
 });

@@ -14,7 +14,10 @@ import { sleep, tempDir, TestClient } from './stream-helpers.js';
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
 
 function startCli(t: { teardown(fn: () => unknown): void }, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: 'warn' },
+  });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -63,13 +66,19 @@ t.test('serve streams what a separate record process appends from the sim', asyn
   ids.forEach((id, n) => c.send(sub(id, n)));
   // Long enough to cross at least one forced drop of the upstream connection and its recovery.
   const gap = await c.waitFor((m) => m.type === 'gap' && m.end === undefined && m.reason !== 'not_recording', 20_000);
-  await c.waitFor((m, i = c.msgs.indexOf(m)) => m.type === 'book' && (m.data as Msg).market_id === gap.market_id && i > c.msgs.indexOf(gap), 20_000);
+  await c.waitFor(
+    (m, i = c.msgs.indexOf(m)) => m.type === 'book' && (m.data as Msg).market_id === gap.market_id && i > c.msgs.indexOf(gap),
+    20_000,
+  );
   c.ws.close();
   await c.closed;
   const of = (msgs: Msg[], id: string): Msg[] => msgs.filter((m) => m.market_id === id || (m.data as Msg | undefined)?.market_id === id);
   for (const id of ids) {
     const seqs = of(c.msgs, id).map((m) => m.seq as number);
-    t.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), `${id}: seq strictly increasing over books and gaps`);
+    t.ok(
+      seqs.every((s, i) => i === 0 || s > seqs[i - 1]),
+      `${id}: seq strictly increasing over books and gaps`,
+    );
   }
   t.match(gap, { family: 'coin', reason: /disconnected|stale|sequence_gap|upstream_error/, start: /Z$/, seq: Number });
 
@@ -101,7 +110,15 @@ t.test('serve streams what a separate record process appends from the sim', asyn
   const mismatched = books.concat(resumed).filter((m) => JSON.stringify(bySeq.get(m.seq as number)) !== JSON.stringify(m.data));
   t.equal(mismatched.length, 0, `book messages equal REST snapshots (${books.length + resumed.length} compared)`);
   const expected = restBooks.map((s) => s.seq as number).filter((s) => s > lastSeen && s <= upTo);
-  t.same(resumed.map((m) => m.seq), expected, `resume gives exactly the missed snapshots, once (${expected.length})`);
+  t.same(
+    resumed.map((m) => m.seq),
+    expected,
+    `resume gives exactly the missed snapshots, once (${expected.length})`,
+  );
   const expectedFirst = restBooks.map((s) => s.seq as number).filter((s) => s >= (books[0].seq as number) && s <= lastSeen);
-  t.same(books.map((m) => m.seq), expectedFirst, 'the first connection got every snapshot while connected');
+  t.same(
+    books.map((m) => m.seq),
+    expectedFirst,
+    'the first connection got every snapshot while connected',
+  );
 });

@@ -4,7 +4,20 @@
 
 import t from 'tap';
 import { streamOfServer } from '../../src/api/stream/route.js';
-import { bookObs, ChildWriter, coinMarket, deltaObs, gapObs, makeKeys, sleep, startServer, tempDir, TestClient, walletMarket, writeCatalog } from './stream-helpers.js';
+import {
+  bookObs,
+  ChildWriter,
+  coinMarket,
+  deltaObs,
+  gapObs,
+  makeKeys,
+  sleep,
+  startServer,
+  tempDir,
+  TestClient,
+  walletMarket,
+  writeCatalog,
+} from './stream-helpers.js';
 
 type Page = { data: Record<string, unknown>[]; next_cursor: string | null };
 
@@ -21,18 +34,52 @@ t.test('stream and REST agree', async (t) => {
   };
   const t0 = Date.now();
   const coin = await ChildWriter.start(t, dir, 'coin', 'm1');
-  await coin.append(bookObs('m1-up', t0, [['0.48', '10'], ['0.47', '5']], [['0.52', '3']]), bookObs('m1-down', t0 + 1, [['0.47', '2']], [['0.53', '4']]));
+  await coin.append(
+    bookObs(
+      'm1-up',
+      t0,
+      [
+        ['0.48', '10'],
+        ['0.47', '5'],
+      ],
+      [['0.52', '3']],
+    ),
+    bookObs('m1-down', t0 + 1, [['0.47', '2']], [['0.53', '4']]),
+  );
   // A checkpoint (as the recorder writes them) so replays start from it rather than the log start.
   await coin.append({
-    type: 'book_checkpoint', recv_ts: t0 + 1, source_ts: null, units: 'decimal',
-    books: [{ token_id: 'm1-up', bids: [['0.48', '10'], ['0.47', '5']], asks: [['0.52', '3']] }, { token_id: 'm1-down', bids: [['0.47', '2']], asks: [['0.53', '4']] }],
+    type: 'book_checkpoint',
+    recv_ts: t0 + 1,
+    source_ts: null,
+    units: 'decimal',
+    books: [
+      {
+        token_id: 'm1-up',
+        bids: [
+          ['0.48', '10'],
+          ['0.47', '5'],
+        ],
+        asks: [['0.52', '3']],
+      },
+      { token_id: 'm1-down', bids: [['0.47', '2']], asks: [['0.53', '4']] },
+    ],
   });
   await coin.send({ op: 'deltas', n: 30, token: 'm1-up', t0: t0 + 2 });
   await coin.append(gapObs(t0 + 40, t0 + 40, null), deltaObs('m1-down', t0 + 41, 'ask', '0.54', '1'));
   await coin.append(bookObs('m1-down', t0 + 42, [['0.46', '2']], [['0.54', '4']]), gapObs(t0 + 43, t0 + 40, t0 + 42));
   const coinLast = await coin.send({ op: 'deltas', n: 10, token: 'm1-down', t0: t0 + 44, price: '0.45' });
   const wallet = await ChildWriter.start(t, dir, 'wallet-prediction', 'w1');
-  await wallet.append(bookObs('w1-up', t0, [['0.61', '10'], ['0.6', '4']], [['0.63', '7']]));
+  await wallet.append(
+    bookObs(
+      'w1-up',
+      t0,
+      [
+        ['0.61', '10'],
+        ['0.6', '4'],
+      ],
+      [['0.63', '7']],
+    ),
+  );
   const walletLast = await wallet.send({ op: 'deltas', n: 20, token: 'w1-up', t0: t0 + 1, price: '0.59' });
 
   await t.test('a plain GET of the stream route explains itself with the error envelope', async (t) => {
@@ -49,8 +96,16 @@ t.test('stream and REST agree', async (t) => {
     t.equal(rest.next_cursor, null);
     const books = c.msgs.filter((m) => m.type === 'book');
     t.ok(books.length > 40);
-    t.same(books.map((m) => m.data), rest.data, 'same objects, same seqs, same order');
-    t.same(c.msgs.filter((m) => m.type === 'gap').map((m) => m.end === undefined), [true, false], 'the gap opens and closes');
+    t.same(
+      books.map((m) => m.data),
+      rest.data,
+      'same objects, same seqs, same order',
+    );
+    t.same(
+      c.msgs.filter((m) => m.type === 'gap').map((m) => m.end === undefined),
+      [true, false],
+      'the gap opens and closes',
+    );
   });
 
   await t.test('wallet messages equal REST for the first and the mirrored outcome', async (t) => {
@@ -59,7 +114,11 @@ t.test('stream and REST agree', async (t) => {
       c.send({ op: 'subscribe', id: 2, channel: 'book', family: 'wallet-prediction', market_id: 'w1', outcome, after_seq: 0 });
       await c.waitSeq(walletLast);
       const rest = await get(`/v3/wallet-prediction/w1/snapshots?outcome=${outcome}&limit=1000`);
-      t.same(c.msgs.filter((m) => m.type === 'book').map((m) => m.data), rest.data, `outcome ${outcome}`);
+      t.same(
+        c.msgs.filter((m) => m.type === 'book').map((m) => m.data),
+        rest.data,
+        `outcome ${outcome}`,
+      );
       t.equal(rest.data.length, walletLast);
       c.ws.close();
     }
@@ -71,8 +130,21 @@ t.test('stream and REST agree', async (t) => {
     t.equal(hub.size, 0);
     // The state after the last delta, as the recorder's checkpoint would hold it.
     await wallet.append({
-      type: 'book_checkpoint', recv_ts: t0 + 30, source_ts: null, units: 'decimal',
-      books: [{ token_id: 'w1-up', bids: [['0.61', '10'], ['0.6', '4'], ['0.59', '119']], asks: [['0.63', '7']] }],
+      type: 'book_checkpoint',
+      recv_ts: t0 + 30,
+      source_ts: null,
+      units: 'decimal',
+      books: [
+        {
+          token_id: 'w1-up',
+          bids: [
+            ['0.61', '10'],
+            ['0.6', '4'],
+            ['0.59', '119'],
+          ],
+          asks: [['0.63', '7']],
+        },
+      ],
     });
     const c = await TestClient.connect(t, srv.wsUrl, keys.paid);
     c.send({ op: 'subscribe', id: 4, channel: 'book', family: 'wallet-prediction', market_id: 'w1' });
@@ -94,7 +166,10 @@ t.test('stream and REST agree', async (t) => {
     const u = await up.waitSeq(seq);
     const d = await down.waitSeq(seq);
     t.equal(streamOfServer.get(srv.app.server)!.hub.size, 1, 'one follower');
-    for (const [outcome, m] of [['Up', u], ['Down', d]] as const) {
+    for (const [outcome, m] of [
+      ['Up', u],
+      ['Down', d],
+    ] as const) {
       const rest = await get(`/v3/wallet-prediction/w1/snapshots?outcome=${outcome}&limit=1000`);
       t.same(m.data, rest.data.at(-1), `${outcome} equals REST`);
     }
@@ -113,7 +188,11 @@ t.test('stream and REST agree', async (t) => {
     await sleep(100);
     const all = await get('/v3/btc/markets/m1/snapshots?include_orderbook=true&limit=1000');
     const restAfter = all.data.slice(7);
-    t.same(c.msgs.filter((m) => m.type === 'book').map((m) => m.data), restAfter, 'the rest of the history and the live tail, once each');
+    t.same(
+      c.msgs.filter((m) => m.type === 'book').map((m) => m.data),
+      restAfter,
+      'the rest of the history and the live tail, once each',
+    );
     t.equal((restAfter.at(-1) as { seq: number }).seq, more);
   });
 });

@@ -9,12 +9,23 @@ import { keysFor, seedAll, testApp, testConfig, tmpDataDir, coinMarket, walletMa
 import { parseTimeParam } from '../../src/schema/time.js';
 import { parseClientMessage } from '../../src/api/stream/protocol.js';
 
-interface OpenApiParam { name: string; in: string; schema: { type?: string } }
+interface OpenApiParam {
+  name: string;
+  in: string;
+  schema: { type?: string };
+}
 type OpenApi = { paths: Record<string, Record<string, { parameters?: OpenApiParam[] }>> };
 
 const BAD_INTEGERS = ['0x10', '1e3', '%205', '5%20', '+5', '5.0', '0b11', '1_000', '%09'];
 const TIME = /_time$|^as_of$/;
-const BAD_TIMES = ['2026-02-30T00:00:00Z', '2026-02-29', '2026-04-31T12:00:00Z', '2026-07-26T24:00:00Z', '2026-07-26T12:60:00Z', '2026-13-01T00:00:00Z'];
+const BAD_TIMES = [
+  '2026-02-30T00:00:00Z',
+  '2026-02-29',
+  '2026-04-31T12:00:00Z',
+  '2026-07-26T24:00:00Z',
+  '2026-07-26T12:60:00Z',
+  '2026-13-01T00:00:00Z',
+];
 
 /** A concrete URL of an OpenAPI path, naming the seeded markets. */
 function concrete(path: string): string {
@@ -25,15 +36,24 @@ function concrete(path: string): string {
 /** Parameters a route requires, valid, so the one under test is the only thing wrong. */
 function baseQuery(path: string): Record<string, string> {
   if (path === '/v3/datasets/rows') {
-    return { family: 'coin', dataset: 'book_changes', market_id: coinMarket.market_id, start_time: String(T0), end_time: String(T0 + 60_000) };
+    return {
+      family: 'coin',
+      dataset: 'book_changes',
+      market_id: coinMarket.market_id,
+      start_time: String(T0),
+      end_time: String(T0 + 60_000),
+    };
   }
   if (path.endsWith('/timeseries')) return { metric: 'chance' };
-  if (path === '/v3/replay') return { family: 'coin', market_id: coinMarket.market_id, start_time: String(T0), end_time: String(T0 + 60_000) };
+  if (path === '/v3/replay')
+    return { family: 'coin', market_id: coinMarket.market_id, start_time: String(T0), end_time: String(T0 + 60_000) };
   return {};
 }
 
 const url = (path: string, q: Record<string, string>): string =>
-  `${concrete(path)}?${Object.entries(q).map(([k, v]) => `${k}=${v.startsWith('%') || v.includes('%') ? v : encodeURIComponent(v)}`).join('&')}`;
+  `${concrete(path)}?${Object.entries(q)
+    .map(([k, v]) => `${k}=${v.startsWith('%') || v.includes('%') ? v : encodeURIComponent(v)}`)
+    .join('&')}`;
 
 t.test('every integer and time parameter of every route is strict', async (t) => {
   const dir = tmpDataDir(t);
@@ -79,7 +99,11 @@ t.test('every integer and time parameter of every route is strict', async (t) =>
     t.equal(res.statusCode, 400, `/v3/coverage?${q} is a 400`);
     t.match(res.json().error.message, `'${q.split('=')[0]}'`, 'naming the parameter');
   }
-  const ok = await app.inject({ method: 'GET', url: '/v3/coverage?limit=2&start_time=2026-02-28T23:59:59.999Z', headers: { authorization: `Bearer ${keys.free}` } });
+  const ok = await app.inject({
+    method: 'GET',
+    url: '/v3/coverage?limit=2&start_time=2026-02-28T23:59:59.999Z',
+    headers: { authorization: `Bearer ${keys.free}` },
+  });
   t.equal(ok.statusCode, 200, 'plain decimal limits and real dates still work');
   const dates = await get('/v3/datasets?start_date=2026-02-30');
   t.equal(dates.statusCode, 400, 'a day out of range is refused on the dataset listing too');
@@ -95,7 +119,9 @@ t.test('the time parser takes real times only', async (t) => {
   t.equal(parseTimeParam('2026-07-26T12:00:00+00:00'), Date.parse('2026-07-26T12:00:00Z'));
   t.equal(parseTimeParam('1785067200000'), 1785067200000, 'epoch milliseconds');
   // The stream's `from`: a bad time is a bad time (invalid_parameter), not a cursor to look up.
-  const r = parseClientMessage(JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm', from: '2026-02-30T00:00:00Z' }));
+  const r = parseClientMessage(
+    JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', family: 'coin', coin: 'btc', market_id: 'm', from: '2026-02-30T00:00:00Z' }),
+  );
   t.equal(r.ok, false);
   if (!r.ok) {
     t.equal(r.error.code, 'invalid_parameter');

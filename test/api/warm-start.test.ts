@@ -51,7 +51,10 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   const { market, from } = (warmed?.parquet as { decoded: { market: string; from: number } }).decoded;
   const store = parquetStore(dir);
   const before = store.decodes;
-  const res = await fetch(`${api.url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${from + 3_600_000}&types=book_change`, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(
+    `${api.url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${from + 3_600_000}&types=book_change`,
+    { headers: { authorization: `Bearer ${key}` } },
+  );
   const lines = (await res.text()).trim().split('\n');
   t.equal(res.status, 200);
   t.ok(lines.length > 1 && JSON.parse(lines.at(-1)!).type === 'end', `the replay answers (${lines.length} lines)`);
@@ -87,7 +90,8 @@ t.test('`start` warms in the background: the server listens at once and the warm
   t.teardown(() => api.close());
   t.equal((await fetch(`${api.url}/healthz`)).status, 200, 'listening');
   let warmed: Record<string, unknown> | undefined;
-  for (let i = 0; i < 2000 && !(warmed = log.lines().find((l) => l.msg === 'read side warmed')); i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 2000 && !(warmed = log.lines().find((l) => l.msg === 'read side warmed')); i++)
+    await new Promise((r) => setTimeout(r, 5));
   t.match(warmed?.parquet, { loaded: true, decoded: { date: day } }, 'the warm-up ran and is logged');
   t.equal(warmed?.replay, undefined, 'without the replay rounds (they would take a core from the recorders)');
   t.equal(warmed?.rows, undefined, 'nor the dataset rows rounds');

@@ -39,19 +39,29 @@ export function importsOf(file: string, text: string): string[] {
  */
 export const LAYERS: Readonly<Record<string, number>> = {
   // 0: contracts and leaves: record and market types, error codes, metrics, the client (its own package).
-  schema: 0, 'errors.ts': 0, 'metrics.ts': 0, 'tick-shape.ts': 0, 'config-archive.ts': 0, 'config-checks.ts': 0, client: 0,
+  schema: 0,
+  'errors.ts': 0,
+  'metrics.ts': 0,
+  'tick-shape.ts': 0,
+  'config-archive.ts': 0,
+  'config-checks.ts': 0,
+  client: 0,
   // 1: the configuration, and book state every reader and writer keeps (base classes families extend).
-  'config.ts': 1, book: 1,
+  'config.ts': 1,
+  book: 1,
   // 2: storage, through its door.
   storage: 2,
   // 3: one folder per venue family, built on the floors below; everything above looks families up.
   families: 3,
   // 4: the write side (recorders), the read side (api), the archive mirror (pull).
-  recorders: 4, api: 4, pull: 4,
+  recorders: 4,
+  api: 4,
+  pull: 4,
   // 5: the venue emulators (they speak the recorders' wire formats).
   sim: 5,
   // 6, 7: the commands and the program.
-  commands: 6, 'cli.ts': 7,
+  commands: 6,
+  'cli.ts': 7,
 };
 
 /** The entry of src/ a path lies in: its first segment. */
@@ -62,7 +72,8 @@ export function climbing(src: string, graph: Map<string, string[]>, layers: Read
   const found = new Map<string, { n: number; example: string }>();
   for (const [from, tos] of graph) {
     for (const to of tos) {
-      const a = entryOf(src, from), b = entryOf(src, to);
+      const a = entryOf(src, from),
+        b = entryOf(src, to);
       if (a === b || !graph.has(to)) continue;
       if (layers[a] !== undefined && layers[b] !== undefined && layers[b] < layers[a]) continue;
       const key = `${a} -> ${b}`;
@@ -89,18 +100,32 @@ export function folderGraph(src: string, graph: Map<string, string[]>): Map<stri
 /** Strongly connected components with more than one module, or a module importing itself (Tarjan). */
 export function cycles(graph: Map<string, string[]>): string[][] {
   let index = 0;
-  const idx = new Map<string, number>(), low = new Map<string, number>(), on = new Set<string>(), stack: string[] = [];
+  const idx = new Map<string, number>(),
+    low = new Map<string, number>(),
+    on = new Set<string>(),
+    stack: string[] = [];
   const found: string[][] = [];
   const visit = (v: string): void => {
-    idx.set(v, index); low.set(v, index); index++; stack.push(v); on.add(v);
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
     for (const w of graph.get(v) ?? []) {
       if (!graph.has(w)) continue;
-      if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)); }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
     }
     if (low.get(v) === idx.get(v)) {
       const comp: string[] = [];
-      for (;;) { const w = stack.pop()!; on.delete(w); comp.push(w); if (w === v) break; }
+      for (;;) {
+        const w = stack.pop()!;
+        on.delete(w);
+        comp.push(w);
+        if (w === v) break;
+      }
       if (comp.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(comp.sort());
     }
   };
@@ -109,11 +134,27 @@ export function cycles(graph: Map<string, string[]>): string[][] {
 }
 
 t.test('the cycle finder finds a circle of three and ignores a chain', async (t) => {
-  const g = new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]]);
+  const g = new Map([
+    ['a', ['b']],
+    ['b', ['c']],
+    ['c', ['a']],
+    ['d', ['a']],
+  ]);
   t.same(cycles(g), [['a', 'b', 'c']]);
-  t.same(cycles(new Map([['a', ['b']], ['b', []]])), []);
-  t.same(importsOf('/x/y.ts', "import type { A } from './a.js';\nexport { b } from '../b.js';\nconst c = await import('./c.js');"),
-    ['/x/a.ts', '/b.ts', '/x/c.ts']);
+  t.same(
+    cycles(
+      new Map([
+        ['a', ['b']],
+        ['b', []],
+      ]),
+    ),
+    [],
+  );
+  t.same(importsOf('/x/y.ts', "import type { A } from './a.js';\nexport { b } from '../b.js';\nconst c = await import('./c.js');"), [
+    '/x/a.ts',
+    '/b.ts',
+    '/x/c.ts',
+  ]);
 });
 
 t.test('the floor check names an arrow that runs sideways or back up, and passes one that runs down', async (t) => {
@@ -125,11 +166,20 @@ t.test('the floor check names an arrow that runs sideways or back up, and passes
   ]);
   t.same(climbing('/s', g, LAYERS), ['families -> api (1), e.g. families/f.ts -> api/b.ts']);
   t.same(cycles(folderGraph('/s', g)), [['api', 'families']]);
-  const down = new Map([['/s/api/a.ts', ['/s/families/f.ts']], ['/s/families/f.ts', []]]);
+  const down = new Map([
+    ['/s/api/a.ts', ['/s/families/f.ts']],
+    ['/s/families/f.ts', []],
+  ]);
   t.same(climbing('/s', down, LAYERS), [], 'api -> families runs down');
-  const sideways = new Map([['/s/pull/p.ts', ['/s/api/b.ts']], ['/s/api/b.ts', []]]);
-  t.same(climbing('/s', sideways, LAYERS), ['pull -> api (1), e.g. pull/p.ts -> api/b.ts'],
-    'two entries on one floor may not import each other');
+  const sideways = new Map([
+    ['/s/pull/p.ts', ['/s/api/b.ts']],
+    ['/s/api/b.ts', []],
+  ]);
+  t.same(
+    climbing('/s', sideways, LAYERS),
+    ['pull -> api (1), e.g. pull/p.ts -> api/b.ts'],
+    'two entries on one floor may not import each other',
+  );
 });
 
 const graph = new Map(sources(SRC).map((f) => [f, importsOf(f, readFileSync(f, 'utf8'))]));
@@ -142,7 +192,11 @@ t.test('src/ has no import circles between files', async (t) => {
 
 t.test('every entry of src/ has a floor', async (t) => {
   const entries = [...new Set([...graph.keys()].map((f) => entryOf(SRC, f)))].sort();
-  t.same(entries.filter((e) => LAYERS[e] === undefined), [], 'entries without a floor in LAYERS');
+  t.same(
+    entries.filter((e) => LAYERS[e] === undefined),
+    [],
+    'entries without a floor in LAYERS',
+  );
 });
 
 t.test('src/ has no import circles between folders, and no arrow that runs back up a floor', async (t) => {

@@ -44,7 +44,9 @@ export function specifiers(code: string): string[] {
 
 /** The files `file` imports by relative path, as .ts paths. */
 function targets(file: string, code: string): string[] {
-  return specifiers(code).filter((s) => s.startsWith('.')).map((s) => resolve(dirname(file), s).replace(/\.js$/, '.ts'));
+  return specifiers(code)
+    .filter((s) => s.startsWith('.'))
+    .map((s) => resolve(dirname(file), s).replace(/\.js$/, '.ts'));
 }
 
 /** A storage file's floor: its sub-folder, `base`, `top`, or null for a sub-folder the order does not name. */
@@ -60,11 +62,15 @@ export function climbs(files: ReadonlyMap<string, string>): string[] {
   for (const [file, code] of files) {
     const from = floorOf(file);
     if (from === 'top') continue;
-    if (from === null) { found.push(`${relative(root, file)} stands on no floor: add its folder to FLOORS and docs/architecture.md`); continue; }
+    if (from === null) {
+      found.push(`${relative(root, file)} stands on no floor: add its folder to FLOORS and docs/architecture.md`);
+      continue;
+    }
     for (const target of targets(file, code)) {
       if (!target.startsWith(storage + sep)) continue;
       const to = floorOf(target);
-      const ok = to !== null && to !== 'top' && FLOORS.indexOf(to as (typeof FLOORS)[number]) <= FLOORS.indexOf(from as (typeof FLOORS)[number]);
+      const ok =
+        to !== null && to !== 'top' && FLOORS.indexOf(to as (typeof FLOORS)[number]) <= FLOORS.indexOf(from as (typeof FLOORS)[number]);
       if (!ok) found.push(`${relative(root, file)} (${from}) imports ${relative(root, target)} (${to ?? 'no floor'})`);
     }
   }
@@ -77,7 +83,8 @@ function throughDoors(dirs: string[], allowed: string[], except: string[] = []):
   for (const file of dirs.flatMap((d) => sourceFiles(join(root, d)))) {
     if (file.startsWith(storage + sep) || except.some((e) => file.startsWith(join(root, e) + sep))) continue;
     for (const target of targets(file, readFileSync(file, 'utf8'))) {
-      if (target.startsWith(storage + sep) && !allowed.includes(target)) found.push(`${relative(root, file)} imports ${relative(root, target)}`);
+      if (target.startsWith(storage + sep) && !allowed.includes(target))
+        found.push(`${relative(root, file)} imports ${relative(root, target)}`);
     }
   }
   return found;
@@ -93,17 +100,40 @@ t.test('the scanner sees every form of import', async (t) => {
     "const m = await import('../storage/parquet/compaction.js');",
     "import '../storage/read/scan.js';",
   ].join('\n');
-  t.same(specifiers(code), ['../storage/log/frame.js', '../storage/types.js', '../storage/index.js', '../storage/parquet/compaction.js', '../storage/read/scan.js']);
+  t.same(specifiers(code), [
+    '../storage/log/frame.js',
+    '../storage/types.js',
+    '../storage/index.js',
+    '../storage/parquet/compaction.js',
+    '../storage/read/scan.js',
+  ]);
 });
 
 t.test('the floor check names an import that climbs, and passes one that goes down', async (t) => {
   const at = (p: string): string => join(storage, p);
-  t.same(climbs(new Map([[at('log/recovery.ts'), "import { scanFrames } from '../read/scan.js';"]])),
-    ['src/storage/log/recovery.ts (log) imports src/storage/read/scan.ts (read)']);
-  t.same(climbs(new Map([[at('paths.ts'), "import { x } from './log/frame.js';"]])), ['src/storage/paths.ts (base) imports src/storage/log/frame.ts (log)']);
-  t.same(climbs(new Map([[at('read/view.ts'), "import { x } from '../index.js';"]])), ['src/storage/read/view.ts (read) imports src/storage/index.ts (top)']);
-  t.same(climbs(new Map([[at('cache/lru.ts'), '']])), ['src/storage/cache/lru.ts stands on no floor: add its folder to FLOORS and docs/architecture.md']);
-  t.same(climbs(new Map([[at('read/reader.ts'), "import { a } from '../log/frame.js';\nimport { b } from '../parquet/reader.js';\nimport { c } from '../paths.js';"]])), []);
+  t.same(climbs(new Map([[at('log/recovery.ts'), "import { scanFrames } from '../read/scan.js';"]])), [
+    'src/storage/log/recovery.ts (log) imports src/storage/read/scan.ts (read)',
+  ]);
+  t.same(climbs(new Map([[at('paths.ts'), "import { x } from './log/frame.js';"]])), [
+    'src/storage/paths.ts (base) imports src/storage/log/frame.ts (log)',
+  ]);
+  t.same(climbs(new Map([[at('read/view.ts'), "import { x } from '../index.js';"]])), [
+    'src/storage/read/view.ts (read) imports src/storage/index.ts (top)',
+  ]);
+  t.same(climbs(new Map([[at('cache/lru.ts'), '']])), [
+    'src/storage/cache/lru.ts stands on no floor: add its folder to FLOORS and docs/architecture.md',
+  ]);
+  t.same(
+    climbs(
+      new Map([
+        [
+          at('read/reader.ts'),
+          "import { a } from '../log/frame.js';\nimport { b } from '../parquet/reader.js';\nimport { c } from '../paths.js';",
+        ],
+      ]),
+    ),
+    [],
+  );
 });
 
 t.test('product code outside src/storage imports only storage/index.ts', async (t) => {
@@ -119,7 +149,10 @@ t.test('tools/ and the tests outside test/storage import only storage/index.ts o
 t.test('tools/ never imports test/', async (t) => {
   const tests = join(root, 'test') + sep;
   const found = sourceFiles(join(root, 'tools')).flatMap((f) =>
-    targets(f, readFileSync(f, 'utf8')).filter((x) => x.startsWith(tests)).map((x) => `${relative(root, f)} imports ${relative(root, x)}`));
+    targets(f, readFileSync(f, 'utf8'))
+      .filter((x) => x.startsWith(tests))
+      .map((x) => `${relative(root, f)} imports ${relative(root, x)}`),
+  );
   t.same(found, [], `a benchmark's fixtures live under tools/:\n${found.join('\n')}`);
 });
 

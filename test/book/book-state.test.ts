@@ -13,9 +13,38 @@ t.test('a delta before any snapshot is ignored, never applied to an empty book',
 
 t.test('snapshot then deltas give best-first ladders; size 0 removes a level; ".48" equals "0.48"', async (t) => {
   const m = new MarketBooks();
-  m.apply({ ...base, type: 'book', token_id: 'A', units: 'decimal', bids: [['0.48', '5'], ['0.47', '3']], asks: [['0.52', '1']] });
-  m.apply({ ...base, type: 'book_delta', token_id: 'A', changes: [{ side: 'bid', price: '.48', size: '0' }, { side: 'bid', price: '0.49', size: '2' }, { side: 'ask', price: '0.51', size: '4' }] });
-  t.same(m.view('A'), { token_id: 'A', bids: [['0.49', '2'], ['0.47', '3']], asks: [['0.51', '4'], ['0.52', '1']] });
+  m.apply({
+    ...base,
+    type: 'book',
+    token_id: 'A',
+    units: 'decimal',
+    bids: [
+      ['0.48', '5'],
+      ['0.47', '3'],
+    ],
+    asks: [['0.52', '1']],
+  });
+  m.apply({
+    ...base,
+    type: 'book_delta',
+    token_id: 'A',
+    changes: [
+      { side: 'bid', price: '.48', size: '0' },
+      { side: 'bid', price: '0.49', size: '2' },
+      { side: 'ask', price: '0.51', size: '4' },
+    ],
+  });
+  t.same(m.view('A'), {
+    token_id: 'A',
+    bids: [
+      ['0.49', '2'],
+      ['0.47', '3'],
+    ],
+    asks: [
+      ['0.51', '4'],
+      ['0.52', '1'],
+    ],
+  });
   t.same(m.view('A', 1)?.bids, [['0.49', '2']]);
 });
 
@@ -36,7 +65,22 @@ t.test('mirror swaps sides at 1 − p without floating-point noise', async (t) =
   t.equal(complement('0.53'), '0.47');
   t.equal(complement('0.001'), '0.999');
   t.equal(complement('.3'), '0.7');
-  t.same(mirrorLevels([['0.52', '10']], [['0.53', '7'], ['0.6', '1']]), { bids: [['0.47', '7'], ['0.4', '1']], asks: [['0.48', '10']] });
+  t.same(
+    mirrorLevels(
+      [['0.52', '10']],
+      [
+        ['0.53', '7'],
+        ['0.6', '1'],
+      ],
+    ),
+    {
+      bids: [
+        ['0.47', '7'],
+        ['0.4', '1'],
+      ],
+      asks: [['0.48', '10']],
+    },
+  );
 });
 
 t.test('ladders kept sorted through random deltas match a fresh sort; handed-out arrays are never changed', async (t) => {
@@ -65,7 +109,8 @@ t.test('ladders kept sorted through random deltas match a fresh sort; handed-out
     const after = m.view('A')!;
     if (JSON.stringify(after.bids) !== wasBids || JSON.stringify(after.asks) !== JSON.stringify(fresh(want.ask, 1))) mismatches++;
     // The arrays handed out before the delta still say what they said.
-    if (JSON.stringify(before.bids) !== frozen.bids || JSON.stringify(before.asks) !== frozen.asks) t.fail(`delta ${i} changed an array handed out before it`);
+    if (JSON.stringify(before.bids) !== frozen.bids || JSON.stringify(before.asks) !== frozen.asks)
+      t.fail(`delta ${i} changed an array handed out before it`);
     // A side's array is new exactly when that side's levels changed.
     const other = side === 'bid' ? 'asks' : 'bids';
     if (after[other] !== before[other]) t.fail(`delta ${i} on the ${side} side made a new ${other} array`);
@@ -76,6 +121,9 @@ t.test('ladders kept sorted through random deltas match a fresh sort; handed-out
     if (!changed && after[mine] === before[mine]) kept++;
   }
   t.equal(mismatches, 0, 'every ladder equals a fresh sort of the levels (3,000 deltas, both price spellings)');
-  t.ok(changedSides > 2000 && kept > 0, `sides changed ${changedSides} times; ${kept} deltas that changed nothing (removing an absent level) kept the array`);
+  t.ok(
+    changedSides > 2000 && kept > 0,
+    `sides changed ${changedSides} times; ${kept} deltas that changed nothing (removing an absent level) kept the array`,
+  );
   t.same(m.view('A', 3)?.bids, fresh(want.bid, -1).slice(0, 3), 'a depth cut is the first levels');
 });

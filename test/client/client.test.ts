@@ -33,7 +33,17 @@ t.test('client', async (t) => {
 
   t.test('paged routes follow next_cursor', async (t) => {
     t.same((await all(client.markets({ family: 'coin', coin: 'btc' }))).map((m) => m.market_id).sort(), [coinMarket2.market_id, A].sort());
-    const snaps = await all(client.snapshots({ family: 'coin', coin: 'btc', marketId: A, startTime: T0, endTime: new Date(T0 + 120_000), includeOrderbook: true, limit: 37 }));
+    const snaps = await all(
+      client.snapshots({
+        family: 'coin',
+        coin: 'btc',
+        marketId: A,
+        startTime: T0,
+        endTime: new Date(T0 + 120_000),
+        includeOrderbook: true,
+        limit: 37,
+      }),
+    );
     t.ok(snaps.length > 300, `${snaps.length} snapshots over ${Math.ceil(snaps.length / 37)} pages`);
     t.same(snaps, await rawPages(`/v3/btc/markets/${A}/snapshots?include_orderbook=true&limit=1000&${RANGE}`));
     const yes = await all(client.snapshots({ family: 'yesno-exchange', ticker: yesnoMarket.ticker, limit: 7 }));
@@ -46,9 +56,14 @@ t.test('client', async (t) => {
     const one = await all(client.coverage({ marketId: A }));
     t.same(one, [(await raw(`/v3/coverage?market_id=${A}`)).data]);
     t.same(await all(client.datasets()), (await raw('/v3/datasets')).data);
-    t.same(await client.latest({ family: 'coin', coin: 'btc', marketId: A, depth: 2 }), (await raw(`/v3/btc/markets/${A}/orderbook/latest?depth=2`)).data);
-    t.same(await client.latest({ family: 'wallet-prediction', marketId: walletMarket.market_id, asOf: T0 + 30_000, outcome: 'Down' }),
-      (await raw(`/v3/wallet-prediction/${walletMarket.market_id}/orderbook/latest?as_of=${T0 + 30_000}&outcome=Down`)).data);
+    t.same(
+      await client.latest({ family: 'coin', coin: 'btc', marketId: A, depth: 2 }),
+      (await raw(`/v3/btc/markets/${A}/orderbook/latest?depth=2`)).data,
+    );
+    t.same(
+      await client.latest({ family: 'wallet-prediction', marketId: walletMarket.market_id, asOf: T0 + 30_000, outcome: 'Down' }),
+      (await raw(`/v3/wallet-prediction/${walletMarket.market_id}/orderbook/latest?as_of=${T0 + 30_000}&outcome=Down`)).data,
+    );
   });
 
   t.test('errors are PmtapeError with the envelope', async (t) => {
@@ -56,17 +71,33 @@ t.test('client', async (t) => {
     t.ok(err instanceof PmtapeError);
     t.match(err, { status: 404, code: 'not_found', message: /nope/, requestId: /\S/ });
     const free = new Client({ baseUrl: base, apiKey: keys.free });
-    t.match(await free.latest({ family: 'wallet-prediction', marketId: walletMarket.market_id }).catch((e: unknown) => e), { status: 403, code: 'plan_required' });
-    t.match(await all(free.replay({ family: 'coin', marketIds: [A], startTime: T0, types: ['candles'] })).catch((e: unknown) => e), { status: 400, code: 'invalid_parameter', message: /candles/ });
+    t.match(await free.latest({ family: 'wallet-prediction', marketId: walletMarket.market_id }).catch((e: unknown) => e), {
+      status: 403,
+      code: 'plan_required',
+    });
+    t.match(await all(free.replay({ family: 'coin', marketIds: [A], startTime: T0, types: ['candles'] })).catch((e: unknown) => e), {
+      status: 400,
+      code: 'invalid_parameter',
+      message: /candles/,
+    });
   });
 
   t.test('replay yields the raw stream and resumes after a dropped connection', async (t) => {
     const path = `/v3/replay?family=coin&market_id=${A},${coinMarket2.market_id}&${RANGE}&types=book,book_change,trade,gap,book_snapshot_5_1s`;
     const text = await (await fetch(base + path, { headers: { authorization: `Bearer ${keys.paid}` } })).text();
-    const lines = text.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     // Compared as JSON text: a deep compare of ~2k nested lines costs tap a minute on a busy machine.
     const end = lines.pop();
-    const params = { family: 'coin' as const, marketIds: [A, coinMarket2.market_id], startTime: iso(T0), endTime: T0 + 120_000, types: ['book', 'book_change', 'trade', 'gap', 'book_snapshot_5_1s'] };
+    const params = {
+      family: 'coin' as const,
+      marketIds: [A, coinMarket2.market_id],
+      startTime: iso(T0),
+      endTime: T0 + 120_000,
+      types: ['book', 'book_change', 'trade', 'gap', 'book_snapshot_5_1s'],
+    };
     const direct = client.replay(params);
     t.equal(JSON.stringify(await all(direct)), JSON.stringify(lines), `${lines.length} lines`);
     t.equal(direct.next, end.next, 'the end token');
@@ -111,12 +142,15 @@ t.test('client', async (t) => {
     const app = tmpDataDir(t);
     mkdirSync(join(app, 'node_modules'));
     symlinkSync(repo, join(app, 'node_modules', 'pmtape'), 'dir');
-    writeFileSync(join(app, 'main.mjs'), `import { Client, PmtapeError } from 'pmtape/client';
+    writeFileSync(
+      join(app, 'main.mjs'),
+      `import { Client, PmtapeError } from 'pmtape/client';
 const c = new Client({ baseUrl: process.argv[2], apiKey: process.argv[3] });
 let n = 0;
 for await (const m of c.markets({ family: 'coin', coin: 'btc' })) n++;
 console.log(JSON.stringify({ n, error: typeof PmtapeError }));
-`);
+`,
+    );
     const { stdout } = await promisify(execFile)(process.execPath, ['main.mjs', base, keys.free], { cwd: app });
     t.same(JSON.parse(stdout), { n: 2, error: 'function' });
     t.ok(existsSync(join(repo, 'dist', 'src', 'client', 'index.d.ts')), 'type declarations are built');

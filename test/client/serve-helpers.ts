@@ -68,10 +68,13 @@ export async function cuttingProxy(t: Tap, target: string, cutAfter: number): Pr
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   // Kept-alive connections would hold close() open for the server's keep-alive timeout (72 s).
-  t.teardown(() => new Promise<void>((r) => {
-    server.close(() => r());
-    for (const s of open) s.destroy();
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        for (const s of open) s.destroy();
+      }),
+  );
   return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, cuts: () => cut };
 }
 

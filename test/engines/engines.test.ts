@@ -17,7 +17,17 @@ import { gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { requireTool } from '../helpers/toolchains.js';
 import { REPO } from '../selfhost/helpers.js';
-import { apiBook, canon, liveliestBook, quietInstants, recordSimDay, tardisFile, type Levels, type SimBook, type SimDay } from './sim-day.js';
+import {
+  apiBook,
+  canon,
+  liveliestBook,
+  quietInstants,
+  recordSimDay,
+  tardisFile,
+  type Levels,
+  type SimBook,
+  type SimDay,
+} from './sim-day.js';
 
 t.setTimeout(1_800_000);
 
@@ -29,7 +39,10 @@ interface EngineRun {
 }
 
 async function runEngine(python: string, script: string, args: string[]): Promise<EngineRun> {
-  const { stdout } = await promisify(execFile)(python, [join(REPO, 'tools', 'engines', script), ...args], { maxBuffer: 256e6, timeout: 900_000 });
+  const { stdout } = await promisify(execFile)(python, [join(REPO, 'tools', 'engines', script), ...args], {
+    maxBuffer: 256e6,
+    timeout: 900_000,
+  });
   // hftbacktest's convert prints progress lines first; the result is the last line.
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as EngineRun;
 }
@@ -41,7 +54,11 @@ async function sameBooks(t: Test, sd: SimDay, bk: SimBook, instants: number[], r
     t.equal(seen.t_us, instants[i], `book ${i} is the one at its instant`);
     const api = await apiBook(sd, bk, seen.t_us);
     levels += api.bids.length + api.asks.length;
-    t.same({ bids: canon(seen.bids), asks: canon(seen.asks) }, api, `book at ${new Date(seen.t_us / 1000).toISOString()} equals the API's as_of`);
+    t.same(
+      { bids: canon(seen.bids), asks: canon(seen.asks) },
+      api,
+      `book at ${new Date(seen.t_us / 1000).toISOString()} equals the API's as_of`,
+    );
   }
   t.ok(levels > instants.length * 2, `the books compared are not empty (${levels} levels)`);
 }
@@ -58,8 +75,18 @@ t.test('NautilusTrader: TardisCSVDataLoader + BacktestEngine (L2_MBP, fill model
   const tick = String(bk.market.native.orderPriceMinTickSize);
   t.match(tick, /^0\.0*1$/, `the catalogue gives the tick size (${tick})`);
   const run = await runEngine(python, 'nautilus_backtest.py', [
-    '--book', bk.file, '--trades', tardisFile(sd, 'trades', bk), '--tick-size', tick,
-    '--outcome', bk.outcome, '--question', bk.market.question, '--instants', instants.join(','),
+    '--book',
+    bk.file,
+    '--trades',
+    tardisFile(sd, 'trades', bk),
+    '--tick-size',
+    tick,
+    '--outcome',
+    bk.outcome,
+    '--question',
+    bk.market.question,
+    '--instants',
+    instants.join(','),
   ]);
   t.equal(run.price_precision, tick.split('.')[1].length, 'price precision from the tick size');
   t.ok((run.batches as number) > 50 && run.batches_seen === run.batches, `the strategy saw every batch (${String(run.batches)})`);
@@ -75,8 +102,16 @@ t.test('hftbacktest: tardis.convert + a queue-model backtest over a pmtape day',
   const bk = await liveliestBook(sd, 50);
   const instants = quietInstants(bk.file, 10);
   const run = await runEngine(python, 'hftbacktest_backtest.py', [
-    '--book', bk.file, '--trades', tardisFile(sd, 'trades', bk), '--tick-size', String(bk.market.native.orderPriceMinTickSize),
-    '--queue', 'risk_adverse', '--instants', instants.join(','),
+    '--book',
+    bk.file,
+    '--trades',
+    tardisFile(sd, 'trades', bk),
+    '--tick-size',
+    String(bk.market.native.orderPriceMinTickSize),
+    '--queue',
+    'risk_adverse',
+    '--instants',
+    instants.join(','),
   ]);
   t.ok((run.events as number) > 0, `convert made events (${String(run.events)})`);
   t.ok(run.orders > 0, `orders placed (${run.orders}); fills: ${run.fills}`);
@@ -95,27 +130,68 @@ t.test('each snapshot, smaller or larger than the book before, restarts the book
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const T = 1_785_000_000_000_000;
   const rows: [number, boolean, string, string, string][] = [
-    [T, true, 'bid', '0.40', '100'], [T, true, 'bid', '0.39', '50'], [T, true, 'ask', '0.45', '80'], [T, true, 'ask', '0.46', '20'],
+    [T, true, 'bid', '0.40', '100'],
+    [T, true, 'bid', '0.39', '50'],
+    [T, true, 'ask', '0.45', '80'],
+    [T, true, 'ask', '0.46', '20'],
     [T + 1000, false, 'bid', '0.38', '10'],
-    [T + 2000, true, 'bid', '0.41', '7'], [T + 2000, true, 'ask', '0.44', '8'],
+    [T + 2000, true, 'bid', '0.41', '7'],
+    [T + 2000, true, 'ask', '0.44', '8'],
     [T + 3000, false, 'ask', '0.47', '2'],
-    [T + 4000, true, 'bid', '0.30', '1'], [T + 4000, true, 'bid', '0.29', '2'], [T + 4000, true, 'bid', '0.28', '3'],
-    [T + 4000, true, 'ask', '0.50', '4'], [T + 4000, true, 'ask', '0.51', '5'], [T + 4000, true, 'ask', '0.52', '6'],
+    [T + 4000, true, 'bid', '0.30', '1'],
+    [T + 4000, true, 'bid', '0.29', '2'],
+    [T + 4000, true, 'bid', '0.28', '3'],
+    [T + 4000, true, 'ask', '0.50', '4'],
+    [T + 4000, true, 'ask', '0.51', '5'],
+    [T + 4000, true, 'ask', '0.52', '6'],
     [T + 5000, false, 'ask', '0.53', '2'],
   ];
-  const csv = ['exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount', ...rows.map(([ts, s, side, p, a]) => `pmtape-clob,M1-UP,${ts},${ts},${s},${side},${p},${a}`)];
+  const csv = [
+    'exchange,symbol,timestamp,local_timestamp,is_snapshot,side,price,amount',
+    ...rows.map(([ts, s, side, p, a]) => `pmtape-clob,M1-UP,${ts},${ts},${s},${side},${p},${a}`),
+  ];
   const book = join(dir, 'pmtape-clob_incremental_book_L2_2026-07-25_M1-UP.csv.gz');
   writeFileSync(book, gzipSync(`${csv.join('\n')}\n`));
   const instants = [T + 1500, T + 2500, T + 4500];
   const want = [
-    { t_us: T + 1500, bids: [['0.4', '100'], ['0.39', '50'], ['0.38', '10']], asks: [['0.45', '80'], ['0.46', '20']] },
+    {
+      t_us: T + 1500,
+      bids: [
+        ['0.4', '100'],
+        ['0.39', '50'],
+        ['0.38', '10'],
+      ],
+      asks: [
+        ['0.45', '80'],
+        ['0.46', '20'],
+      ],
+    },
     { t_us: T + 2500, bids: [['0.41', '7']], asks: [['0.44', '8']] },
-    { t_us: T + 4500, bids: [['0.3', '1'], ['0.29', '2'], ['0.28', '3']], asks: [['0.5', '4'], ['0.51', '5'], ['0.52', '6']] },
+    {
+      t_us: T + 4500,
+      bids: [
+        ['0.3', '1'],
+        ['0.29', '2'],
+        ['0.28', '3'],
+      ],
+      asks: [
+        ['0.5', '4'],
+        ['0.51', '5'],
+        ['0.52', '6'],
+      ],
+    },
   ];
-  for (const [tool, script] of [['nautilus', 'nautilus_backtest.py'], ['hftbacktest', 'hftbacktest_backtest.py']] as const) {
+  for (const [tool, script] of [
+    ['nautilus', 'nautilus_backtest.py'],
+    ['hftbacktest', 'hftbacktest_backtest.py'],
+  ] as const) {
     const python = requireTool(t, tool);
     if (python === null) continue;
     const run = await runEngine(python, script, ['--book', book, '--tick-size', '0.01', '--instants', instants.join(',')]);
-    t.same(run.books.map((b) => ({ t_us: b.t_us, bids: canon(b.bids), asks: canon(b.asks) })), want, `${tool}: the book after the second snapshot is that snapshot`);
+    t.same(
+      run.books.map((b) => ({ t_us: b.t_us, bids: canon(b.bids), asks: canon(b.asks) })),
+      want,
+      `${tool}: the book after the second snapshot is that snapshot`,
+    );
   }
 });

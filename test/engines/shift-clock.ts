@@ -4,7 +4,8 @@
 // the emulators, the recorder, the logs and the compaction are the real ones.
 
 const shift = Number(process.env.PMTAPE_TEST_CLOCK_SHIFT_MS ?? '0');
-if (!Number.isSafeInteger(shift)) throw new Error(`PMTAPE_TEST_CLOCK_SHIFT_MS must be an integer of ms, got ${process.env.PMTAPE_TEST_CLOCK_SHIFT_MS}`);
+if (!Number.isSafeInteger(shift))
+  throw new Error(`PMTAPE_TEST_CLOCK_SHIFT_MS must be an integer of ms, got ${process.env.PMTAPE_TEST_CLOCK_SHIFT_MS}`);
 
 const RealDate = Date;
 class ShiftedDate extends RealDate {

@@ -64,7 +64,9 @@ export async function recordSimDay(t: TapLike, minSeq: number): Promise<SimDay> 
   const best = async (): Promise<Cov | undefined> => {
     const r = await getJson(`${base}/v3/coverage?family=coin&limit=1000`, key);
     const cov = r.status === 200 ? ((r.body as { data: Cov[] }).data ?? []) : [];
-    return cov.filter((c) => (c.datasets.books?.last_seq ?? 0) >= minSeq).sort((a, b) => b.datasets.books!.last_seq - a.datasets.books!.last_seq)[0];
+    return cov
+      .filter((c) => (c.datasets.books?.last_seq ?? 0) >= minSeq)
+      .sort((a, b) => b.datasets.books!.last_seq - a.datasets.books!.last_seq)[0];
   };
   // Bounded generously: the emulators publish hundreds of changes a second even on a busy machine.
   const hit = await waitFor(best, 600_000, 1000);
@@ -76,7 +78,9 @@ export async function recordSimDay(t: TapLike, minSeq: number): Promise<SimDay> 
   const failed = results.filter((r) => r.status === 'failed');
   if (failed.length) throw new Error(`compaction failed: ${JSON.stringify(failed)}`);
   const out = join(dir, 'tardis');
-  const exp = await runCliOnce(['export', 'tardis', '--date', day, '--out', out, '--data-dir', dataDir, '--exchange', 'pmtape-clob'], { timeoutMs: 300_000 });
+  const exp = await runCliOnce(['export', 'tardis', '--date', day, '--out', out, '--data-dir', dataDir, '--exchange', 'pmtape-clob'], {
+    timeoutMs: 300_000,
+  });
   if (exp.code !== 0) throw new Error(`pmtape export tardis exited ${exp.code}: ${exp.stderr}`);
 
   return { dataDir, day, out, base, key };
@@ -151,7 +155,8 @@ export function csvRows(file: string): string[][] {
 /** The export's file of `dataType` for a market's outcome (symbols are `<MARKET>-<OUTCOME>` in capitals). */
 export function tardisFile(sd: SimDay, dataType: string, book: SimBook): string {
   const name = `pmtape-clob_${dataType}_${sd.day}_${book.market.market_id.toUpperCase()}-${book.outcome.toUpperCase()}.csv.gz`;
-  if (!readdirSync(sd.out).includes(name)) throw new Error(`${name} not in the export (${readdirSync(sd.out).slice(0, 5).join(', ')}, ...)`);
+  if (!readdirSync(sd.out).includes(name))
+    throw new Error(`${name} not in the export (${readdirSync(sd.out).slice(0, 5).join(', ')}, ...)`);
   return join(sd.out, name);
 }
 
@@ -167,7 +172,13 @@ export function quietInstants(bookFile: string, n: number): number[] {
 }
 
 function quietTimes(bookFile: string): number[] {
-  const ts = [...new Set(csvRows(bookFile).slice(1).map((r) => Number(r[3])))].sort((a, b) => a - b);
+  const ts = [
+    ...new Set(
+      csvRows(bookFile)
+        .slice(1)
+        .map((r) => Number(r[3])),
+    ),
+  ].sort((a, b) => a - b);
   const quiet: number[] = [];
   for (let i = 1; i < ts.length; i++) {
     const mid = Math.floor((ts[i - 1] + ts[i]) / 2000) * 1000;

@@ -59,7 +59,11 @@ t.test('every descriptor is complete', async (t) => {
     t.ok(model, `${d.family}: a book model for a catalogued market`);
     const gap = { type: 'gap', seq: 1, recv_ts: 0, source_ts: null, reason: 'stale', start_ts: 0, end_ts: null } as const;
     t.notOk(model!.candidate(gap), `${d.family}: a gap record never makes a snapshot`);
-    t.equal(d.bookModel(m.market_id, null, {}) !== null, d.booksWithoutCatalog, `${d.family}: books without a catalogue entry only where the family serves them`);
+    t.equal(
+      d.bookModel(m.market_id, null, {}) !== null,
+      d.booksWithoutCatalog,
+      `${d.family}: books without a catalogue entry only where the family serves them`,
+    );
 
     const rm: ReplayMarket = { family: d.family, idField: d.idField, id: m.market_id, market: m, newBook: () => d.replay.book(rm) };
     const replayBook = rm.newBook();
@@ -80,7 +84,10 @@ t.test('recorder kinds and importer kinds are unique and every required kind is 
   const kinds = RECORDER_KINDS.map((k) => k.kind);
   t.equal(new Set(kinds).size, kinds.length, 'no kind is registered twice');
   for (const k of RECORDER_KINDS) for (const r of k.requires ?? []) t.ok(kinds.includes(r), `${k.kind} requires the registered kind ${r}`);
-  t.ok(RECORDER_KINDS.every((k) => (k.requires ?? []).every((r) => kinds.indexOf(r) < kinds.indexOf(k.kind))), 'a required kind starts first');
+  t.ok(
+    RECORDER_KINDS.every((k) => (k.requires ?? []).every((r) => kinds.indexOf(r) < kinds.indexOf(k.kind))),
+    'a required kind starts first',
+  );
   t.same(Object.keys(IMPORTERS).sort(), [...kinds].sort(), 'one importer per kind');
   t.same(Object.keys(VENUES).sort(), [...kinds].sort(), 'every venue kind records some family');
 });
@@ -94,7 +101,11 @@ function recipeFiles(): string[] {
   const doc = readFileSync(join(REPO, 'docs', 'architecture.md'), 'utf8');
   const recipe = doc.slice(doc.indexOf('### Adding a family'), doc.indexOf('\n## ', doc.indexOf('### Adding a family')));
   const named = [...recipe.matchAll(/`(src\/[^`\s]+)`/g)].map((m) => m[1]);
-  return [...new Set(named.flatMap((p) => DESCRIPTORS.flatMap((d) => d.kinds.map((k) => p.replaceAll('<family>', d.family).replaceAll('<kind>', k)))))];
+  return [
+    ...new Set(
+      named.flatMap((p) => DESCRIPTORS.flatMap((d) => d.kinds.map((k) => p.replaceAll('<family>', d.family).replaceAll('<kind>', k)))),
+    ),
+  ];
 }
 
 /** Code that names a family: compares or sets a `family` to an id, or keys a table by the hyphenated ids. */
@@ -102,17 +113,25 @@ function namesAFamily(text: string): boolean {
   const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
   return FAMILIES.some((f) => {
     const id = f.replace('-', '\\-');
-    return new RegExp(`family\\s*[!=]==\\s*'${id}'|'${id}'\\s*[!=]==\\s*[\\w.?]*family\\b|family:\\s*'${id}'|^\\s*'${id}':`, 'm').test(code);
+    return new RegExp(`family\\s*[!=]==\\s*'${id}'|'${id}'\\s*[!=]==\\s*[\\w.?]*family\\b|family:\\s*'${id}'|^\\s*'${id}':`, 'm').test(
+      code,
+    );
   });
 }
 
-t.test("the recipe in docs/architecture.md names every file a new family touches", async (t) => {
+t.test('the recipe in docs/architecture.md names every file a new family touches', async (t) => {
   const recipe = recipeFiles();
   t.ok(recipe.length > 10, `the recipe names ${recipe.length} files`);
   for (const p of recipe) t.ok(existsSync(join(REPO, p)), `${p} exists`);
   const covered = (file: string): boolean => recipe.some((p) => (p.endsWith('/') ? file.startsWith(p) : file === p));
-  const naming = sources(join(REPO, 'src')).map((f) => relative(REPO, f)).filter((f) => namesAFamily(readFileSync(join(REPO, f), 'utf8')));
-  t.same(naming.filter((f) => !covered(f)), [], 'every file that names a family is one the recipe names');
+  const naming = sources(join(REPO, 'src'))
+    .map((f) => relative(REPO, f))
+    .filter((f) => namesAFamily(readFileSync(join(REPO, f), 'utf8')));
+  t.same(
+    naming.filter((f) => !covered(f)),
+    [],
+    'every file that names a family is one the recipe names',
+  );
   t.ok(naming.length > 5, `the check finds the files that do (${naming.length})`);
   t.ok(namesAFamily("if (m.family === 'coin') x();"), 'a comparison names a family');
   t.ok(namesAFamily("  'yesno-exchange': [],"), 'a table key names a family');
@@ -127,7 +146,10 @@ t.test('every family answers markets, snapshots and latest under each of its pre
   const headers = { authorization: `Bearer ${paid}` };
   for (const d of DESCRIPTORS) {
     const m = SAMPLE[d.family];
-    const params: Record<string, string> = { [d.routes.idParam]: m.market_id, ...(d.routes.scope ? { [d.routes.scope.param]: 'btc' } : {}) };
+    const params: Record<string, string> = {
+      [d.routes.idParam]: m.market_id,
+      ...(d.routes.scope ? { [d.routes.scope.param]: 'btc' } : {}),
+    };
     for (const prefix of d.routes.prefixes) {
       const list = await app.inject({ url: pathOf(prefix, d.routes.marketsPath, params), headers });
       t.equal(list.statusCode, 200, `${prefix}${d.routes.marketsPath}`);
@@ -138,7 +160,10 @@ t.test('every family answers markets, snapshots and latest under each of its pre
       const latest = await app.inject({ url: `${pathOf(prefix, d.routes.marketPath, params)}/orderbook/latest`, headers });
       t.equal(latest.statusCode, 200, `${prefix}: latest`);
       t.equal(latest.json().data.stale, true, `${prefix}: no recorder runs, so the newest book is stale`);
-      const unknown = await app.inject({ url: `${pathOf(prefix, d.routes.marketPath, { ...params, [d.routes.idParam]: 'no-such-market' })}/snapshots`, headers });
+      const unknown = await app.inject({
+        url: `${pathOf(prefix, d.routes.marketPath, { ...params, [d.routes.idParam]: 'no-such-market' })}/snapshots`,
+        headers,
+      });
       t.equal(unknown.statusCode, 404, `${prefix}: an unknown ${d.routes.noun} is 404`);
       t.match(unknown.json().error.message, d.routes.listUrl('btc'), `${prefix}: the 404 points at the family's list`);
     }

@@ -45,7 +45,12 @@ export async function fakeServer(t: TapLike, files: FakeFile[]): Promise<{ url: 
     if (url.pathname === '/v3/datasets') {
       const from = Number(url.searchParams.get('cursor') ?? 0);
       const page = files.slice(from, from + 2).map((f) => ({
-        path: f.path, rows: 1, bytes: f.listedBytes ?? f.body.length, sha256: f.listedSha ?? sha256(f.body), min_time: null, max_time: null,
+        path: f.path,
+        rows: 1,
+        bytes: f.listedBytes ?? f.body.length,
+        sha256: f.listedSha ?? sha256(f.body),
+        min_time: null,
+        max_time: null,
       }));
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ data: page, next_cursor: from + 2 < files.length ? String(from + 2) : null }));
@@ -54,7 +59,7 @@ export async function fakeServer(t: TapLike, files: FakeFile[]): Promise<{ url: 
     const path = decodeURIComponent(url.pathname.replace(/^\/v3\/datasets\/files\//, ''));
     requests.push({ path, headers: req.headers, atMs: Date.now() });
     const f = files.find((x) => x.path === path);
-    const status = !f ? 404 : f.status ?? (f.rateLimitFirst && f.rateLimitFirst-- > 0 ? 429 : 200);
+    const status = !f ? 404 : (f.status ?? (f.rateLimitFirst && f.rateLimitFirst-- > 0 ? 429 : 200));
     if (status !== 200 || !f) {
       if (status === 429) res.setHeader('retry-after', '1');
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -65,7 +70,12 @@ export async function fakeServer(t: TapLike, files: FakeFile[]): Promise<{ url: 
     const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
     const ifRange = req.headers['if-range'];
     const start = m && (!ifRange || ifRange === etag) ? Number(m[1]) : 0;
-    const headers = { etag, 'accept-ranges': 'bytes', 'content-type': 'application/vnd.apache.parquet', 'content-length': String(f.body.length - start) };
+    const headers = {
+      etag,
+      'accept-ranges': 'bytes',
+      'content-type': 'application/vnd.apache.parquet',
+      'content-length': String(f.body.length - start),
+    };
     if (start > 0) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${f.body.length - 1}/${f.body.length}` });
     else res.writeHead(200, headers);
     if (f.cutAfter !== undefined) {
@@ -113,7 +123,10 @@ export const partOf = (out: string, path: string): string => join(out, path.repl
 /** Every file under `dir`, relative. */
 export function tree(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(dir.length + 1)).sort();
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
 }
 
 /**

@@ -19,14 +19,34 @@ t.test('listed paths map under DIR; anything that could leave it or collide with
     part: join(out, 'family=coin', 'dataset=books', 'date=2026-07-26', '_books-2026-07-26.parquet.part'),
   });
   for (const bad of [
-    '', '..', '../x.parquet', 'a/../../x', 'a/./b', '/etc/passwd', 'a//b', 'a/b/', 'a\\..\\b', '_x.parquet', 'a/.hidden',
-    '.pmtape-pull.json', 'a/b\u0000.parquet', 'a/b c.parquet', 'x'.repeat(1100), 'C:\\x', 42, null,
+    '',
+    '..',
+    '../x.parquet',
+    'a/../../x',
+    'a/./b',
+    '/etc/passwd',
+    'a//b',
+    'a/b/',
+    'a\\..\\b',
+    '_x.parquet',
+    'a/.hidden',
+    '.pmtape-pull.json',
+    'a/b\u0000.parquet',
+    'a/b c.parquet',
+    'x'.repeat(1100),
+    'C:\\x',
+    42,
+    null,
   ]) {
     const got = localPaths(out, bad);
     t.type(got, 'string', `${JSON.stringify(bad)?.slice(0, 40)} is refused (${JSON.stringify(got).slice(0, 60)})`);
   }
   t.equal(fileUrlPath('family=coin/dataset=books/date=2026-07-26/a b.parquet'), 'family=coin/dataset=books/date=2026-07-26/a%20b.parquet');
-  t.notOk(String((ok as { dest: string }).dest).split(sep).includes('..'));
+  t.notOk(
+    String((ok as { dest: string }).dest)
+      .split(sep)
+      .includes('..'),
+  );
 });
 
 t.test('a verified file is trusted only while size, mtime, ctime and inode are unchanged', async (t) => {

@@ -14,7 +14,10 @@ t.setTimeout(300_000);
 const SLOW = { timeoutMs: 150_000 };
 
 /** A server whose `/v3/datasets` answers with `handler`; counts listing requests and bytes sent. */
-async function listingServer(t: { teardown(fn: () => unknown): void }, handler: (res: ServerResponse, n: number) => void): Promise<{ url: string; stats: { requests: number; bytes: number } }> {
+async function listingServer(
+  t: { teardown(fn: () => unknown): void },
+  handler: (res: ServerResponse, n: number) => void,
+): Promise<{ url: string; stats: { requests: number; bytes: number } }> {
   const stats = { requests: 0, bytes: 0 };
   const server = createServer((req, res) => {
     if (!req.url?.startsWith('/v3/datasets?')) {
@@ -25,10 +28,10 @@ async function listingServer(t: { teardown(fn: () => unknown): void }, handler: 
   });
   server.on('connection', (s) => {
     const write = s.write.bind(s);
-    s.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    s.write = (chunk: string | Uint8Array, ...rest: never[]) => {
       stats.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
       return write(chunk, ...rest);
-    });
+    };
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => {
@@ -55,7 +58,10 @@ t.test('an endless listing body stops at --max-listing-bytes: exit 1 naming the 
   const out = join(tempDir(t, 'pmtape-pull-'), 'mirror');
   const r = await runCliOnce(['pull', url, '--out', out, '--key', 'k', '--max-listing-bytes', String(2 * 1024 * 1024)], SLOW);
   t.equal(r.code, 1);
-  t.match(r.stderr, /the listing \/v3\/datasets is larger than 2097152 bytes in all: is http:\/\/127\.0\.0\.1:\d+ a pmtape server\? \(raise --max-listing-bytes if it is\)/);
+  t.match(
+    r.stderr,
+    /the listing \/v3\/datasets is larger than 2097152 bytes in all: is http:\/\/127\.0\.0\.1:\d+ a pmtape server\? \(raise --max-listing-bytes if it is\)/,
+  );
   t.same(summaryOf(r.stdout), { files: 0, downloaded: 0, skipped: 0, bytes: 0, failed: 0 });
   t.equal(stats.requests, 1, 'a body over the cap is not retried');
   // The server writes until the client stops reading; socket buffers hold a few MB at most.
@@ -71,7 +77,10 @@ t.test('endless distinct next_cursors stop at --max-listing-pages: exit 1 naming
   const out = join(tempDir(t, 'pmtape-pull-'), 'mirror');
   const r = await runCliOnce(['pull', url, '--out', out, '--max-listing-pages', '40'], SLOW);
   t.equal(r.code, 1);
-  t.match(r.stderr, /\/v3\/datasets still had a next_cursor after 40 pages: is .* a pmtape server\? \(raise --max-listing-pages if it is\)/);
+  t.match(
+    r.stderr,
+    /\/v3\/datasets still had a next_cursor after 40 pages: is .* a pmtape server\? \(raise --max-listing-pages if it is\)/,
+  );
   t.equal(stats.requests, 40, 'exactly the capped number of pages was asked for');
   // The byte cap counts every page together, so endless small pages also stop there.
   const r2 = await runCliOnce(['pull', url, '--out', out, '--max-listing-bytes', '20000'], SLOW);
@@ -98,7 +107,12 @@ t.test('a stalled listing (no headers, or a body that stops) is retried after --
 
 t.test('bad listing flags are usage errors', async (t) => {
   const out = tempDir(t, 'pmtape-pull-');
-  for (const [flag, v] of [['--idle-timeout', '0'], ['--idle-timeout', 'soon'], ['--max-listing-pages', '0'], ['--max-listing-bytes', '10']]) {
+  for (const [flag, v] of [
+    ['--idle-timeout', '0'],
+    ['--idle-timeout', 'soon'],
+    ['--max-listing-pages', '0'],
+    ['--max-listing-bytes', '10'],
+  ]) {
     const r = await runCliOnce(['pull', 'http://127.0.0.1:1', '--out', out, flag, v], SLOW);
     t.equal(r.code, 2, `${flag} ${v}`);
     t.match(r.stderr, flag);

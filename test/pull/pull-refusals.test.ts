@@ -32,10 +32,20 @@ t.test('refusals and lies fail their file by name, leave nothing partial, and th
   t.same({ ...sum, bytes: 0 }, { files: 7, downloaded: 2, skipped: 0, bytes: 0, failed: 5 });
   // `bytes` counts what came over the network: the liar's whole body too, never more than listed.
   t.ok(sum.bytes >= good.length + 30_000 && sum.bytes <= good.length + 30_000 + 1000, `bytes received (${sum.bytes})`);
-  for (const [name, why] of [['missing', /404/], ['unauthorized', /401/], ['plan', /403/], ['liar', /sha256 mismatch/], ['too-long', /more than the 1000 bytes/]] as const) {
+  for (const [name, why] of [
+    ['missing', /404/],
+    ['unauthorized', /401/],
+    ['plan', /403/],
+    ['liar', /sha256 mismatch/],
+    ['too-long', /more than the 1000 bytes/],
+  ] as const) {
     t.match(r.stderr, new RegExp(`failed ${P(name).replaceAll('.', '\\.')}: .*${why.source}`), `stderr names ${name} and why`);
   }
-  t.same(tree(out), ['.pmtape-pull.json', P('empty'), P('good')], 'only the verified files and the sidecar: no partial file, no staging name');
+  t.same(
+    tree(out),
+    ['.pmtape-pull.json', P('empty'), P('good')],
+    'only the verified files and the sidecar: no partial file, no staging name',
+  );
   t.equal(readFileSync(join(out, P('empty'))).length, 0, 'an empty file is mirrored too');
   t.ok(readFileSync(join(out, P('good'))).equals(good));
 });
@@ -44,15 +54,30 @@ t.test('a path that would leave the output folder is refused; nothing is written
   const base = tempDir(t, 'pmtape-pull-');
   const out = join(base, 'a', 'mirror');
   const good = bytes(1000, 9);
-  const hostile = ['../evil.parquet', 'family=coin/../../../evil2.parquet', '/tmp/pmtape-evil-abs.parquet', 'family=coin/_trick.parquet.part', 'family=coin/.pmtape-pull.json', 'family=coin//x.parquet', 'family=coin\\..\\x.parquet'];
-  const { url, requests } = await fakeServer(t, [...hostile.map((path) => ({ path, body: bytes(10, 1) })), { path: P('fine'), body: good }]);
+  const hostile = [
+    '../evil.parquet',
+    'family=coin/../../../evil2.parquet',
+    '/tmp/pmtape-evil-abs.parquet',
+    'family=coin/_trick.parquet.part',
+    'family=coin/.pmtape-pull.json',
+    'family=coin//x.parquet',
+    'family=coin\\..\\x.parquet',
+  ];
+  const { url, requests } = await fakeServer(t, [
+    ...hostile.map((path) => ({ path, body: bytes(10, 1) })),
+    { path: P('fine'), body: good },
+  ]);
   const r = await runCliOnce(['pull', url, '--out', out], { ...SLOW, env: { PMTAPE_KEY: 'k' } });
   t.equal(r.code, 1);
   t.same(summaryOf(r.stdout), { files: hostile.length + 1, downloaded: 1, skipped: 0, bytes: good.length, failed: hostile.length });
   for (const h of hostile) t.match(r.stderr, `failed ${h}: refused`, `${h} is refused by name`);
   t.same(tree(base), ['a/mirror/.pmtape-pull.json', `a/mirror/${P('fine')}`], 'nothing outside the mirror, nothing hostile inside');
   t.notOk(existsSync('/tmp/pmtape-evil-abs.parquet'));
-  t.same(requests.map((q) => q.path), [P('fine')], 'a refused path is never even requested');
+  t.same(
+    requests.map((q) => q.path),
+    [P('fine')],
+    'a refused path is never even requested',
+  );
   t.equal(requests[0].headers.authorization, 'Bearer k', 'PMTAPE_KEY is sent as the bearer key');
 });
 
@@ -79,7 +104,12 @@ t.test('a redirect is not followed (the key would go along): the file fails nami
   const server = http((req, res) => {
     if (req.url?.startsWith('/v3/datasets?')) {
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ data: [{ path: P('moved'), rows: 1, bytes: 3, sha256: 'a'.repeat(64), min_time: null, max_time: null }], next_cursor: null }));
+      res.end(
+        JSON.stringify({
+          data: [{ path: P('moved'), rows: 1, bytes: 3, sha256: 'a'.repeat(64), min_time: null, max_time: null }],
+          next_cursor: null,
+        }),
+      );
     } else res.writeHead(302, { location: 'http://elsewhere.example/x' }).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

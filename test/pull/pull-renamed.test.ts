@@ -27,17 +27,27 @@ t.test('a first part the server renamed is moved aside by the next pull; nothing
   // The user's own file with an old-style name in another partition folder pull never verified.
   writeFileSync(join(out, 'family=coin/dataset=books/date=2026-07-26', 'trades-2026-07-26.parquet'), 'mine');
 
-  files.splice(0, files.length, { path: P('book_changes-2026-07-26-0000'), body: first }, { path: P('book_changes-2026-07-26-0001'), body: second }, { path: P('trades-2026-07-26-0000'), body: bytes(10, 3) });
+  files.splice(
+    0,
+    files.length,
+    { path: P('book_changes-2026-07-26-0000'), body: first },
+    { path: P('book_changes-2026-07-26-0001'), body: second },
+    { path: P('trades-2026-07-26-0000'), body: bytes(10, 3) },
+  );
   const b = await runCliOnce(['pull', url, '--key', 'k', '--out', out], SLOW);
   t.equal(b.code, 0, 'the second pull succeeds');
   t.same(summaryOf(b.stdout), { files: 3, downloaded: 2, skipped: 1, bytes: 20_010, failed: 0 });
   t.match(b.stderr, /book_changes-2026-07-26\.parquet: renamed by the server/);
-  t.same(tree(out), [
-    '.pmtape-pull.json',
-    P('_book_changes-2026-07-26').replace(/\.parquet$/, '.parquet.superseded'),
-    P('book_changes-2026-07-26-0000'),
-    P('book_changes-2026-07-26-0001'),
-    P('trades-2026-07-26'),
-    P('trades-2026-07-26-0000'),
-  ].sort(), 'the old first part moved aside; the user\'s file untouched');
+  t.same(
+    tree(out),
+    [
+      '.pmtape-pull.json',
+      P('_book_changes-2026-07-26').replace(/\.parquet$/, '.parquet.superseded'),
+      P('book_changes-2026-07-26-0000'),
+      P('book_changes-2026-07-26-0001'),
+      P('trades-2026-07-26'),
+      P('trades-2026-07-26-0000'),
+    ].sort(),
+    "the old first part moved aside; the user's file untouched",
+  );
 });

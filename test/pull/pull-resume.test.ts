@@ -30,12 +30,21 @@ t.test('a transfer cut mid-body is resumed in the same run with Range and If-Ran
 t.test('a pull killed mid-transfer resumes with Range on the next run; a file changed meanwhile starts over', async (t) => {
   const body = bytes(300_000, 21);
   const other = bytes(10_000, 22);
-  const files: FakeFile[] = [{ path: P('slow'), body, stallAfter: 64_000 }, { path: P('changes'), body: bytes(120_000, 23), stallAfter: 30_000 }];
+  const files: FakeFile[] = [
+    { path: P('slow'), body, stallAfter: 64_000 },
+    { path: P('changes'), body: bytes(120_000, 23), stallAfter: 30_000 },
+  ];
   const { url, requests } = await fakeServer(t, files);
   const out = tempDir(t, 'pmtape-pull-');
   const child = runCli(t, ['pull', url, '--key', 'k', '--out', out]);
-  const staged = await waitFor(async () => existsSync(partOf(out, P('slow'))) && statSync(partOf(out, P('slow'))).size === 64_000
-    && existsSync(partOf(out, P('changes'))) && statSync(partOf(out, P('changes'))).size === 30_000, 120_000);
+  const staged = await waitFor(
+    async () =>
+      existsSync(partOf(out, P('slow'))) &&
+      statSync(partOf(out, P('slow'))).size === 64_000 &&
+      existsSync(partOf(out, P('changes'))) &&
+      statSync(partOf(out, P('changes'))).size === 30_000,
+    120_000,
+  );
   t.ok(staged, 'both downloads are staged mid-transfer');
   child.proc.kill('SIGKILL');
   t.equal(await child.exited, 'SIGKILL');

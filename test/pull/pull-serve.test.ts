@@ -30,7 +30,10 @@ async function listing(url: string, key: string, query = ''): Promise<Listed[]> 
   const out: Listed[] = [];
   let cursor: string | null = null;
   do {
-    const r: { status: number; body: any } = await getJson(`${url}/v3/datasets?limit=3${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, key);
+    const r: { status: number; body: any } = await getJson(
+      `${url}/v3/datasets?limit=3${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      key,
+    );
     if (r.status !== 200) throw new Error(`listing: ${r.status} ${JSON.stringify(r.body)}`);
     out.push(...(r.body.data as Listed[]));
     cursor = r.body.next_cursor as string | null;
@@ -40,7 +43,9 @@ async function listing(url: string, key: string, query = ''): Promise<Listed[]> 
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const staged = (dir: string): string[] =>
-  readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.startsWith('_')).map((e) => e.name);
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.startsWith('_'))
+    .map((e) => e.name);
 
 t.test('pull mirrors a real server, skips what is unchanged and fetches damaged copies again', async (t) => {
   const dataDir = tempDir(t, 'pmtape-pull-data-');
@@ -95,7 +100,7 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
     t.equal(readFileSync(join(out, 'family=coin', 'my-own.parquet'), 'utf8'), 'not from the server');
   });
 
-  t.test('DuckDB reads the pulled tree with Hive partitioning: the server\'s row counts', async (t) => {
+  t.test("DuckDB reads the pulled tree with Hive partitioning: the server's row counts", async (t) => {
     const db = await DuckDBInstance.create(':memory:');
     const con = await db.connect();
     t.teardown(() => con.closeSync());
@@ -105,10 +110,18 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
       pairs.set(pair, (pairs.get(pair) ?? 0) + f.rows);
     }
     for (const [pair, rows] of pairs) {
-      const got = (await con.runAndReadAll(`SELECT count(*)::INTEGER AS n, count(DISTINCT date)::INTEGER AS d FROM read_parquet('${out}/${pair}/**/*.parquet', hive_partitioning=true)`)).getRowObjectsJS()[0];
+      const got = (
+        await con.runAndReadAll(
+          `SELECT count(*)::INTEGER AS n, count(DISTINCT date)::INTEGER AS d FROM read_parquet('${out}/${pair}/**/*.parquet', hive_partitioning=true)`,
+        )
+      ).getRowObjectsJS()[0];
       t.equal(got.n, rows, `${pair}: ${rows} rows as listed`);
       // A day without rows has one empty file: it holds no row to count a date by.
-      t.equal(got.d, new Set(files.filter((f) => f.path.startsWith(pair + '/') && f.rows > 0).map((f) => f.path.split('/')[2])).size, `${pair}: every date partition with rows is discovered`);
+      t.equal(
+        got.d,
+        new Set(files.filter((f) => f.path.startsWith(pair + '/') && f.rows > 0).map((f) => f.path.split('/')[2])).size,
+        `${pair}: every date partition with rows is discovered`,
+      );
     }
   });
 
@@ -117,7 +130,13 @@ t.test('pull mirrors a real server, skips what is unchanged and fetches damaged 
     const coin = await listing(url, paid, `&family=coin&start_date=${days[1]}`);
     const r = await runCliOnce(['pull', url, '--key', paid, '--out', dest, '--family', 'coin', '--start-date', days[1]], SLOW);
     t.equal(r.code, 0, r.stderr);
-    t.same(summaryOf(r.stdout), { files: coin.length, downloaded: coin.length, skipped: 0, bytes: coin.reduce((n, f) => n + f.bytes, 0), failed: 0 });
+    t.same(summaryOf(r.stdout), {
+      files: coin.length,
+      downloaded: coin.length,
+      skipped: 0,
+      bytes: coin.reduce((n, f) => n + f.bytes, 0),
+      failed: 0,
+    });
     t.ok(coin.length > 0 && coin.every((f) => existsSync(join(dest, f.path))));
     t.notOk(existsSync(join(dest, 'family=wallet-prediction')), 'nothing of other families');
     const dataset = /dataset=([^/]+)/.exec(files[0].path)![1];

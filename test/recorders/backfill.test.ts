@@ -20,7 +20,11 @@ import { readLog, sleep, tempDir } from './helpers.js';
 
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 // The limit only keeps a hung command from holding the suite; it is no measure (a busy machine is slow).
 function run(args: string[], timeoutMs = 180_000): Promise<Run> {
@@ -69,8 +73,10 @@ const lastMarket = (recs: Recorded[]): Market => (recs.at(-1) as Extract<Recorde
 // Settled and complete. A wallet market's status and its topic's end price come from two requests:
 // one that resolves between them is first recorded resolved without its end price, and the next run
 // rightly records the end price. Such a market is not settled data yet.
-const isFinal = (m: Market): boolean => (m.family === 'yesno-exchange' ? m.status === 'finalized'
-  : m.status === 'resolved' && (m.family !== 'wallet-prediction' || m.end_price !== null));
+const isFinal = (m: Market): boolean =>
+  m.family === 'yesno-exchange'
+    ? m.status === 'finalized'
+    : m.status === 'resolved' && (m.family !== 'wallet-prediction' || m.end_price !== null);
 
 // The three groups share nothing (own temp dirs, own processes): let them overlap.
 t.jobs = 3;
@@ -102,19 +108,46 @@ t.test('backfill catalog against the emulators', async (t) => {
       const finals = [...got.values()].map(lastMarket).filter(isFinal);
       t.ok(finals.length > 0, 'settled markets are included');
       const recs = [...got.values()];
-      t.ok(recs.every((r) => r.length === 1), 'one record per market');
+      t.ok(
+        recs.every((r) => r.length === 1),
+        'one record per market',
+      );
       const all = recs.map((r) => r[0] as Extract<Recorded, { type: 'catalog' }>);
-      t.ok(all.every((r) => r.type === 'catalog' && r.event === 'listed' && r.origin === 'rest'), 'listed catalog events of origin rest');
-      t.ok(all.every((r) => r.recv_ts >= before && r.recv_ts <= Date.now()), 'recv_ts is the backfill time');
+      t.ok(
+        all.every((r) => r.type === 'catalog' && r.event === 'listed' && r.origin === 'rest'),
+        'listed catalog events of origin rest',
+      );
+      t.ok(
+        all.every((r) => r.recv_ts >= before && r.recv_ts <= Date.now()),
+        'recv_ts is the backfill time',
+      );
       if (family === 'yesno-exchange') {
-        t.ok(finals.some((m) => m.family === 'yesno-exchange' && (m.result === 'yes' || m.result === 'no')), 'settled results are kept');
+        t.ok(
+          finals.some((m) => m.family === 'yesno-exchange' && (m.result === 'yes' || m.result === 'no')),
+          'settled results are kept',
+        );
       } else {
         const won = finals.filter((m) => m.family !== 'yesno-exchange' && m.resolution === 'resolved');
         t.ok(won.length > 0, 'resolved markets are present');
-        const bad = won.filter((m) => m.family === 'yesno-exchange' || !(m.winning_outcome === 'Up' || m.winning_outcome === 'Down') || typeof m.volume !== 'number');
-        t.same(bad.map((m) => m.market_id), [], 'every resolved market has a winner and a volume');
-        if (family === 'coin') t.ok(all.some((r) => r.source_ts !== null), 'the venue time is kept as source_ts');
-        if (family === 'wallet-prediction') t.ok(all.every((r) => r.source_ts === (lastMarket([r]) as { updated_time?: number | null }).updated_time), 'source_ts is the venue update time');
+        const bad = won.filter(
+          (m) =>
+            m.family === 'yesno-exchange' || !(m.winning_outcome === 'Up' || m.winning_outcome === 'Down') || typeof m.volume !== 'number',
+        );
+        t.same(
+          bad.map((m) => m.market_id),
+          [],
+          'every resolved market has a winner and a volume',
+        );
+        if (family === 'coin')
+          t.ok(
+            all.some((r) => r.source_ts !== null),
+            'the venue time is kept as source_ts',
+          );
+        if (family === 'wallet-prediction')
+          t.ok(
+            all.every((r) => r.source_ts === (lastMarket([r]) as { updated_time?: number | null }).updated_time),
+            'source_ts is the venue update time',
+          );
       }
       t.same(await listMarkets(dataDir, family, 'books'), [], 'no books');
       t.same(await listMarkets(dataDir, family, 'metrics'), [], 'no metrics');
@@ -149,8 +182,17 @@ t.test('backfill catalog against the emulators', async (t) => {
       t.match(r.stderr, new RegExp(`skipped ${family} market ${lockedId}: its catalog log is held by running process ${process.pid}`));
       t.ok((sum.unchanged as number) > 0, 'markets already recorded count as unchanged');
       const now = await logs(dataDir, family);
-      const grew = finals.filter(([id, recs]) => now.get(id)?.length !== recs.length)
-        .map(([id, recs]) => `${id} (${lastMarket(recs).status} → ${JSON.stringify(now.get(id)?.slice(recs.length).map((x) => x.type === 'catalog' && [x.market.status, x.changed]))})`);
+      const grew = finals
+        .filter(([id, recs]) => now.get(id)?.length !== recs.length)
+        .map(
+          ([id, recs]) =>
+            `${id} (${lastMarket(recs).status} → ${JSON.stringify(
+              now
+                .get(id)
+                ?.slice(recs.length)
+                .map((x) => x.type === 'catalog' && [x.market.status, x.changed]),
+            )})`,
+        );
       t.same(grew, [], `none of the ${finals.length} settled markets gained a record`);
     });
   }
@@ -169,17 +211,28 @@ t.test('backfill catalog against the emulators', async (t) => {
     const coin = (await get('/v3/btc/markets?limit=200')).filter((m) => m.status === 'resolved');
     t.ok(coin.length > 0, 'resolved btc markets');
     const nat = (m: Record<string, unknown>): Record<string, unknown> => m.native as Record<string, unknown>;
-    t.ok(coin.every((m) => ['["1","0"]', '["0","1"]'].includes(String(nat(m).outcomePrices)) && typeof nat(m).volumeNum === 'number'), 'winner and volume in native');
+    t.ok(
+      coin.every((m) => ['["1","0"]', '["0","1"]'].includes(String(nat(m).outcomePrices)) && typeof nat(m).volumeNum === 'number'),
+      'winner and volume in native',
+    );
     const wallet = (await get('/v3/wallet-prediction/markets?limit=200')).filter((m) => m.resolution === 'resolved');
     t.ok(wallet.length > 0, 'resolved wallet markets');
-    t.ok(wallet.every((m) => typeof m.winning_outcome === 'string' && typeof m.volume === 'number'), 'with winner and volume');
+    t.ok(
+      wallet.every((m) => typeof m.winning_outcome === 'string' && typeof m.volume === 'number'),
+      'with winner and volume',
+    );
     const yesno = await get('/v3/yesno-exchange/markets?limit=200');
-    t.ok(yesno.some((m) => m.status === 'finalized' && (m.result === 'yes' || m.result === 'no')), 'settled yes/no markets with their result');
+    t.ok(
+      yesno.some((m) => m.status === 'finalized' && (m.result === 'yes' || m.result === 'no')),
+      'settled yes/no markets with their result',
+    );
   });
 
   await t.test('a backfill over markets a live recorder already recorded writes nothing new for them', async (t) => {
     const dd = join(dir, 'data-recorded');
-    const rec = spawn(process.execPath, [CLI, 'record', '--kinds', 'yesno', '--config', sim.cfg, '--data-dir', dd], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const rec = spawn(process.execPath, [CLI, 'record', '--kinds', 'yesno', '--config', sim.cfg, '--data-dir', dd], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     t.teardown(() => void rec.kill('SIGKILL'));
     const exited = new Promise<number | null>((r) => rec.on('exit', (c) => r(c)));
     // Until its first catalogue pass has written the settled markets.
@@ -195,10 +248,14 @@ t.test('backfill catalog against the emulators', async (t) => {
     t.equal(r.code, 0, r.stderr);
     t.ok((summaryOf(r).unchanged as number) >= finals.length, 'the recorded settled markets are unchanged');
     const now = await logs(dd, 'yesno-exchange');
-    t.same(finals.filter(([id, recs]) => now.get(id)?.length !== recs.length).map(([id]) => id), [], 'and gained no record');
+    t.same(
+      finals.filter(([id, recs]) => now.get(id)?.length !== recs.length).map(([id]) => id),
+      [],
+      'and gained no record',
+    );
   });
 
-  await t.test('the shard filter leaves other shards\' markets alone', async (t) => {
+  await t.test("the shard filter leaves other shards' markets alone", async (t) => {
     const sharded = join(dir, 'shard-config.json');
     writeFileSync(sharded, JSON.stringify({ ...JSON.parse(readFileSync(sim.cfg, 'utf8')), shard: '0/2' }));
     const dd = join(dir, 'data-shard');
@@ -208,7 +265,10 @@ t.test('backfill catalog against the emulators', async (t) => {
     t.ok((sum.out_of_shard as number) > 0 && (sum.written as number) > 0);
     const ids = await listMarkets(dd, 'wallet-prediction', 'catalog');
     t.equal(ids.length, sum.written);
-    t.ok(ids.every((id) => inShard(id, { k: 0, n: 2 })), 'only shard 0/2 markets');
+    t.ok(
+      ids.every((id) => inShard(id, { k: 0, n: 2 })),
+      'only shard 0/2 markets',
+    );
   });
 });
 
@@ -258,7 +318,10 @@ t.test('garbage from the upstream is counted and skipped, never written, and the
   t.teardown(() => server.close());
   const port = (server.address() as { port: number }).port;
   const cfg = join(dir, 'garbage.json');
-  writeFileSync(cfg, JSON.stringify({ coins: ['btc'], windows: ['5m'], upstreams: { catalog: { rest: `http://127.0.0.1:${port}/catalog` } } }));
+  writeFileSync(
+    cfg,
+    JSON.stringify({ coins: ['btc'], windows: ['5m'], upstreams: { catalog: { rest: `http://127.0.0.1:${port}/catalog` } } }),
+  );
   const dataDir = join(dir, 'data');
   const r = await run(['backfill', 'catalog', '--family', 'coin', '--since', '2026-01-01', '--config', cfg, '--data-dir', dataDir]);
   t.equal(r.code, 0, r.stderr);
@@ -268,7 +331,10 @@ t.test('garbage from the upstream is counted and skipped, never written, and the
   t.equal(sum.ignored, 4, 'both passes refused their two non-markets');
   t.same(await listMarkets(dataDir, 'coin', 'catalog'), []);
   t.equal(seen.length, 2, 'one page per pass');
-  t.ok(seen.every((u) => u.includes('series_slug=btc-up-or-down-5m') && u.includes('end_date_min=2026-01-01T00%3A00%3A00.000Z')), 'since reaches the upstream query');
+  t.ok(
+    seen.every((u) => u.includes('series_slug=btc-up-or-down-5m') && u.includes('end_date_min=2026-01-01T00%3A00%3A00.000Z')),
+    'since reaches the upstream query',
+  );
   t.ok(seen.some((u) => u.includes('closed=true')) && seen.some((u) => u.includes('closed=false')), 'closed and open markets are listed');
 
   // A body that is not a list at all fails the listing: with every listing failed, exit 1.
@@ -276,5 +342,8 @@ t.test('garbage from the upstream is counted and skipped, never written, and the
   server.on('request', (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"error":"maintenance"}'));
   const r2 = await run(['backfill', 'catalog', '--family', 'coin', '--config', cfg, '--data-dir', dataDir]);
   t.equal(r2.code, 1);
-  t.match(r2.stderr, /pmtape: backfill failed: every upstream listing failed \(last: btc-up-or-down-5m: \/events answered .* instead of an array\)/);
+  t.match(
+    r2.stderr,
+    /pmtape: backfill failed: every upstream listing failed \(last: btc-up-or-down-5m: \/events answered .* instead of an array\)/,
+  );
 });

@@ -17,8 +17,14 @@ t.test('a dropped catalogue event marks its market stale until one is written', 
   const sink = new LogSink(dir, { monotonic: true, minFreeBytes: 0, retryMs: [20, 100] });
   t.teardown(() => sink.close());
   const key = { family: 'coin', stream: 'catalog', market: coinMarket.market_id } as const;
-  const ev = (ts: number, status: 'open' | 'resolved'): CatalogEvent =>
-    ({ type: 'catalog', event: status === 'open' ? 'listed' : 'resolved', changed: ['status'], market: { ...coinMarket, status }, recv_ts: ts, source_ts: null });
+  const ev = (ts: number, status: 'open' | 'resolved'): CatalogEvent => ({
+    type: 'catalog',
+    event: status === 'open' ? 'listed' : 'resolved',
+    changed: ['status'],
+    market: { ...coinMarket, status },
+    recv_ts: ts,
+    source_ts: null,
+  });
   const u = new UnwrittenCatalog();
   const T = Date.now();
   t.equal(await u.append(sink, key, ev(T, 'open')), true, 'written');
@@ -35,5 +41,9 @@ t.test('a dropped catalogue event marks its market stale until one is written', 
   t.notOk(u.stale(key.market), 'no longer stale');
   await sink.settle();
   const recs = (await readAll(dir, 'catalog')).get(key.market)!;
-  t.same(recs.map((r) => (r as { event: string }).event), ['listed', 'resolved'], 'the log: the first event and the one written after the disk freed');
+  t.same(
+    recs.map((r) => (r as { event: string }).event),
+    ['listed', 'resolved'],
+    'the log: the first event and the one written after the disk freed',
+  );
 });

@@ -16,7 +16,12 @@ import { gapsOf, readAll, simConfig, tempDir, violations, waitFor } from './help
 /** A logger that keeps every line (object and message). */
 function collecting() {
   const lines: Array<{ level: string; msg: string; obj: Record<string, unknown> }> = [];
-  const at = (level: string) => (obj: object | string, msg?: string) => lines.push({ level, msg: typeof obj === 'string' ? obj : msg ?? '', obj: typeof obj === 'string' ? {} : (obj as Record<string, unknown>) });
+  const at = (level: string) => (obj: object | string, msg?: string) =>
+    lines.push({
+      level,
+      msg: typeof obj === 'string' ? obj : (msg ?? ''),
+      obj: typeof obj === 'string' ? {} : (obj as Record<string, unknown>),
+    });
   return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
 }
 
@@ -31,10 +36,20 @@ t.test('a full disk pauses writers; freed, the same markets resume with a storag
   const host = await startRecorders(config, { kinds: ['clob', 'catalog'], statusFile: false, logger });
   t.teardown(() => host.stop());
   const recorded = async (): Promise<Map<string, Recorded[]>> => readAll(dir, 'books');
-  t.ok(await waitFor(async () => [...(await recorded()).values()].some((r) => r.filter((x) => x.type === 'book_delta').length >= 20), 60_000, 100), 'books and deltas are recorded');
+  t.ok(
+    await waitFor(
+      async () => [...(await recorded()).values()].some((r) => r.filter((x) => x.type === 'book_delta').length >= 20),
+      60_000,
+      100,
+    ),
+    'books and deltas are recorded',
+  );
 
   injectDiskFault(() => 'ENOSPC');
-  t.ok(await waitFor(() => host.sink.storageStats().paused_writers >= 1 && host.sink.storageStats().dropped_records >= 50, 60_000), 'writers pause and drop what the feed still sends');
+  t.ok(
+    await waitFor(() => host.sink.storageStats().paused_writers >= 1 && host.sink.storageStats().dropped_records >= 50, 60_000),
+    'writers pause and drop what the feed still sends',
+  );
   const whilePaused = await recorded();
   const damaged = (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok);
   t.same(damaged, [], 'verify finds no partial frame while the disk is full');
@@ -44,10 +59,17 @@ t.test('a full disk pauses writers; freed, the same markets resume with a storag
   injectDiskFault(null);
   t.ok(await waitFor(() => host.sink.storageStats().paused_writers === 0, 60_000), 'every writer resumes on its own');
   const resumedAt = await recorded();
-  t.ok(await waitFor(async () => {
-    const now = await recorded();
-    return [...now].some(([m, recs]) => recs.length > (resumedAt.get(m)?.length ?? 0) + 5);
-  }, 60_000, 100), 'recording goes on after the resume');
+  t.ok(
+    await waitFor(
+      async () => {
+        const now = await recorded();
+        return [...now].some(([m, recs]) => recs.length > (resumedAt.get(m)?.length ?? 0) + 5);
+      },
+      60_000,
+      100,
+    ),
+    'recording goes on after the resume',
+  );
   await host.stop();
 
   const after = await recorded();
@@ -57,11 +79,18 @@ t.test('a full disk pauses writers; freed, the same markets resume with a storag
     const before = whilePaused.get(m) ?? [];
     if (before.length === 0) continue;
     const kept = before[before.length - 1];
-    t.same(recs.find((r) => r.seq === kept.seq), kept, `${m}: everything acknowledged before the disk filled is kept`);
+    t.same(
+      recs.find((r) => r.seq === kept.seq),
+      kept,
+      `${m}: everything acknowledged before the disk filled is kept`,
+    );
     const open = gapsOf(recs).find((g) => g.reason === 'storage_error' && g.end_ts === null);
     if (!open) continue; // a market that wrote nothing while the disk was full
     const i = recs.indexOf(open);
-    t.ok(open.start_ts >= recs[i - 1].recv_ts && open.start_ts <= open.recv_ts, `${m}: the gap starts at the first lost record, after the last one the log holds`);
+    t.ok(
+      open.start_ts >= recs[i - 1].recv_ts && open.start_ts <= open.recv_ts,
+      `${m}: the gap starts at the first lost record, after the last one the log holds`,
+    );
     t.equal(recs[i - 1].seq, kept.seq, `${m}: nothing was written between the pause and the gap`);
     const next = recs.slice(i + 1, i + 3);
     if (next[0]?.type === 'book_checkpoint') {
@@ -75,10 +104,17 @@ t.test('a full disk pauses writers; freed, the same markets resume with a storag
   const resumed = lines.filter((l) => l.msg.startsWith('storage: writer resumed'));
   // A market whose window ended while the disk was full is closed paused (CI once met one).
   const closed = lines.filter((l) => l.msg.startsWith('storage: writer closed while paused'));
-  t.ok(paused.length >= 1 && paused.length <= 2 * after.size + 10, `one line per writer state change (${paused.length} paused, ${resumed.length} resumed, ${closed.length} closed)`);
+  t.ok(
+    paused.length >= 1 && paused.length <= 2 * after.size + 10,
+    `one line per writer state change (${paused.length} paused, ${resumed.length} resumed, ${closed.length} closed)`,
+  );
   t.equal(resumed.length + closed.length, paused.length, 'every pause has its closing line: resumed, or closed while paused');
   t.equal(lines.filter((l) => l.level === 'error').length, 0, 'no error line per record');
-  t.same((await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok), [], 'verify clean after the stop');
+  t.same(
+    (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok),
+    [],
+    'verify clean after the stop',
+  );
 });
 
 t.test('below storage.min_free_bytes writers pause before the disk is full: nothing is written, the drop is counted', async (t) => {
@@ -105,7 +141,8 @@ t.test('without full books in memory the gap stays open until the next full book
   t.teardown(() => sink.close());
   const key = { family: 'coin', stream: 'books', market: 'm-resync' } as const;
   const T = Date.now();
-  const delta = (ts: number) => ({ type: 'book_delta', recv_ts: ts, source_ts: ts, token_id: 'tok-0', changes: [{ side: 'bid', price: '0.489', size: '7' }] }) as const;
+  const delta = (ts: number) =>
+    ({ type: 'book_delta', recv_ts: ts, source_ts: ts, token_id: 'tok-0', changes: [{ side: 'bid', price: '0.489', size: '7' }] }) as const;
   t.ok(await sink.append(key, book(T, 0, 3)), 'a full book is written');
   injectDiskFault(() => 'ENOSPC');
   t.equal(await sink.append(key, delta(T + 10)), null, 'refused by the disk');
@@ -119,13 +156,21 @@ t.test('without full books in memory the gap stays open until the next full book
   sink.write(key, { ...delta(T + 60), token_id: 'tok-1' }); // tok-1 has no book since: dropped
   await sink.settle();
   const recs = (await readAll(dir, 'books')).get('m-resync')!;
-  t.same(recs.map((r) => r.type), ['book', 'gap', 'book', 'gap', 'book_delta'], 'book, open gap, full book, closed gap, then that token\'s deltas');
+  t.same(
+    recs.map((r) => r.type),
+    ['book', 'gap', 'book', 'gap', 'book_delta'],
+    "book, open gap, full book, closed gap, then that token's deltas",
+  );
   const [open, closed] = gapsOf(recs);
   t.match(open, { reason: 'storage_error', start_ts: T + 10, end_ts: null }, 'the gap starts at the first record refused');
   t.match(closed, { reason: 'storage_error', start_ts: T + 10 });
   t.ok(closed.end_ts! >= T + 40, 'it ends at the full book');
   t.same(violations(recs), [], 'no delta applied to a book the log does not have');
-  t.equal(sink.storageStats().dropped_records, 3, 'the delta written while paused, the one before the full book and the other token\'s are counted');
+  t.equal(
+    sink.storageStats().dropped_records,
+    3,
+    "the delta written while paused, the one before the full book and the other token's are counted",
+  );
   t.equal(lines.filter((l) => l.msg.startsWith('storage: writer')).length, 2, 'one paused and one resumed line');
 });
 
@@ -147,8 +192,19 @@ t.test('a writer closed while paused says so and is not retried', async (t) => {
   t.equal(msgs.length, 2, 'two lines');
   t.match(msgs[0], /^storage: writer paused/);
   t.match(msgs[1], /^storage: writer closed while paused/);
-  t.match(lines.find((l) => l.msg.startsWith('storage: writer closed'))?.obj, { market: 'm-closed', errno: 'ENOSPC', dropped: 0 }, 'naming the market, the error and the records dropped');
+  t.match(
+    lines.find((l) => l.msg.startsWith('storage: writer closed'))?.obj,
+    { market: 'm-closed', errno: 'ENOSPC', dropped: 0 },
+    'naming the market, the error and the records dropped',
+  );
   await new Promise((r) => setTimeout(r, 200)); // retries would have run by now
-  t.notOk(lines.some((l) => l.msg.startsWith('storage: writer resumed')), 'never resumed');
-  t.same((await readAll(dir, 'books')).get('m-closed')?.map((r) => r.type), ['book'], 'the log holds what was acknowledged, and no gap written after the close');
+  t.notOk(
+    lines.some((l) => l.msg.startsWith('storage: writer resumed')),
+    'never resumed',
+  );
+  t.same(
+    (await readAll(dir, 'books')).get('m-closed')?.map((r) => r.type),
+    ['book'],
+    'the log holds what was acknowledged, and no gap written after the close',
+  );
 });

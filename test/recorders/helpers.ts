@@ -31,8 +31,12 @@ export function tempDir(prefix = 'pmtape-rec-'): string {
 }
 
 /** Writes `sim.config` (plus overrides) to a file and loads it like `--config` would. */
-export function simConfig(simCfg: Record<string, unknown>, dataDir: string, over: Record<string, unknown> = {}): { config: Config; file: string } {
-  const merged: Record<string, unknown> = { ...simCfg, ...over, recorders: { ...(simCfg.recorders as object), ...((over.recorders) ?? {}) } };
+export function simConfig(
+  simCfg: Record<string, unknown>,
+  dataDir: string,
+  over: Record<string, unknown> = {},
+): { config: Config; file: string } {
+  const merged: Record<string, unknown> = { ...simCfg, ...over, recorders: { ...(simCfg.recorders as object), ...(over.recorders ?? {}) } };
   const file = join(dataDir, 'recorder-config.json');
   writeFileSync(file, JSON.stringify(merged));
   return { config: loadConfig({ config: file, dataDir }, {}), file };
@@ -65,7 +69,8 @@ export function violations(recs: readonly Recorded[]): string[] {
     const r = recs[i];
     if (i > 0 && r.seq <= recs[i - 1].seq) out.push(`seq not increasing at ${i}`);
     if (i > 0 && r.recv_ts < recs[i - 1].recv_ts) out.push(`recv_ts going back at ${i}`);
-    if (r.type === 'book_delta' && !books.isValid(r.token_id)) out.push(`delta for ${r.token_id.slice(0, 6)} without a valid book at seq ${r.seq}`);
+    if (r.type === 'book_delta' && !books.isValid(r.token_id))
+      out.push(`delta for ${r.token_id.slice(0, 6)} without a valid book at seq ${r.seq}`);
     if (r.type === 'book') {
       const before = books.view(r.token_id);
       if (before && (numLadder(before.bids) !== numLadder(r.bids) || numLadder(before.asks) !== numLadder(r.asks))) {

@@ -20,7 +20,10 @@ t.test('shards partition market ids: each id in exactly one of n shards, stable'
     per[hits[0]]++;
   }
   t.equal(notExactlyOne, 0);
-  t.ok(per.every((n) => n > 800), `balanced enough: ${per.join('/')}`);
+  t.ok(
+    per.every((n) => n > 800),
+    `balanced enough: ${per.join('/')}`,
+  );
   t.equal(shardHash('1557558'), shardHash('1557558'));
   t.ok(inShard('anything', null), 'no shard config: every market');
 });
@@ -33,7 +36,10 @@ t.test('unknown kinds are refused by name; disabled upstreams are skipped', asyn
   await t.rejects(startRecorders(config, { kinds: ['teleport'], statusFile: false }), /unknown recorder kind "teleport"/);
   const off = simConfig({ ...sim.config, upstreams: { ...(sim.config.upstreams as object), clob: { enabled: false } } }, tempDir()).config;
   const host = await startRecorders(off, { kinds: ['clob', 'catalog'], statusFile: false });
-  t.same(host.recorders.map((r) => r.kind), ['catalog']);
+  t.same(
+    host.recorders.map((r) => r.kind),
+    ['catalog'],
+  );
   await host.stop();
 });
 

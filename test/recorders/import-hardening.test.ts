@@ -26,30 +26,56 @@ const NOW = () => T0 + 3_600_000; // the injected wall clock: an hour after the 
 /** The real catalogue market re-pointed at the burst's tokens, imported so the clob lines map. */
 async function withCatalog(dir: string): Promise<void> {
   const real = JSON.parse(readFileSync(fixture('catalog/gamma_market.json'), 'utf8'));
-  const m = { ...real, id: '424242', conditionId: COND, clobTokenIds: JSON.stringify([UP, DOWN]), slug: 'btc-updown-5m-1790658600', eventStartTime: '2026-09-29T05:10:00Z', endDate: '2026-09-29T05:15:00Z' };
+  const m = {
+    ...real,
+    id: '424242',
+    conditionId: COND,
+    clobTokenIds: JSON.stringify([UP, DOWN]),
+    slug: 'btc-updown-5m-1790658600',
+    eventStartTime: '2026-09-29T05:10:00Z',
+    endDate: '2026-09-29T05:15:00Z',
+  };
   const file = join(dir, 'catalog.jsonl');
   writeFileSync(file, `${JSON.stringify({ recv_ts: T0, msg: m })}\n`);
   t.match(await runImport(dir, 'catalog', [file], { now: NOW }), { written: 1 });
 }
 
 const book = (recvTs: number, price: string, timestamp = String(recvTs - 5)): string =>
-  JSON.stringify({ recv_ts: recvTs, msg: [{ event_type: 'book', asset_id: UP, market: COND, bids: [{ price, size: '10' }], asks: [], timestamp }] });
+  JSON.stringify({
+    recv_ts: recvTs,
+    msg: [{ event_type: 'book', asset_id: UP, market: COND, bids: [{ price, size: '10' }], asks: [], timestamp }],
+  });
 
 const cli = (args: string[], node: string[] = []) =>
-  spawnSync(process.execPath, [...node, CLI, 'import', ...args], { encoding: 'utf8', env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' }, timeout: 280_000 });
+  spawnSync(process.execPath, [...node, CLI, 'import', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
+    timeout: 280_000,
+  });
 const summary = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
 
 t.test('a receive time over a day ahead is refused and counted; later imports of the market still land', async (t) => {
   const dir = tempDir();
   await withCatalog(dir);
   const f = join(dir, 'future.jsonl');
-  writeFileSync(f, [book(T0 + 1000, '.3'), book(Date.UTC(2100, 0, 1), '.4'), book(NOW() + 86_400_000 + 1, '.45'), book(NOW() + 3_600_000, '.5')].join('\n'));
+  writeFileSync(
+    f,
+    [book(T0 + 1000, '.3'), book(Date.UTC(2100, 0, 1), '.4'), book(NOW() + 86_400_000 + 1, '.45'), book(NOW() + 3_600_000, '.5')].join(
+      '\n',
+    ),
+  );
   const s = await runImport(dir, 'clob', [f], { now: NOW });
   t.equal(s.future, 2, 'both times beyond a day ahead are counted');
   t.equal(s.written, 2, 'the rest lands (an hour ahead is within the slack)');
-  t.match(s.problems.join('\n'), /2 message\(s\) have a receive time more than a day ahead of this machine's clock \(first: .*future\.jsonl:2 at 2100-01-01T00:00:00\.000Z\).*Fix the capture's recv_ts/);
+  t.match(
+    s.problems.join('\n'),
+    /2 message\(s\) have a receive time more than a day ahead of this machine's clock \(first: .*future\.jsonl:2 at 2100-01-01T00:00:00\.000Z\).*Fix the capture's recv_ts/,
+  );
   const files = readdirSync(join(dir, 'logs'), { recursive: true }).map(String);
-  t.notOk(files.some((p) => p.includes('2100-')), 'no 2100 day file');
+  t.notOk(
+    files.some((p) => p.includes('2100-')),
+    'no 2100 day file',
+  );
   const next = join(dir, 'next.jsonl');
   writeFileSync(next, book(NOW() + 3_600_001, '.6'));
   t.match(await runImport(dir, 'clob', [next], { now: NOW }), { written: 1, too_old: 0 }, 'the log is not blocked');
@@ -118,7 +144,10 @@ t.test('the CLI exits 1 saying why when nothing was written, 0 when everything w
   t.equal(r.status, 1);
   t.match(r.stderr, /nothing was written: 1 message\(s\) are timed more than a day ahead/);
   t.match(summary(r.stdout), { written: 0, future: 1 });
-  t.notOk(existsSync(join(dir, 'logs', 'coin', 'books')) && readdirSync(join(dir, 'logs', 'coin', 'books'), { recursive: true }).some((p) => String(p).includes('2100')));
+  t.notOk(
+    existsSync(join(dir, 'logs', 'coin', 'books')) &&
+      readdirSync(join(dir, 'logs', 'coin', 'books'), { recursive: true }).some((p) => String(p).includes('2100')),
+  );
   const ok = join(dir, 'ok.jsonl');
   writeFileSync(ok, book(T0 + 1000, '.3'));
   t.equal(cli(['--kind', 'clob', '--data-dir', dir, ok]).status, 0, 'written: exit 0');

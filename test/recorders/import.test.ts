@@ -24,7 +24,16 @@ const DOWN = String((burst[1].price_changes as Array<{ asset_id: string }>)[1].a
 /** The real catalogue market, re-pointed at the burst's condition and tokens (a test input of ours). */
 function catalogLine(dir: string, recvTs: number, extra: Record<string, unknown> = {}): string {
   const real = JSON.parse(readFileSync(fixture('catalog/gamma_market.json'), 'utf8'));
-  const m = { ...real, id: '424242', conditionId: COND, clobTokenIds: JSON.stringify([UP, DOWN]), slug: 'btc-updown-5m-1790658600', eventStartTime: '2026-09-29T05:10:00Z', endDate: '2026-09-29T05:15:00Z', ...extra };
+  const m = {
+    ...real,
+    id: '424242',
+    conditionId: COND,
+    clobTokenIds: JSON.stringify([UP, DOWN]),
+    slug: 'btc-updown-5m-1790658600',
+    eventStartTime: '2026-09-29T05:10:00Z',
+    endDate: '2026-09-29T05:15:00Z',
+    ...extra,
+  };
   const file = join(dir, `catalog-${recvTs}.jsonl`);
   writeFileSync(file, `${JSON.stringify({ recv_ts: recvTs, msg: m })}\n`);
   return file;
@@ -38,7 +47,10 @@ t.test('the real burst imports with provenance and rebuilds the final real book;
   t.match(s1, { messages: 51, written: 100, duplicates: 0, too_old: 0 });
   const recs = await readLog(dir, 'coin', 'books', '424242');
   t.equal(recs.length, 100);
-  t.ok(recs.every((r) => r.origin === 'import' && typeof r.import_id === 'string'), 'provenance on every record');
+  t.ok(
+    recs.every((r) => r.origin === 'import' && typeof r.import_id === 'string'),
+    'provenance on every record',
+  );
   t.equal(recs[0].recv_ts, 1790658661234, 'a bare message gets its source time as receive time');
   t.equal(new Set(recs.map((r) => r.import_id)).size, 100, 'ids are unique');
   const books = new MarketBooks();
@@ -66,7 +78,10 @@ t.test('imported book logs get checkpoints of the state the imported records bui
   const books = new MarketBooks();
   for (const r of recs) {
     if (r.type === 'book_checkpoint') {
-      t.same(r.books, books.checkpointBooks().map((v) => ({ token_id: v.token_id, bids: [...v.bids], asks: [...v.asks] })));
+      t.same(
+        r.books,
+        books.checkpointBooks().map((v) => ({ token_id: v.token_id, bids: [...v.bids], asks: [...v.asks] })),
+      );
       t.equal(r.origin, 'import');
     }
     books.apply(r);
@@ -82,8 +97,14 @@ t.test('records older than a log tail are refused with an explanation; bad lines
   const lines = [
     JSON.stringify({ recv_ts: 1790658000000, msg: burst[0] }),
     'this is not json',
-    JSON.stringify({ recv_ts: 1790659000000, msg: { event_type: 'book', asset_id: 'not-a-known-token', bids: [], asks: [], timestamp: '1' } }),
-    JSON.stringify({ recv_ts: 1790659000001, msg: [{ event_type: 'book', asset_id: UP, market: COND, bids: [{ price: '.3', size: '10' }], asks: [], timestamp: '1790658999000' }] }),
+    JSON.stringify({
+      recv_ts: 1790659000000,
+      msg: { event_type: 'book', asset_id: 'not-a-known-token', bids: [], asks: [], timestamp: '1' },
+    }),
+    JSON.stringify({
+      recv_ts: 1790659000001,
+      msg: [{ event_type: 'book', asset_id: UP, market: COND, bids: [{ price: '.3', size: '10' }], asks: [], timestamp: '1790658999000' }],
+    }),
   ];
   writeFileSync(old, lines.join('\n'));
   const s = await runImport(dir, 'clob', [old]);
@@ -91,7 +112,10 @@ t.test('records older than a log tail are refused with an explanation; bad lines
   t.equal(s.written, 1, 'the newer book is appended');
   t.match(s.problems.join('\n'), /old\.jsonl:2: not JSON/);
   t.match(s.problems.join('\n'), /append-only in receive time/);
-  t.ok(Object.keys(s.skipped).some((k) => /catalogue first/.test(k)), 'unknown tokens are skipped with a reason');
+  t.ok(
+    Object.keys(s.skipped).some((k) => /catalogue first/.test(k)),
+    'unknown tokens are skipped with a reason',
+  );
   const recs = await readLog(dir, 'coin', 'books', '424242');
   t.match(recs[recs.length - 1], { type: 'book', bids: [['.3', '10']], recv_ts: 1790659000001 });
 });

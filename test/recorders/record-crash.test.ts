@@ -33,7 +33,11 @@ t.test(`record under load survives ${ROUNDS} kill -9 at random instants`, async 
 
   const verify = (...args: string[]) => spawnSync(process.execPath, [cliPath, 'verify', '--data-dir', dir, ...args], { encoding: 'utf8' });
   const repair = verify('--repair');
-  t.equal(repair.status, 0, `verify --repair completes (torn tails of logs no later run reopened): ${repair.stdout.split('\n').filter((l) => l.startsWith('repaired')).length} repaired`);
+  t.equal(
+    repair.status,
+    0,
+    `verify --repair completes (torn tails of logs no later run reopened): ${repair.stdout.split('\n').filter((l) => l.startsWith('repaired')).length} repaired`,
+  );
   const clean = verify();
   t.equal(clean.status, 0, `verify is clean: ${clean.stdout.slice(-400)}`);
 

@@ -12,7 +12,9 @@ import { gapsOf, readAll, simConfig, sleep, tempDir, violations } from './helper
 const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
 
 function startRecord(file: string, dir: string): { child: ChildProcess; ready: Promise<void>; exit: Promise<number | null> } {
-  const child = spawn(process.execPath, [CLI, 'record', '--config', file, '--data-dir', dir, '--kinds', 'clob,catalog'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'record', '--config', file, '--data-dir', dir, '--kinds', 'clob,catalog'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   const ready = new Promise<void>((resolve, reject) => {

@@ -19,8 +19,14 @@ t.test('writes issued before the writer opens keep their order', async (t) => {
   await sink.close();
   const recs = await readLog(dir, 'coin', 'books', 'sink-test');
   t.equal(recs.length, 200);
-  t.same(recs.map((r) => (r as Trade).price), Array.from({ length: 200 }, (_, i) => (i / 1000).toFixed(3)));
-  t.same(recs.map((r) => r.seq), Array.from({ length: 200 }, (_, i) => recs[0].seq + i));
+  t.same(
+    recs.map((r) => (r as Trade).price),
+    Array.from({ length: 200 }, (_, i) => (i / 1000).toFixed(3)),
+  );
+  t.same(
+    recs.map((r) => r.seq),
+    Array.from({ length: 200 }, (_, i) => recs[0].seq + i),
+  );
 });
 
 t.test('live recording clamps a clock that stepped back; an import gets the error instead', async (t) => {
@@ -53,7 +59,7 @@ t.test('closeKey releases one log so another writer can take it', async (t) => {
   await a.close();
 });
 
-t.test('a frame groups each log\'s writes, keeps order with appends in between, clamps and marks checkpoints', async (t) => {
+t.test("a frame groups each log's writes, keeps order with appends in between, clamps and marks checkpoints", async (t) => {
   const dir = tempDir();
   const other: LogKey = { ...key, market: 'sink-test-2' };
   const sink = new LogSink(dir, { monotonic: true });
@@ -73,10 +79,23 @@ t.test('a frame groups each log\'s writes, keeps order with appends in between, 
   await sink.settle();
   await sink.close();
   const recs = (await readLog(dir, 'coin', 'books', 'sink-test')) as (Trade & { seq: number })[];
-  t.same(recs.map((r) => r.price), ['0.10', '0.11', '0.12', '0.13', '0.14'], 'call order is log order');
-  t.same(recs.map((r) => r.recv_ts), [T + 10, T + 10, T + 11, T + 12, T + 13]);
-  t.same(recs.map((r) => r.seq), recs.map((_, i) => recs[0].seq + i));
-  t.same(((await readLog(dir, 'coin', 'books', 'sink-test-2')) as Trade[]).map((r) => r.price), ['0.90', '0.91']);
+  t.same(
+    recs.map((r) => r.price),
+    ['0.10', '0.11', '0.12', '0.13', '0.14'],
+    'call order is log order',
+  );
+  t.same(
+    recs.map((r) => r.recv_ts),
+    [T + 10, T + 10, T + 11, T + 12, T + 13],
+  );
+  t.same(
+    recs.map((r) => r.seq),
+    recs.map((_, i) => recs[0].seq + i),
+  );
+  t.same(
+    ((await readLog(dir, 'coin', 'books', 'sink-test-2')) as Trade[]).map((r) => r.price),
+    ['0.90', '0.91'],
+  );
   const cp = await openReader(dir, key).checkpointAtOrBefore(T + 100);
   t.equal((cp?.rec as Trade | undefined)?.price, '0.14', 'the checkpoint flag of a grouped record reaches the index');
 });
@@ -119,5 +138,9 @@ t.test('pmtape_log_bytes_written_total counts the bytes each stream appended to 
   t.ok(fileBytes > 0);
   const frameBytes = fileBytes - FILE_HEADER_BYTES; // the file's format header is not a record
   t.equal((await bytesOf('metrics')) - before, frameBytes, 'the counter moved by exactly the record bytes in the log file');
-  t.equal(commits.reduce((a, b) => a + b, 0), frameBytes, "the caller's own onCommit still runs");
+  t.equal(
+    commits.reduce((a, b) => a + b, 0),
+    frameBytes,
+    "the caller's own onCommit still runs",
+  );
 });

@@ -87,14 +87,24 @@ t.test('WebSocket: a closed connection is reported as disconnected and reopened'
   const downs: GapReason[] = [];
   const texts: string[] = [];
   const c = new WsConnection(
-    { url: () => `ws://127.0.0.1:${port}`, onOpen: () => undefined, onText: (x) => texts.push(x), onDown: (r) => downs.push(r), onError: () => undefined },
+    {
+      url: () => `ws://127.0.0.1:${port}`,
+      onOpen: () => undefined,
+      onText: (x) => texts.push(x),
+      onDown: (r) => downs.push(r),
+      onError: () => undefined,
+    },
     { kind: 'test', pingText: 'PING', pongText: 'PONG', pingIntervalMs: 50, staleAfterMs: 10_000, backoffMinMs: 20, backoffMaxMs: 100 },
   );
   t.teardown(() => c.stop());
   c.start();
   t.ok(await waitFor(() => connections >= 2 && c.connected, 5000), 'reconnected');
   t.same(downs, ['disconnected']);
-  t.same(texts.filter((x) => x === 'PONG'), [], 'heartbeat answers are not passed on');
+  t.same(
+    texts.filter((x) => x === 'PONG'),
+    [],
+    'heartbeat answers are not passed on',
+  );
   t.ok(texts.includes('hello'));
 });
 
@@ -110,7 +120,13 @@ t.test('WebSocket: silence past the watchdog is a stale gap from the last messag
   const port = (wss.address() as { port: number }).port;
   const downs: Array<{ reason: GapReason; since: number; at: number }> = [];
   const c = new WsConnection(
-    { url: () => `ws://127.0.0.1:${port}`, onOpen: () => undefined, onText: () => undefined, onDown: (reason, since, at) => downs.push({ reason, since, at }), onError: () => undefined },
+    {
+      url: () => `ws://127.0.0.1:${port}`,
+      onOpen: () => undefined,
+      onText: () => undefined,
+      onDown: (reason, since, at) => downs.push({ reason, since, at }),
+      onError: () => undefined,
+    },
     { kind: 'test', pingText: 'PING', pongText: 'PONG', pingIntervalMs: 100, staleAfterMs: 400, backoffMinMs: 20, backoffMaxMs: 100 },
   );
   t.teardown(() => c.stop());
@@ -135,7 +151,13 @@ t.test('WebSocket: a 429 upgrade waits for Retry-After before the next attempt',
   t.teardown(() => server.close());
   const errors: string[] = [];
   const c = new WsConnection(
-    { url: () => base.replace('http', 'ws'), onOpen: () => undefined, onText: () => undefined, onDown: () => undefined, onError: (code) => errors.push(code) },
+    {
+      url: () => base.replace('http', 'ws'),
+      onOpen: () => undefined,
+      onText: () => undefined,
+      onDown: () => undefined,
+      onError: (code) => errors.push(code),
+    },
     { kind: 'test', pingIntervalMs: 100, staleAfterMs: 1000, backoffMinMs: 10, backoffMaxMs: 20 },
   );
   t.teardown(() => c.stop());

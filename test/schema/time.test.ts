@@ -21,19 +21,29 @@ t.test('formats ISO with milliseconds and UTC days', async (t) => {
 
 t.test('IsoFormatter gives the text of toIso for every time, in any order', async (t) => {
   const f = new IsoFormatter();
-  const near = fc.tuple(fc.integer({ min: 0, max: 4e12 }), fc.array(fc.double({ min: -120_000, max: 120_000, noNaN: true }), { maxLength: 20 }))
+  const near = fc
+    .tuple(fc.integer({ min: 0, max: 4e12 }), fc.array(fc.double({ min: -120_000, max: 120_000, noNaN: true }), { maxLength: 20 }))
     .map(([base, ds]) => ds.map((d) => base + d));
-  const wild = fc.array(fc.oneof(fc.double({ noNaN: true, min: -1e16, max: 1e16 }), fc.constantFrom(0, -0, 0.5, -0.5, 253_402_300_799_999.9, 253_402_300_800_000, 59_999.999, 60_000)), { maxLength: 20 });
-  fc.assert(fc.property(fc.oneof(near, wild), (times) => {
-    for (const ms of times) {
-      let want: string;
-      try {
-        want = toIso(ms);
-      } catch {
-        continue; // beyond what Date can print: no answer to compare
+  const wild = fc.array(
+    fc.oneof(
+      fc.double({ noNaN: true, min: -1e16, max: 1e16 }),
+      fc.constantFrom(0, -0, 0.5, -0.5, 253_402_300_799_999.9, 253_402_300_800_000, 59_999.999, 60_000),
+    ),
+    { maxLength: 20 },
+  );
+  fc.assert(
+    fc.property(fc.oneof(near, wild), (times) => {
+      for (const ms of times) {
+        let want: string;
+        try {
+          want = toIso(ms);
+        } catch {
+          continue; // beyond what Date can print: no answer to compare
+        }
+        if (f.format(ms) !== want) throw new Error(`${ms}: ${f.format(ms)} != ${want}`);
       }
-      if (f.format(ms) !== want) throw new Error(`${ms}: ${f.format(ms)} != ${want}`);
-    }
-  }), { numRuns: 2000 });
+    }),
+    { numRuns: 2000 },
+  );
   t.equal(f.format(Date.UTC(2026, 6, 26, 12, 0, 59, 999.75)), '2026-07-26T12:00:59.999Z');
 });

@@ -25,17 +25,23 @@ async function flood(t: Tap, url: string, from: string, n: number): Promise<Floo
   const { hostname, port } = new URL(url);
   const sockets: Socket[] = [];
   let closed = 0;
-  await Promise.all(Array.from({ length: n }, () => new Promise<void>((resolve) => {
-    const s = connect({ host: hostname, port: Number(port), localAddress: from });
-    sockets.push(s);
-    s.on('error', () => undefined); // a reset by the server is what is tested, not a failure
-    s.resume(); // read (and drop) what the server answers, so that its close is seen
-    s.once('close', () => {
-      closed++;
-      resolve();
-    });
-    s.once('connect', () => s.write(HALF_OPEN, () => resolve()));
-  })));
+  await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<void>((resolve) => {
+          const s = connect({ host: hostname, port: Number(port), localAddress: from });
+          sockets.push(s);
+          s.on('error', () => undefined); // a reset by the server is what is tested, not a failure
+          s.resume(); // read (and drop) what the server answers, so that its close is seen
+          s.once('close', () => {
+            closed++;
+            resolve();
+          });
+          s.once('connect', () => s.write(HALF_OPEN, () => resolve()));
+        }),
+    ),
+  );
   t.teardown(() => sockets.forEach((s) => s.destroy()));
   return { sockets, closed: () => closed, open: () => n - closed };
 }
@@ -44,10 +50,14 @@ type Tap = Parameters<typeof tempDir>[0];
 /** One GET from `from`; resolves with the status (0 when the connection failed). */
 function get(url: string, path: string, from: string, key?: string): Promise<number> {
   return new Promise((resolve) => {
-    const req = request(new URL(path, url), { localAddress: from, agent: false, headers: key ? { authorization: `Bearer ${key}` } : {} }, (res) => {
-      res.resume();
-      res.once('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      new URL(path, url),
+      { localAddress: from, agent: false, headers: key ? { authorization: `Bearer ${key}` } : {} },
+      (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.once('error', () => resolve(0));
     req.end();
   });
@@ -109,5 +119,9 @@ t.test('bad limits are refused naming the variable', async (t) => {
   const { loadConfig } = await import('../../src/config.js');
   t.throws(() => loadConfig({}, { PMTAPE_MAX_CONNECTIONS: '0' }), /PMTAPE_MAX_CONNECTIONS must be a whole number ≥ 1, got "0"/);
   t.throws(() => loadConfig({}, { PMTAPE_MAX_CONNECTIONS_PER_ADDRESS: '1e3' }), /PMTAPE_MAX_CONNECTIONS_PER_ADDRESS/);
-  t.equal(loadConfig({}, { PMTAPE_MAX_CONNECTIONS: '10', PMTAPE_MAX_CONNECTIONS_PER_ADDRESS: '20' }).server.maxConnectionsPerAddress, 10, 'per address never above the total');
+  t.equal(
+    loadConfig({}, { PMTAPE_MAX_CONNECTIONS: '10', PMTAPE_MAX_CONNECTIONS_PER_ADDRESS: '20' }).server.maxConnectionsPerAddress,
+    10,
+    'per address never above the total',
+  );
 });

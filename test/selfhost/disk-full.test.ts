@@ -71,8 +71,14 @@ t.test('record on a disk that fills: paused, degraded, still serving; freed: res
   if (id) t.not((await getJson(`${url}/v3/btc/markets/${id}/snapshots?limit=5`, key)).status, 500, 'books are served, never a 5xx');
   const linesAt = rec.stdout.split('\n').length;
   const droppedAt = (await health()).recorders[0].storage.dropped_records;
-  t.ok(await waitFor(async () => (await health()).recorders[0].storage.dropped_records > droppedAt + 100, 60_000), 'records keep arriving and are dropped, counted');
-  const newLines = rec.stdout.split('\n').slice(linesAt - 1).filter((l) => /storage|append|ENOSPC|status file/.test(l));
+  t.ok(
+    await waitFor(async () => (await health()).recorders[0].storage.dropped_records > droppedAt + 100, 60_000),
+    'records keep arriving and are dropped, counted',
+  );
+  const newLines = rec.stdout
+    .split('\n')
+    .slice(linesAt - 1)
+    .filter((l) => /storage|append|ENOSPC|status file/.test(l));
   t.ok(newLines.length <= 4, `no line per record while paused: ${newLines.length} storage lines while over 100 records were dropped`);
   t.notMatch(rec.stdout, /append failed/, 'no error line per failed append');
 
@@ -91,8 +97,15 @@ t.test('record on a disk that fills: paused, degraded, still serving; freed: res
   }
   const alternating = [...changes.values()].every((seq) => seq.every((x, i) => x === (i % 2 ? 'resumed' : 'paused')));
   t.ok(changes.size >= 1 && alternating, `one line per writer state change: ${JSON.stringify(Object.fromEntries(changes))}`);
-  t.ok([...changes.values()].some((seq) => seq.includes('resumed')), 'writers resumed');
-  t.same((await verifyDataDir(data, { repair: false })).filter((c) => !c.ok), [], 'verify is clean');
+  t.ok(
+    [...changes.values()].some((seq) => seq.includes('resumed')),
+    'writers resumed',
+  );
+  t.same(
+    (await verifyDataDir(data, { repair: false })).filter((c) => !c.ok),
+    [],
+    'verify is clean',
+  );
   const books = await readAll(data, 'books');
   let gaps = 0;
   for (const [m, recs] of books) {
@@ -104,7 +117,10 @@ t.test('record on a disk that fills: paused, degraded, still serving; freed: res
   const hit = [...books].find(([, recs]) => gapsOf(recs).some((g) => g.reason === 'storage_error' && g.end_ts !== null));
   const cov = await getJson(`${url}/v3/coverage?family=coin&market_id=${hit![0]}`, key);
   t.equal(cov.status, 200);
-  t.ok(cov.body.data.gaps.some((g: { reason: string; end: string | null }) => g.reason === 'storage_error' && g.end !== null), `coverage lists the storage_error gap: ${JSON.stringify(cov.body.data.gaps)}`);
+  t.ok(
+    cov.body.data.gaps.some((g: { reason: string; end: string | null }) => g.reason === 'storage_error' && g.end !== null),
+    `coverage lists the storage_error gap: ${JSON.stringify(cov.body.data.gaps)}`,
+  );
 });
 
 t.test('storage.min_free_bytes: writers pause before the filesystem is full, and resume once there is room', async (t) => {
@@ -132,7 +148,11 @@ t.test('storage.min_free_bytes: writers pause before the filesystem is full, and
   t.ok(await waitFor(async () => rec.stdout.includes('storage: writer resumed'), 60_000), 'free again: the writers resume');
   t.ok(await waitFor(async () => (await recorded()) > atPause + 20, 60_000), 'recording goes on');
   t.equal(await rec.stop(30_000), 0, 'SIGTERM exits 0');
-  t.same((await verifyDataDir(data, { repair: false })).filter((c) => !c.ok), [], 'verify is clean');
+  t.same(
+    (await verifyDataDir(data, { repair: false })).filter((c) => !c.ok),
+    [],
+    'verify is clean',
+  );
   for (const [m, recs] of await readAll(data, 'books')) t.same(violations(recs), [], `${m}: log invariants hold`);
 });
 
@@ -151,7 +171,11 @@ t.test('compact on a full disk fails cleanly, and the next run succeeds once spa
   t.equal(failed.code, 1, 'compact exits 1');
   t.match(failed.stderr, /disk is full: nothing was published, no log was deleted/, `it says why: ${failed.stderr.trim().slice(-300)}`);
   const parquet = join(data, 'parquet');
-  const published = existsSync(parquet) ? readdirSync(parquet, { recursive: true }).map(String).filter((f) => f.endsWith('.parquet')) : [];
+  const published = existsSync(parquet)
+    ? readdirSync(parquet, { recursive: true })
+        .map(String)
+        .filter((f) => f.endsWith('.parquet'))
+    : [];
   t.same(published, [], 'no partition is published');
   const staging = join(data, '_parquet-staging');
   const staged = existsSync(staging) ? readdirSync(staging).filter((n) => n !== '.lock') : [];
@@ -161,5 +185,9 @@ t.test('compact on a full disk fails cleanly, and the next run succeeds once spa
   const ok = await runCliOnce(['compact', '--date', day, '--data-dir', data], { timeoutMs: 120_000 });
   t.equal(ok.code, 0, `the next run succeeds: ${ok.stderr.slice(-300)}`);
   t.match(ok.stdout, /^written family=coin\/dataset=book_changes/m);
-  t.same((await verifyDataDir(data, { repair: false })).filter((c) => !c.ok), [], 'verify is clean');
+  t.same(
+    (await verifyDataDir(data, { repair: false })).filter((c) => !c.ok),
+    [],
+    'verify is clean',
+  );
 });

@@ -33,7 +33,19 @@ interface TapLike {
  * happens. `noLoader` runs it without tap's loader: tap wraps child_process and puts the loader back in
  * every child's NODE_OPTIONS, so `env -u` takes it out after that (env execs node: same pid).
  */
-export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; readyTimeoutMs?: number; uid?: number; gid?: number; cli?: string; noLoader?: boolean } = {}): Child {
+export function runCli(
+  t: TapLike,
+  args: string[],
+  opts: {
+    env?: NodeJS.ProcessEnv;
+    cwd?: string;
+    readyTimeoutMs?: number;
+    uid?: number;
+    gid?: number;
+    cli?: string;
+    noLoader?: boolean;
+  } = {},
+): Child {
   const argv = [opts.cli ?? CLI, ...args];
   const proc = spawn(opts.noLoader ? 'env' : process.execPath, opts.noLoader ? ['-u', 'NODE_OPTIONS', process.execPath, ...argv] : argv, {
     cwd: opts.cwd ?? REPO,
@@ -45,7 +57,15 @@ export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessE
   const child = { proc, stdout: '', stderr: '' } as Child & { stdout: string; stderr: string };
   const exited = new Promise<number | string>((res) => proc.on('exit', (code, sig) => res(code ?? sig ?? -1)));
   const ready = new Promise<string>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`no ready line from ${args.join(' ')} within ${opts.readyTimeoutMs ?? 30000} ms\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`)), opts.readyTimeoutMs ?? 30000);
+    const timer = setTimeout(
+      () =>
+        rej(
+          new Error(
+            `no ready line from ${args.join(' ')} within ${opts.readyTimeoutMs ?? 30000} ms\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`,
+          ),
+        ),
+      opts.readyTimeoutMs ?? 30000,
+    );
     proc.stdout.on('data', (d: Buffer) => {
       child.stdout += d.toString();
       const m = /^ready (\S+)$/m.exec(child.stdout);
@@ -57,7 +77,11 @@ export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessE
     proc.stderr.on('data', (d: Buffer) => (child.stderr += d.toString()));
     void exited.then((code) => {
       clearTimeout(timer);
-      rej(new Error(`${args.join(' ')} exited (${code}) before ready\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`));
+      rej(
+        new Error(
+          `${args.join(' ')} exited (${code}) before ready\nstdout:\n${child.stdout.slice(-2000)}\nstderr:\n${child.stderr.slice(-2000)}`,
+        ),
+      );
     });
   });
   ready.catch(() => undefined);
@@ -78,7 +102,10 @@ export function runCli(t: TapLike, args: string[], opts: { env?: NodeJS.ProcessE
 }
 
 /** Runs a short CLI command to completion. */
-export function runCliOnce(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCliOnce(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((res, rej) => {
     const proc = spawn(process.execPath, [CLI, ...args], {
       cwd: opts.cwd ?? REPO,

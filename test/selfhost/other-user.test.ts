@@ -41,14 +41,30 @@ t.test('a clone under a 0700 folder: another user runs a copy of its CLI, never 
   execFileSync('chmod', ['-R', 'a+rX,a-w', data]);
 
   const direct = runCli(t, ['serve', '--data-dir', data], { cli: join(clone, 'dist', 'cli.js'), cwd: shared, env, uid: 65534, gid: 65534 });
-  t.not(await direct.exited, 0, 'the clone\'s own CLI, run by uid 65534, exits');
+  t.not(await direct.exited, 0, "the clone's own CLI, run by uid 65534, exits");
   t.notMatch(direct.stdout, /^ready /m, 'before ready');
-  t.match(direct.stderr, /EACCES|ERR_MODULE_NOT_FOUND|Cannot find module/, `for want of access to the clone (${direct.stderr.split('\n').find((l) => /Error/.test(l)) ?? ''})`);
+  t.match(
+    direct.stderr,
+    /EACCES|ERR_MODULE_NOT_FOUND|Cannot find module/,
+    `for want of access to the clone (${direct.stderr.split('\n').find((l) => /Error/.test(l)) ?? ''})`,
+  );
 
-  t.throws(() => cliForOtherUser(join(priv, 'cli'), clone), /other users cannot enter .*pmtape-private-/, 'a copy the other user could not reach is refused, naming the folder');
+  t.throws(
+    () => cliForOtherUser(join(priv, 'cli'), clone),
+    /other users cannot enter .*pmtape-private-/,
+    'a copy the other user could not reach is refused, naming the folder',
+  );
   const cli = cliForOtherUser(join(shared, 'cli'), clone);
   t.same(closedAncestors(cli), [], 'the copy is in folders anyone can enter');
-  const ro = runCli(t, ['serve', '--data-dir', data], { cli, cwd: join(shared, 'cli'), env, noLoader: true, uid: 65534, gid: 65534, readyTimeoutMs: 60_000 });
+  const ro = runCli(t, ['serve', '--data-dir', data], {
+    cli,
+    cwd: join(shared, 'cli'),
+    env,
+    noLoader: true,
+    uid: 65534,
+    gid: 65534,
+    readyTimeoutMs: 60_000,
+  });
   const url = await ro.ready;
   const res = await getJson(`${url}/v3/coverage`, key);
   t.equal(res.status, 200, 'uid 65534 serves the read-only data dir from the copy');

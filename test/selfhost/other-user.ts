@@ -6,7 +6,19 @@
 // at run time (package.json "dependencies", followed through node_modules); runCli's `noLoader` keeps
 // tap's loader out of it. Files are hard-linked where they are world-readable, else copied readable.
 
-import { copyFileSync, chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync } from 'node:fs';
+import {
+  copyFileSync,
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { REPO } from './helpers.js';
 
@@ -101,7 +113,10 @@ export function closedAncestors(path: string): string[] {
 export function cliForOtherUser(dest: string, repo: string = REPO): string {
   for (const path of [dest, process.execPath]) {
     const closed = closedAncestors(path);
-    if (closed.length) throw new Error(`other users cannot enter ${closed.join(', ')} on the way to ${path}: run the tests with TMPDIR (and node) in folders they can enter, e.g. /tmp`);
+    if (closed.length)
+      throw new Error(
+        `other users cannot enter ${closed.join(', ')} on the way to ${path}: run the tests with TMPDIR (and node) in folders they can enter, e.g. /tmp`,
+      );
   }
   mkdirOpen(join(dest, 'dist'));
   copyFile(join(repo, 'package.json'), join(dest, 'package.json'), 0o644);

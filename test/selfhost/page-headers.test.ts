@@ -12,7 +12,13 @@ import { loadConfig } from '../../src/config.js';
 import { tempDir } from './helpers.js';
 
 const directives = (csp: string): Map<string, string[]> =>
-  new Map(csp.split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([k, ...v]) => [k, v]));
+  new Map(
+    csp
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map(([k, ...v]) => [k, v]),
+  );
 
 t.test('every page file carries the policy, and the API routes are unchanged', async (t) => {
   const app = await buildApp({ config: loadConfig({ dataDir: tempDir(t) }, {}), logger: false });
@@ -28,8 +34,8 @@ t.test('every page file carries the policy, and the API routes are unchanged', a
   }
   const csp = directives(PAGE_CSP);
   t.same(csp.get('default-src'), ["'none'"], 'nothing is allowed unless named');
-  t.same(csp.get('script-src'), ["'self'"], 'scripts only from the page\'s origin: no inline script, no eval');
-  t.same(csp.get('style-src'), ["'self'"], 'style sheets only from the page\'s origin');
+  t.same(csp.get('script-src'), ["'self'"], "scripts only from the page's origin: no inline script, no eval");
+  t.same(csp.get('style-src'), ["'self'"], "style sheets only from the page's origin");
   t.same(csp.get('connect-src'), ["'self'"], 'requests (and the stream) to this origin only');
   t.same(csp.get('frame-ancestors'), ["'none'"], 'never framed');
   const api = await app.inject({ method: 'GET', url: '/healthz' });

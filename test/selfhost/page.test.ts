@@ -19,8 +19,16 @@ t.setTimeout(420_000); // the waits below are bounds reached only on failure; se
 // Debian's chromium through its toolchain (tools/toolchains/chromium.ts; PMTAPE_CHROMIUM overrides the
 // path). Missing, the test fails under CI and is skipped, loudly, elsewhere.
 const CHROMIUM = requireTool(t, 'chromium');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const skip = CHROMIUM === null;
 
 /** Counts canvas pixels close to the chart's bid green and ask red. */
@@ -46,7 +54,7 @@ function latestApiPath(family: string, id: string, coin: string): string {
   return `/v3/${encodeURIComponent(coin)}/markets/${m}/orderbook/latest`;
 }
 
-t.test('the page shows the demo\'s markets, coverage and a live depth chart in Chromium', { skip }, async (t) => {
+t.test("the page shows the demo's markets, coverage and a live depth chart in Chromium", { skip }, async (t) => {
   const dataDir = tempDir(t);
   // Feed drops every few seconds, so the coverage timeline has gaps (with reasons) to show.
   const demo = runCli(t, ['demo', '--port', '0', '--data-dir', dataDir, '--faults', 'drop=4s'], { readyTimeoutMs: 60_000 });
@@ -59,7 +67,10 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   const userDataDir = mkdtempSync(join(tmpdir(), 'pmtape-chromium-'));
   t.teardown(() => rmSync(userDataDir, { recursive: true, force: true }));
   const ctx = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM!, headless: true, args: ARGS, viewport: { width: 1280, height: 820 },
+    executablePath: CHROMIUM!,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1280, height: 820 },
   });
   t.teardown(() => ctx.close());
   const page = ctx.pages()[0] ?? (await ctx.newPage());
@@ -76,17 +87,24 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   const families = await page.$$eval('#markets .market', (els) => [...new Set(els.map((e) => (e as HTMLElement).dataset.family))]);
   t.ok(families.length >= 1, `markets are listed by family (${families.join(', ')})`);
   const badges = await page.$$eval('#markets .market .badge', (els) => els.map((e) => e.textContent));
-  t.ok(badges.every((b) => b && b !== '?'), 'every market shows its status');
+  t.ok(
+    badges.every((b) => b && b !== '?'),
+    'every market shows its status',
+  );
 
   await page.waitForSelector('#coverage svg', { timeout: 20_000 });
   t.pass('the coverage timeline renders');
   /** Another open market whose latest book the API answers, clicked; false when there is none. */
   const openAnother = async (why: string): Promise<boolean> => {
     const shown = decodeURIComponent(await page.evaluate(() => location.hash));
-    const rows = await page.$$eval('#markets .market', (els) => els.map((e) => ({
-      family: (e as HTMLElement).dataset.family ?? '', id: (e as HTMLElement).dataset.id ?? '', coin: (e as HTMLElement).dataset.coin ?? '',
-      status: e.querySelector('.badge')?.textContent?.trim() ?? '',
-    })));
+    const rows = await page.$$eval('#markets .market', (els) =>
+      els.map((e) => ({
+        family: (e as HTMLElement).dataset.family ?? '',
+        id: (e as HTMLElement).dataset.id ?? '',
+        coin: (e as HTMLElement).dataset.coin ?? '',
+        status: e.querySelector('.badge')?.textContent?.trim() ?? '',
+      })),
+    );
     for (const r of rows.filter((x) => ['open', 'active'].includes(x.status) && !shown.endsWith(`/${x.id}`))) {
       const res = await fetch(`${url}${latestApiPath(r.family, r.id, r.coin)}`, { headers: { authorization: `Bearer ${key}` } });
       await res.arrayBuffer();
@@ -102,16 +120,29 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   // page opened by itself may also have stopped being recorded (a 5-minute window closing, or a
   // settled market listed before the first open ones: CI saw no gap in 120 s), so after a wait
   // without one the test opens another open market, twice at most.
-  const gapDrawn = (): Promise<boolean> => page.waitForSelector('#coverage svg rect.gap', { timeout: 60_000 }).then(() => true, () => false);
+  const gapDrawn = (): Promise<boolean> =>
+    page.waitForSelector('#coverage svg rect.gap', { timeout: 60_000 }).then(
+      () => true,
+      () => false,
+    );
   let drawn = await gapDrawn();
   for (let i = 0; i < 2 && !drawn && (await openAnother('no gap drawn in 60 s for the market shown')); i++) drawn = await gapDrawn();
   if (!drawn) {
-    const said = await page.evaluate(() => ({ hash: location.hash, coverage: document.getElementById('coverage')?.textContent, legend: document.getElementById('coverage-legend')?.textContent }));
+    const said = await page.evaluate(() => ({
+      hash: location.hash,
+      coverage: document.getElementById('coverage')?.textContent,
+      legend: document.getElementById('coverage-legend')?.textContent,
+    }));
     throw new Error(`no coverage gap drawn: ${JSON.stringify(said)}`);
   }
   const reasons = await page.$$eval('#coverage svg rect.gap', (els) => els.map((e) => e.getAttribute('data-reason')));
-  t.ok(reasons.length > 0 && reasons.every((r) => r && r !== 'unknown'), `gaps are drawn with their reasons (${[...new Set(reasons)].join(', ')})`);
-  const colours = await page.$$eval('#coverage svg rect', (els) => [...new Set(els.map((e) => `${e.getAttribute('class')}:${e.getAttribute('fill')}`))]);
+  t.ok(
+    reasons.length > 0 && reasons.every((r) => r && r !== 'unknown'),
+    `gaps are drawn with their reasons (${[...new Set(reasons)].join(', ')})`,
+  );
+  const colours = await page.$$eval('#coverage svg rect', (els) => [
+    ...new Set(els.map((e) => `${e.getAttribute('class')}:${e.getAttribute('fill')}`)),
+  ]);
   const recFill = colours.find((c) => c.startsWith('rec:'))?.split(':')[1];
   const gapFill = colours.find((c) => c.startsWith('gap:'))?.split(':')[1];
   t.ok(recFill && gapFill && recFill !== gapFill, `gaps are in a different colour than recorded spans (${gapFill} vs ${recFill})`);
@@ -127,31 +158,52 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   // has a book and waits again, twice at most; a stream that never recovers fails there too.
   type Live = { ok: true } | { ok: false; why: string; closed: boolean };
   const liveUpdates = async (): Promise<Live> => {
-    await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLCanvasElement).dataset.levels) > 0, undefined, { timeout: 45_000 });
+    await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLCanvasElement).dataset.levels) > 0, undefined, {
+      timeout: 45_000,
+    });
     const first = Number(await page.$eval('#depth', (c) => (c as HTMLElement).dataset.updates));
-    return page.waitForFunction((n) => Number((document.getElementById('depth') as HTMLElement).dataset.updates) > n + 1, first, { timeout: 45_000 }).then(
-      (): Live => ({ ok: true }),
-      async (e: Error): Promise<Live> => {
-        // Say what the page knew: the stream's state line (closed, retrying, a gap) and the chart's.
-        const said = await page.evaluate(() => ({
-          stream: document.getElementById('stream-state')?.textContent, depth: document.getElementById('depth-info')?.textContent,
-          updates: (document.getElementById('depth') as HTMLElement).dataset.updates, hash: location.hash,
-        }));
-        return { ok: false, why: `${e.message}; no 2 live updates after ${first}: ${JSON.stringify(said)}`, closed: /gap: /.test(said.stream ?? '') };
-      },
-    );
+    return page
+      .waitForFunction((n) => Number((document.getElementById('depth') as HTMLElement).dataset.updates) > n + 1, first, { timeout: 45_000 })
+      .then(
+        (): Live => ({ ok: true }),
+        async (e: Error): Promise<Live> => {
+          // Say what the page knew: the stream's state line (closed, retrying, a gap) and the chart's.
+          const said = await page.evaluate(() => ({
+            stream: document.getElementById('stream-state')?.textContent,
+            depth: document.getElementById('depth-info')?.textContent,
+            updates: (document.getElementById('depth') as HTMLElement).dataset.updates,
+            hash: location.hash,
+          }));
+          return {
+            ok: false,
+            why: `${e.message}; no 2 live updates after ${first}: ${JSON.stringify(said)}`,
+            closed: /gap: /.test(said.stream ?? ''),
+          };
+        },
+      );
   };
   let live = await liveUpdates();
-  for (let i = 0; i < 2 && !live.ok && live.closed && (await openAnother('the market shown stopped being recorded (its window closed)')); i++) live = await liveUpdates();
+  for (
+    let i = 0;
+    i < 2 && !live.ok && live.closed && (await openAnother('the market shown stopped being recorded (its window closed)'));
+    i++
+  )
+    live = await liveUpdates();
   if (!live.ok) throw new Error(live.why);
   t.match(await page.textContent('#depth-info'), /live/, 'the depth chart is updated by the live stream');
   // The demo drops feeds every 4 s, so the stream has said `gap: …` by now; the next book puts the
   // state line back to live (it used to keep the gap's words while books flowed again). A window
   // closing during a drop leaves the line on the gap for good: then another market, as above.
   const saysLive = (): Promise<boolean> =>
-    page.waitForFunction(() => document.getElementById('stream-state')?.textContent === '· live', undefined, { timeout: 45_000 }).then(() => true, () => false);
+    page
+      .waitForFunction(() => document.getElementById('stream-state')?.textContent === '· live', undefined, { timeout: 45_000 })
+      .then(
+        () => true,
+        () => false,
+      );
   let liveAgain = await saysLive();
-  for (let i = 0; i < 2 && !liveAgain && (await openAnother('the stream stayed on a gap (the window closed during a drop?)')); i++) liveAgain = (await liveUpdates()).ok && (await saysLive());
+  for (let i = 0; i < 2 && !liveAgain && (await openAnother('the stream stayed on a gap (the window closed during a drop?)')); i++)
+    liveAgain = (await liveUpdates()).ok && (await saysLive());
   t.ok(liveAgain, `the stream state says live while books flow (${await page.textContent('#stream-state')})`);
   const px = await chartPixels(page);
   t.ok(px.bid + px.ask > 400, `the chart has drawn the book (a one-sided book is legitimate) (${px.bid} green, ${px.ask} red pixels)`);
@@ -172,7 +224,12 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
     const codes = new Map<number, number>();
     const withBook = async (): Promise<string | null> => {
       const rows: Row[] = await page.$$eval(`#markets .market[data-family="${family}"]`, (els) =>
-        els.map((e) => ({ id: (e as HTMLElement).dataset.id ?? '', coin: (e as HTMLElement).dataset.coin ?? '', status: e.querySelector('.badge')?.textContent ?? '' })));
+        els.map((e) => ({
+          id: (e as HTMLElement).dataset.id ?? '',
+          coin: (e as HTMLElement).dataset.coin ?? '',
+          status: e.querySelector('.badge')?.textContent ?? '',
+        })),
+      );
       // The page draws what the API has: pick a market whose latest book the API answers, open ones first.
       const isOpen = (r: Row): boolean => ['open', 'active'].includes(r.status.trim());
       order = [...rows.filter(isOpen), ...rows.filter((r) => !isOpen(r))];
@@ -196,26 +253,42 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
       // The recorder kind's own lines ("kind":"wallet") and storage errors naming the family.
       const mark = family === 'wallet-prediction' ? '"wallet' : family === 'yesno-exchange' ? '"yesno' : '"c';
       const lines = demo.stdout.split('\n').filter((l) => l.startsWith('{') && l.includes(mark));
-      const warnings = [...lines.filter((l) => !l.includes('connection lost')).slice(-6), ...lines.filter((l) => l.includes('connection lost')).slice(-2)];
+      const warnings = [
+        ...lines.filter((l) => !l.includes('connection lost')).slice(-6),
+        ...lines.filter((l) => l.includes('connection lost')).slice(-2),
+      ];
       const statusDir = join(dataDir, 'status');
-      const status = existsSync(statusDir) ? readdirSync(statusDir).map((f) => readFileSync(join(statusDir, f), 'utf8')).join(' ').slice(0, 1500) : '(no status file)';
+      const status = existsSync(statusDir)
+        ? readdirSync(statusDir)
+            .map((f) => readFileSync(join(statusDir, f), 'utf8'))
+            .join(' ')
+            .slice(0, 1500)
+        : '(no status file)';
       // What the books logs of the first listed markets hold, read straight from storage.
       const stored: string[] = [];
       for (const r of order.slice(0, 4)) {
         const types = new Map<string, number>();
         let tokens = '';
-        for await (const it of openReader(dataDir, { family: family as Family, stream: 'books', market: r.id }).read('start', { limit: 5000 })) {
+        for await (const it of openReader(dataDir, { family: family as Family, stream: 'books', market: r.id }).read('start', {
+          limit: 5000,
+        })) {
           types.set(it.rec.type, (types.get(it.rec.type) ?? 0) + 1);
           if (it.rec.type === 'book' && !tokens) tokens = String((it.rec as { token_id?: string }).token_id).slice(0, 12);
         }
         stored.push(`${r.id}(${r.status}): ${JSON.stringify([...types])} token ${tokens || '-'}`);
       }
-      t.comment(`no ${family} market had a book in the API within 60 s (${order.length} markets; statuses ${JSON.stringify([...codes])}); books logs: ${stored.join('; ')}; demo log: ${warnings.join(' | ').slice(0, 1500)}; recorder status: ${status}`);
+      t.comment(
+        `no ${family} market had a book in the API within 60 s (${order.length} markets; statuses ${JSON.stringify([...codes])}); books logs: ${stored.join('; ')}; demo log: ${warnings.join(' | ').slice(0, 1500)}; recorder status: ${status}`,
+      );
       continue;
     }
     await page.locator(`#markets .market[data-family="${family}"][data-id=${JSON.stringify(pickId)}]`).click();
-    const drawn = await page.waitForFunction(() => Number((document.getElementById('depth') as HTMLElement).dataset.levels) > 0, undefined, { timeout: 20_000 })
-      .then(() => true, () => false);
+    const drawn = await page
+      .waitForFunction(() => Number((document.getElementById('depth') as HTMLElement).dataset.levels) > 0, undefined, { timeout: 20_000 })
+      .then(
+        () => true,
+        () => false,
+      );
     t.ok(drawn, `a ${family} market's depth chart renders (market ${pickId}: ${await page.textContent('#depth-info')})`);
   }
 
@@ -233,7 +306,11 @@ t.test('the page shows the demo\'s markets, coverage and a live depth chart in C
   await page.fill('#key-input', free);
   await page.click('#key-form button[type=submit]');
   await page.waitForSelector('#markets .market', { timeout: 30_000 });
-  t.equal(await page.$$eval('#markets .market[data-family="wallet-prediction"]', (els) => els.length), 0, 'a free key lists no paid-only markets');
+  t.equal(
+    await page.$$eval('#markets .market[data-family="wallet-prediction"]', (els) => els.length),
+    0,
+    'a free key lists no paid-only markets',
+  );
   t.match(await page.textContent('#markets'), /paid plan/, 'and the page says which plan they need');
   t.same(pageErrors, [], 'no script errors on the page');
 });

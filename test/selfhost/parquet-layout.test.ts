@@ -63,7 +63,9 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
     if (hidden(name)) continue;
     t.match(name, /\.parquet$/, `${name}: every visible file is Parquet`);
     dataFiles.push(file);
-    const manifest = JSON.parse(readFileSync(join(file, '..', '_manifest.json'), 'utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+    const manifest = JSON.parse(readFileSync(join(file, '..', '_manifest.json'), 'utf8')) as {
+      files: { file: string; bytes: number; sha256: string }[];
+    };
     const entry = manifest.files.find((f) => f.file === name);
     t.ok(entry, `${name} is listed in its partition's manifest`);
     t.equal(statSync(file).size, entry?.bytes, `${name} has the manifest's size`);
@@ -85,9 +87,14 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
     if (!byPair.has(pair)) byPair.set(pair, []);
     byPair.get(pair)!.push({ file, schema });
     const names = cols.map((c) => String(c.name));
-    for (const key of ['family', 'dataset', 'date']) t.notOk(names.includes(key), `${relative(root, file)} has no column "${key}" (it would clash with the partition column)`);
+    for (const key of ['family', 'dataset', 'date'])
+      t.notOk(names.includes(key), `${relative(root, file)} has no column "${key}" (it would clash with the partition column)`);
     for (const c of cols.filter((c) => c.name === 'receive_time' || c.name === 'source_time')) {
-      t.match(String(c.logical_type), /isAdjustedToUTC=1.*MICROS=MicroSeconds/, `${String(c.name)} is TIMESTAMP(MICROS, UTC) in ${relative(root, file)}`);
+      t.match(
+        String(c.logical_type),
+        /isAdjustedToUTC=1.*MICROS=MicroSeconds/,
+        `${String(c.name)} is TIMESTAMP(MICROS, UTC) in ${relative(root, file)}`,
+      );
     }
   }
   const multiDay = [...byPair.entries()].filter(([, files]) => files.length > 1);
@@ -99,11 +106,18 @@ t.test('compacted tree holds only Hive folders, manifest-listed data files and _
   // The DuckDB query each page prints reads the tree as documented, skipping the staging file.
   const manifestRows = dataFiles
     .filter((f) => f.includes(`family=coin${sep}dataset=book_changes${sep}`))
-    .reduce((n, f) => n + (JSON.parse(readFileSync(join(f, '..', '_manifest.json'), 'utf8')) as { files: { rows: number }[] }).files[0].rows, 0);
+    .reduce(
+      (n, f) => n + (JSON.parse(readFileSync(join(f, '..', '_manifest.json'), 'utf8')) as { files: { rows: number }[] }).files[0].rows,
+      0,
+    );
   for (const page of QUERY_PAGES) {
     const got = await rows(printedDuckdbQuery(page, dataDir));
     const total = got.reduce((n, r) => n + Number(r.rows), 0);
     t.equal(total, manifestRows, `the ${page} query counts exactly the manifest-listed rows (staging skipped)`);
-    t.same(new Set(got.map((r) => (r.date instanceof Date ? r.date.toISOString() : String(r.date)).slice(0, 10))), new Set(days), `${page}: the date partition column is discovered`);
+    t.same(
+      new Set(got.map((r) => (r.date instanceof Date ? r.date.toISOString() : String(r.date)).slice(0, 10))),
+      new Set(days),
+      `${page}: the date partition column is discovered`,
+    );
   }
 });

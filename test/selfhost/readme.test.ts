@@ -14,9 +14,11 @@ t.setTimeout(300_000);
 const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
 const section = /<!-- section:selfhost -->([\s\S]*?)<!-- \/section:selfhost -->/.exec(readme)?.[1] ?? '';
 /** Indented command lines of a text (its code blocks), comments stripped. */
-const commandsOf = (text: string): string[] => text.split('\n')
-  .filter((l) => /^ {4,}(npm |node |curl |KEY=)/.test(l))
-  .map((l) => l.trim().replace(/\s+#.*$/, ''));
+const commandsOf = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((l) => /^ {4,}(npm |node |curl |KEY=)/.test(l))
+    .map((l) => l.trim().replace(/\s+#.*$/, ''));
 const commands = commandsOf(section);
 const guideCommands = commandsOf(readFileSync(join(REPO, 'docs', 'self-hosting.md'), 'utf8'));
 
@@ -58,7 +60,11 @@ t.test('every command of the self-hosting walk-through works as printed', async 
   const create = commands.find((c) => c.startsWith('node dist/cli.js keys create'));
   t.ok(create, 'the README shows keys create');
   const guideKeys = guideCommands.filter((c) => c.startsWith('node dist/cli.js keys '));
-  t.same(guideKeys, commands.filter((c) => c.startsWith('node dist/cli.js keys ')), 'docs/self-hosting.md prints the same keys commands');
+  t.same(
+    guideKeys,
+    commands.filter((c) => c.startsWith('node dist/cli.js keys ')),
+    'docs/self-hosting.md prints the same keys commands',
+  );
   const created = await runCliOnce([...create!.replace('node dist/cli.js ', '').split(/\s+/), '--data-dir', dataDir]);
   t.equal(created.code, 0, `keys create exits 0 (${create} → ${created.stderr.trim()})`);
   const newKey = created.stdout.trim();

@@ -25,7 +25,10 @@ function bookMarkets(dataDir: string): Map<string, string[]> {
     } catch {
       continue;
     }
-    out.set(family, names.map((n) => decodeMarket(n)).filter((m): m is string => m !== null));
+    out.set(
+      family,
+      names.map((n) => decodeMarket(n)).filter((m): m is string => m !== null),
+    );
   }
   return out;
 }
@@ -126,23 +129,28 @@ t.test('two shard recorders and two servers over one data dir serve every market
       const id = encodeURIComponent(String(m.market_id ?? m.ticker));
       served.add(`${family}/${m.market_id ?? m.ticker}`);
       const coin = path.split('/')[2];
-      if (family === 'coin') perMarket.push(`/v3/${coin}/markets/${id}/snapshots?include_orderbook=true&limit=200`, `/v3/coverage?family=coin&market_id=${id}`);
-      else if (family === 'wallet-prediction') perMarket.push(`/v3/wallet-prediction/${id}/snapshots?limit=200`, `/v3/wallet-prediction/${id}/orderbook/latest`);
+      if (family === 'coin')
+        perMarket.push(`/v3/${coin}/markets/${id}/snapshots?include_orderbook=true&limit=200`, `/v3/coverage?family=coin&market_id=${id}`);
+      else if (family === 'wallet-prediction')
+        perMarket.push(`/v3/wallet-prediction/${id}/snapshots?limit=200`, `/v3/wallet-prediction/${id}/orderbook/latest`);
       else perMarket.push(`/v3/yesno-exchange/${id}/snapshots?include_orderbook=true&limit=200`);
     }
   }
   // A few requests in flight at a time: enough to finish quickly on a busy machine.
   for (let i = 0; i < perMarket.length; i += 8) {
-    await Promise.all(perMarket.slice(i, i + 8).map(async (p) => {
-      const [ra, rb] = await Promise.all(urls.map((u) => getJson(`${u}${p}`, key)));
-      // Each server names its own request id in error envelopes; everything else must match.
-      for (const r of [ra, rb]) if (r.body?.error) delete r.body.error.request_id;
-      if (ra.status !== rb.status || JSON.stringify(ra.body) !== JSON.stringify(rb.body)) t.fail(`${p} differs between servers`, { a: ra, b: rb });
-      else {
-        compared++;
-        if (ra.status === 200 && (Array.isArray(ra.body.data) ? ra.body.data.length > 0 : ra.body.data)) withData++;
-      }
-    }));
+    await Promise.all(
+      perMarket.slice(i, i + 8).map(async (p) => {
+        const [ra, rb] = await Promise.all(urls.map((u) => getJson(`${u}${p}`, key)));
+        // Each server names its own request id in error envelopes; everything else must match.
+        for (const r of [ra, rb]) if (r.body?.error) delete r.body.error.request_id;
+        if (ra.status !== rb.status || JSON.stringify(ra.body) !== JSON.stringify(rb.body))
+          t.fail(`${p} differs between servers`, { a: ra, b: rb });
+        else {
+          compared++;
+          if (ra.status === 200 && (Array.isArray(ra.body.data) ? ra.body.data.length > 0 : ra.body.data)) withData++;
+        }
+      }),
+    );
   }
   // Behind a load balancer consecutive pages hit different servers: a cursor from one works on the other.
   const firstPage = await getJson(`${urls[0]}/v3/btc/markets?limit=2`, key);
@@ -164,9 +172,21 @@ t.test('two shard recorders and two servers over one data dir serve every market
     for (const p of [dir, replica]) chmodSync(p, 0o755);
     execFileSync('chmod', ['-R', 'a+rX,a-w', replica]);
     const cli = cliForOtherUser(join(dir, 'cli'));
-    const ro = runCli(t, ['serve', '--data-dir', replica], { cli, cwd: join(dir, 'cli'), env, noLoader: true, uid: 65534, gid: 65534, readyTimeoutMs: 60_000 });
+    const ro = runCli(t, ['serve', '--data-dir', replica], {
+      cli,
+      cwd: join(dir, 'cli'),
+      env,
+      noLoader: true,
+      uid: 65534,
+      gid: 65534,
+      readyTimeoutMs: 60_000,
+    });
     const roUrl = await ro.ready;
-    for (const [what, path] of [['markets', '/v3/btc/markets?limit=1000'], ['coverage', '/v3/coverage?family=coin'], ['a cursor page', nextPath]]) {
+    for (const [what, path] of [
+      ['markets', '/v3/btc/markets?limit=1000'],
+      ['coverage', '/v3/coverage?family=coin'],
+      ['a cursor page', nextPath],
+    ]) {
       const [a, r] = await Promise.all([urls[0], roUrl].map((u) => getJson(`${u}${path}`, key)));
       t.same(r.body, a.body, `${what}: the read-only replica answers like the primary (${r.status})`);
     }

@@ -26,16 +26,19 @@ t.test('start without network prints one first key, logs upstream failures brief
   const dataDir = join(dir, 'data');
   const dead = `127.0.0.1:${await deadPort()}`;
   const config = join(dir, 'offline.json');
-  writeFileSync(config, JSON.stringify({
-    upstreams: {
-      // A generous request budget so the recorders fail (and log) many times within the test.
-      clob: { ws: `ws://${dead}/ws/market`, rest: `http://${dead}`, rate_per_s: 200 },
-      catalog: { rest: `http://${dead}`, rate_per_s: 200 },
-      yesno: { rest: `http://${dead}/trade-api/v2`, rate_per_s: 200 },
-      wallet: { rest: `http://${dead}`, ws: `ws://${dead}/ws`, rate_per_s: 200 },
-    },
-    recorders: { backoff_min_ms: 50, backoff_max_ms: 500, catalog_poll_ms: 200 },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      upstreams: {
+        // A generous request budget so the recorders fail (and log) many times within the test.
+        clob: { ws: `ws://${dead}/ws/market`, rest: `http://${dead}`, rate_per_s: 200 },
+        catalog: { rest: `http://${dead}`, rate_per_s: 200 },
+        yesno: { rest: `http://${dead}/trade-api/v2`, rate_per_s: 200 },
+        wallet: { rest: `http://${dead}`, ws: `ws://${dead}/ws`, rate_per_s: 200 },
+      },
+      recorders: { backoff_min_ms: 50, backoff_max_ms: 500, catalog_poll_ms: 200 },
+    }),
+  );
   const env = { PMTAPE_PORT: '0', PMTAPE_LOG_LEVEL: 'info' };
   // `start` listens before the recorders reach any upstream, so `ready` never waits for one.
   const first = runCli(t, ['start', '--config', config, '--data-dir', dataDir], { env, readyTimeoutMs: 90_000 });
@@ -57,8 +60,14 @@ t.test('start without network prints one first key, logs upstream failures brief
   t.match(await page.text(), /<title>pmtape<\/title>/, 'the page is the pmtape page');
 
   // Log lines are buffered (written at the latest half a second after they were logged): wait for them.
-  t.ok(await waitFor(async () => first.stdout.split('\n').some((l) => l.startsWith('{"level"')), 20_000, 50), 'pino JSON log lines go to stdout');
-  t.notOk(first.stderr.split('\n').some((l) => l.startsWith('{"level"')), 'and none to stderr');
+  t.ok(
+    await waitFor(async () => first.stdout.split('\n').some((l) => l.startsWith('{"level"')), 20_000, 50),
+    'pino JSON log lines go to stdout',
+  );
+  t.notOk(
+    first.stderr.split('\n').some((l) => l.startsWith('{"level"')),
+    'and none to stderr',
+  );
   const out = first.stdout + first.stderr;
   t.notMatch(out, /\n\s+at .+:\d+:\d+/, 'no stack traces in the output');
   const lines = out.split('\n').filter((l) => l.startsWith('{'));
@@ -79,7 +88,10 @@ t.test('when the upstreams die under a running start, gaps are recorded and the 
   const simConfig = join(dir, 'sim.json');
   const sim = runCli(t, ['sim', '--port', '0', '--seed', '9', '--window-scale', '0.2', '--config-out', simConfig]);
   await sim.ready;
-  const start = runCli(t, ['start', '--config', simConfig, '--data-dir', dataDir], { env: { PMTAPE_PORT: '0', PMTAPE_LOG_LEVEL: 'info' }, readyTimeoutMs: 60_000 });
+  const start = runCli(t, ['start', '--config', simConfig, '--data-dir', dataDir], {
+    env: { PMTAPE_PORT: '0', PMTAPE_LOG_LEVEL: 'info' },
+    readyTimeoutMs: 60_000,
+  });
   const url = await start.ready;
   const key = keyFrom(start.stdout)!;
   // The markets whose book feed is live right now (coverage says `connected`). Windows are short here
@@ -95,23 +107,31 @@ t.test('when the upstreams die under a running start, gaps are recorded and the 
     }
     return out;
   };
-  const live = await waitFor(async () => {
-    const l = await liveMarkets();
-    return l.length > 0 ? l : null;
-  }, 60_000, 500);
+  const live = await waitFor(
+    async () => {
+      const l = await liveMarkets();
+      return l.length > 0 ? l : null;
+    },
+    60_000,
+    500,
+  );
   t.ok(live, `books are being recorded live (${live?.join(', ')})`);
   const market = live?.[0];
 
   sim.proc.kill('SIGKILL'); // the network goes away mid-stream
-  const gapped = await waitFor(async () => {
-    for (const m of live ?? []) {
-      const res = await getJson(`${url}/v3/coverage?family=coin&market_id=${m}`, key);
-      const gaps = (res.body?.data?.gaps ?? []) as Array<{ reason: string }>;
-      const gap = gaps.find((g) => ['disconnected', 'upstream_error', 'stale'].includes(g.reason));
-      if (gap) return gap;
-    }
-    return null;
-  }, 60_000, 500);
+  const gapped = await waitFor(
+    async () => {
+      for (const m of live ?? []) {
+        const res = await getJson(`${url}/v3/coverage?family=coin&market_id=${m}`, key);
+        const gaps = (res.body?.data?.gaps ?? []) as Array<{ reason: string }>;
+        const gap = gaps.find((g) => ['disconnected', 'upstream_error', 'stale'].includes(g.reason));
+        if (gap) return gap;
+      }
+      return null;
+    },
+    60_000,
+    500,
+  );
   t.ok(gapped, `coverage shows a gap with its reason (${gapped?.reason})`);
   t.equal((await getJson(`${url}/healthz`)).status, 200, '/healthz still answers');
   const snaps = await getJson(`${url}/v3/btc/markets/${market}/snapshots?limit=5`, key);

@@ -25,7 +25,8 @@ const BURST = fileURLToPath(new URL('../../../test/fixtures/clob/ws_market_price
 t.test('the catalogue lists rolling up/down markets in the venue shape, and they resolve', async (t) => {
   const sim = await startSim({ seed: 2, windowScale: 0.005, coins: ['btc'], windows: ['5m'] });
   t.teardown(() => sim.close());
-  const get = async (q: string): Promise<Array<Record<string, unknown>>> => (await fetch(`${sim.url}/catalog/events?${q}`)).json() as Promise<Array<Record<string, unknown>>>;
+  const get = async (q: string): Promise<Array<Record<string, unknown>>> =>
+    (await fetch(`${sim.url}/catalog/events?${q}`)).json() as Promise<Array<Record<string, unknown>>>;
   const events = await get('series_slug=btc-up-or-down-5m');
   t.ok(events.length >= 3, 'current and upcoming windows are listed');
   const m = (events[0].markets as Array<Record<string, unknown>>)[0];
@@ -36,17 +37,24 @@ t.test('the catalogue lists rolling up/down markets in the venue shape, and they
   t.ok(normalizeCatalogMarket({ ...m, events: [events[0]] }, Date.now()), 'the recorder normalizer accepts it');
   t.same(await get('series_slug=eth-up-or-down-5m'), [], 'unconfigured coins are not listed');
   // Wait for one market to close and resolve (1.5 s windows, closes ~0.45 s after the end).
-  const resolved = await waitFor(async () => (await get('series_slug=btc-up-or-down-5m&closed=true')).some((e) => {
-    const mk = (e.markets as Array<Record<string, unknown>>)[0];
-    return ['["1","0"]', '["0","1"]'].includes(String(mk.outcomePrices)) && typeof mk.closedTime === 'string';
-  }), 8000, 200);
+  const resolved = await waitFor(
+    async () =>
+      (await get('series_slug=btc-up-or-down-5m&closed=true')).some((e) => {
+        const mk = (e.markets as Array<Record<string, unknown>>)[0];
+        return ['["1","0"]', '["0","1"]'].includes(String(mk.outcomePrices)) && typeof mk.closedTime === 'string';
+      }),
+    8000,
+    200,
+  );
   t.ok(resolved, 'a market closed and resolved with a winning outcome');
 });
 
 t.test('the market WebSocket sends a batched initial dump, streams changes and answers PING', async (t) => {
   const sim = await startSim({ seed: 3, windowScale: 0.02, rate: 200, coins: ['btc'], windows: ['5m'] });
   t.teardown(() => sim.close());
-  const events = await (await fetch(`${sim.url}/catalog/events?series_slug=btc-up-or-down-5m`)).json() as Array<{ markets: Array<{ clobTokenIds: string }> }>;
+  const events = (await (await fetch(`${sim.url}/catalog/events?series_slug=btc-up-or-down-5m`)).json()) as Array<{
+    markets: Array<{ clobTokenIds: string }>;
+  }>;
   const tokens = events.flatMap((e) => JSON.parse(e.markets[0].clobTokenIds) as string[]);
   const ws = new WebSocket(`${sim.url.replace('http', 'ws')}/clob/ws/market`);
   t.teardown(() => ws.terminate());
@@ -57,9 +65,16 @@ t.test('the market WebSocket sends a batched initial dump, streams changes and a
   ws.send('PING');
   t.ok(await waitFor(() => frames.includes('PONG') && frames.length > 20, 5000), 'PONG and a stream of events');
   const dump = JSON.parse(frames.find((f) => f.startsWith('['))!) as Array<{ event_type: string; bids: Array<{ price: string }> }>;
-  t.ok(dump.every((e) => e.event_type === 'book'), 'the initial dump is an array of books');
+  t.ok(
+    dump.every((e) => e.event_type === 'book'),
+    'the initial dump is an array of books',
+  );
   const bids = dump[0].bids.map((b) => Number(b.price));
-  t.same(bids, [...bids].sort((a, b) => a - b), 'levels arrive worst-to-best');
+  t.same(
+    bids,
+    [...bids].sort((a, b) => a - b),
+    'levels arrive worst-to-best',
+  );
   const books = new MarketBooks();
   let changes = 0;
   for (const f of frames) {
@@ -91,7 +106,11 @@ t.test('the model churns levels, trades and keeps the Down book the mirror of th
   const up = books.view(m.tokens[0])!;
   const down = books.view(m.tokens[1])!;
   t.ok(Number(up.bids[0][0]) < Number(up.asks[0][0]), 'the Up book is not crossed');
-  t.same(down.bids.map((l) => Number(l[0])), up.asks.map((l) => Math.round((1 - Number(l[0])) * 100) / 100), 'Down bids mirror Up asks');
+  t.same(
+    down.bids.map((l) => Number(l[0])),
+    up.asks.map((l) => Math.round((1 - Number(l[0])) * 100) / 100),
+    'Down bids mirror Up asks',
+  );
 });
 
 t.test('a few markets are cancelled before their window and the catalogue shows it', async (t) => {
@@ -128,7 +147,11 @@ t.test('a 429 upgrade carries Retry-After; unknown paths are 404', async (t) => 
 t.test('`pmtape sim` prints ready and writes a config that points at itself', async (t) => {
   const dir = tempDir();
   const cfgFile = join(dir, 'sim.json');
-  const child = spawn(process.execPath, [CLI, 'sim', '--port', '0', '--config-out', cfgFile, '--seed', '9', '--window-scale', '0.02', '--faults', 'gap=0.01'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'sim', '--port', '0', '--config-out', cfgFile, '--seed', '9', '--window-scale', '0.02', '--faults', 'gap=0.01'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   t.teardown(() => child.kill('SIGKILL'));
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -165,10 +188,14 @@ t.test('--replay serves the real burst and the recorder rebuilds the real final 
   });
   const burst = JSON.parse(readFileSync(BURST, 'utf8')) as unknown[];
   const final = normalizeClob(burst[50], 0)[0] as BookSnapshot;
-  const done = await waitFor(async () => {
-    const logs = await readAll(dir, 'books');
-    return [...logs.values()].some((recs) => recs.filter((r) => r.type === 'book').length >= 2);
-  }, 8000, 100);
+  const done = await waitFor(
+    async () => {
+      const logs = await readAll(dir, 'books');
+      return [...logs.values()].some((recs) => recs.filter((r) => r.type === 'book').length >= 2);
+    },
+    8000,
+    100,
+  );
   t.ok(done, 'both real books arrived');
   stopped = true;
   await host.stop();
@@ -179,7 +206,11 @@ t.test('--replay serves the real burst and the recorder rebuilds the real final 
   t.equal(deltas.length, 49, 'the deltas of the token with a snapshot; the other token had none');
   const lastBook = [...recs].reverse().find((r) => r.type === 'book') as BookSnapshot;
   t.same(lastBook.bids, final.bids);
-  t.same(recs.filter((r) => r.type === 'gap' && r.reason === 'sequence_gap'), [], 'no false loss on the real data');
+  t.same(
+    recs.filter((r) => r.type === 'gap' && r.reason === 'sequence_gap'),
+    [],
+    'no false loss on the real data',
+  );
 });
 
 t.test('--replay keeps the recorded pace of {recv_ts, msg} lines (scaled by the speed)', async (t) => {

@@ -9,7 +9,15 @@ t.test('the API.md example spec parses into rates and a drop period', async (t) 
 });
 
 t.test('extra faults and their durations parse; an empty spec means no faults', async (t) => {
-  t.match(parseFaults('slow=0.1,slow_ms=2s,dup=0.5,unknown=1,stall_ms=250ms,retry_after_s=3,drop=0.001'), { slow: 0.1, slowMs: 2000, dup: 0.5, unknown: 1, stallMs: 250, retryAfterS: 3, drop: 0.001 });
+  t.match(parseFaults('slow=0.1,slow_ms=2s,dup=0.5,unknown=1,stall_ms=250ms,retry_after_s=3,drop=0.001'), {
+    slow: 0.1,
+    slowMs: 2000,
+    dup: 0.5,
+    unknown: 1,
+    stallMs: 250,
+    retryAfterS: 3,
+    drop: 0.001,
+  });
   t.same(parseFaults(''), NO_FAULTS);
   t.same(parseFaults(undefined), NO_FAULTS);
 });
@@ -36,7 +44,11 @@ t.test('the dice are deterministic for a seed and hit their rate', async (t) => 
 
 t.test('garbled frames are never valid JSON', async (t) => {
   const d = new FaultDice(NO_FAULTS, rng(5));
-  const text = JSON.stringify({ event_type: 'price_change', market: '0xabc', price_changes: [{ asset_id: '1', price: '0.5', size: '1', side: 'BUY' }] });
+  const text = JSON.stringify({
+    event_type: 'price_change',
+    market: '0xabc',
+    price_changes: [{ asset_id: '1', price: '0.5', size: '1', side: 'BUY' }],
+  });
   for (let i = 0; i < 200; i++) t.throws(() => JSON.parse(d.garble(text)));
 });
 

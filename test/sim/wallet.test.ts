@@ -10,7 +10,9 @@ import { normalizeWalletMarket } from '../../src/recorders/wallet/normalize.js';
  *  there too), so no market the tests watch closes while they run, however slow the machine.
  *  On the wall clock a test could meet a window's end and its pushes stop (a CI failure). */
 function midWindowClock(): () => number {
-  const W = 90_000, base = Date.now(), origin = Math.floor(base / W) * W + W + 1000;
+  const W = 90_000,
+    base = Date.now(),
+    origin = Math.floor(base / W) * W + W + 1000;
   return () => origin + (Date.now() - base);
 }
 
@@ -61,7 +63,10 @@ t.test('REST lists topics and markets with cursors; markets join topics with eve
     paged.push(...p.body.data.map((x: any) => x.marketTopicId));
     cursor = p.body.cursor;
   }
-  t.same(paged, topics.body.data.map((x: any) => x.marketTopicId));
+  t.same(
+    paged,
+    topics.body.data.map((x: any) => x.marketTopicId),
+  );
   const now = listedAt;
   const running = topics.body.data.filter((x: any) => Date.parse(x.startTime) <= now - 500 && now + 500 < Date.parse(x.endTime));
   t.ok(running.length >= 4 && running.length <= 6, 'one running window per coin × window length');
@@ -82,9 +87,16 @@ t.test('REST books, metric samples, and the operator key when the venue wants on
   t.equal(book.body.data.marketId, id);
   t.type(book.body.data.version, 'number');
   const bids = book.body.data.bids.map((l: number[]) => l[0]);
-  t.same(bids, [...bids].sort((a, b) => b - a), 'bids best first');
+  t.same(
+    bids,
+    [...bids].sort((a, b) => b - a),
+    'bids best first',
+  );
   const stats = await get(`/v1/markets/${id}/stats`);
-  t.same(stats.body.data.outcomes.map((o: any) => o.name), ['Up', 'Down']);
+  t.same(
+    stats.body.data.outcomes.map((o: any) => o.name),
+    ['Up', 'Down'],
+  );
   for (const o of stats.body.data.outcomes) for (const k of ['chance', 'price', 'lastTradePrice']) t.type(o[k], 'number');
   t.equal((await get('/v1/markets/1/orderbook')).status, 404);
   w.settings.apiKey = 'k-123';
@@ -102,7 +114,10 @@ t.test('WebSocket: subscribe is acknowledged, snapshots are pushed, heartbeats m
   c.send({ method: 'subscribe', requestId: 2, params: ['predictOrderbook/999'] });
   c.send({ method: 'dance', requestId: 3 });
   t.ok(await c.wait(() => c.frames.some((f) => f.topic === `predictOrderbook/${id}`)), 'a full snapshot arrives');
-  t.same(c.frames.find((f) => f.requestId === 1), { type: 'R', requestId: 1, success: true, data: null });
+  t.same(
+    c.frames.find((f) => f.requestId === 1),
+    { type: 'R', requestId: 1, success: true, data: null },
+  );
   t.equal(c.frames.find((f) => f.requestId === 2).error.code, 'INVALID_TOPIC');
   t.equal(c.frames.find((f) => f.requestId === 3).error.code, 'INVALID_METHOD');
   const push = c.frames.find((f) => f.topic === `predictOrderbook/${id}`).data;
@@ -129,7 +144,8 @@ t.test('WebSocket delivery is unordered and duplicated at the configured rates; 
   const versions = (): number[] => c.frames.filter((f) => f.topic === `predictOrderbook/${watched}`).map((f) => f.data.version);
   const perMarket = (): number[][] => {
     const by = new Map<number, number[]>();
-    for (const f of c.frames) if (f.topic?.startsWith('predictOrderbook/')) by.set(f.data.marketId, [...(by.get(f.data.marketId) ?? []), f.data.version]);
+    for (const f of c.frames)
+      if (f.topic?.startsWith('predictOrderbook/')) by.set(f.data.marketId, [...(by.get(f.data.marketId) ?? []), f.data.version]);
     return [...by.values()];
   };
   const duplicated = (): boolean => new Set(versions()).size < versions().length;
@@ -148,13 +164,24 @@ t.test('WebSocket delivery is unordered and duplicated at the configured rates; 
 
 t.test('the universe settles ties as a push, cancels some windows, and is deterministic per seed', async (t) => {
   const now = Date.UTC(2026, 6, 1, 12);
-  const mk = (seed: number) => new WalletUniverse({ seed, windowScale: 1, coins: ['btc', 'eth', 'bnb'], windows: ['5m', '15m'], bookStepMs: 1000, now: () => now });
+  const mk = (seed: number) =>
+    new WalletUniverse({ seed, windowScale: 1, coins: ['btc', 'eth', 'bnb'], windows: ['5m', '15m'], bookStepMs: 1000, now: () => now });
   const all = [];
   const u = mk(5);
   for (let k = 0; k < 300; k++) all.push((u as any).make('btc', '5m', 5_000_000 + k));
   t.ok(all.filter((m) => m.endPrice === m.startPrice).length >= 10, 'ties happen');
-  t.ok(all.some((m) => m.cancelled), 'cancellations happen');
-  t.same(mk(5).list().map((m) => [m.id, m.slug, m.conditionId, m.tokens]), mk(5).list().map((m) => [m.id, m.slug, m.conditionId, m.tokens]));
+  t.ok(
+    all.some((m) => m.cancelled),
+    'cancellations happen',
+  );
+  t.same(
+    mk(5)
+      .list()
+      .map((m) => [m.id, m.slug, m.conditionId, m.tokens]),
+    mk(5)
+      .list()
+      .map((m) => [m.id, m.slug, m.conditionId, m.tokens]),
+  );
   t.notSame(mk(5).list()[0].conditionId, mk(6).list()[0].conditionId);
   for (const m of u.list()) t.match(m.slug, /^(btc|eth|bnb)-updown-(5m|15m)-\d{10}$/);
 });

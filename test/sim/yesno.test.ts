@@ -10,7 +10,9 @@ import { normalizeOrderbook } from '../../src/recorders/yesno/normalize.js';
  *  roll over between two requests of a test, however slow the machine (on the wall clock it did:
  *  CI saw a cursor walk list one market fewer at the start and one more at the end). */
 function midWindowClock(): () => number {
-  const W = 90_000, base = Date.now(), origin = Math.floor(base / W) * W + W + 1000;
+  const W = 90_000,
+    base = Date.now(),
+    origin = Math.floor(base / W) * W + W + 1000;
   return () => origin + (Date.now() - base);
 }
 
@@ -60,7 +62,11 @@ t.test('markets page with an opaque cursor; filters by series, status, event and
   }
   t.same(paged, tickers, 'following the cursor lists each market once');
   const open = await get('/markets?status=open');
-  t.same(open.body.markets.map((m: any) => m.status), ['active', 'active'], 'one active market per listed series');
+  t.same(
+    open.body.markets.map((m: any) => m.status),
+    ['active', 'active'],
+    'one active market per listed series',
+  );
   const settled = await get('/markets?series_ticker=KXBTC15M&status=settled');
   t.ok(settled.body.markets.length >= 5);
   for (const m of settled.body.markets) {
@@ -69,7 +75,10 @@ t.test('markets page with an opaque cursor; filters by series, status, event and
     t.equal(m.settlement_value_dollars, m.result === 'yes' ? '1.0000' : '0.0000');
   }
   const ev = all.body.markets[3].event_ticker;
-  t.same((await get(`/markets?event_ticker=${ev}`)).body.markets.map((m: any) => m.event_ticker), [ev]);
+  t.same(
+    (await get(`/markets?event_ticker=${ev}`)).body.markets.map((m: any) => m.event_ticker),
+    [ev],
+  );
   const minClose = Math.floor(Date.parse(all.body.markets[8].close_time) / 1000);
   t.equal((await get(`/markets?series_ticker=KXBTC15M&min_close_ts=${minClose}`)).body.markets.length, 3);
   for (const bad of ['/markets?limit=0', '/markets?limit=1001', '/markets?cursor=%21%21', '/markets?status=weird']) {
@@ -97,7 +106,11 @@ t.test('order books come in the fixed-point and the legacy form, ascending, cut 
   const fp = await get(`/markets/${ticker}/orderbook?depth=5&format=fixed`);
   t.ok(fp.body.orderbook_fp.yes_dollars.length <= 5);
   const ys = fp.body.orderbook_fp.yes_dollars.map((l: string[]) => Number(l[0]));
-  t.same(ys, [...ys].sort((a, b) => a - b), 'ascending, best bid last');
+  t.same(
+    ys,
+    [...ys].sort((a, b) => a - b),
+    'ascending, best bid last',
+  );
   for (const l of fp.body.orderbook_fp.yes_dollars) t.match(l, [/^\d\.\d{4}$/, /^\d+\.\d{2}$/]);
   const legacy = await get(`/markets/${ticker}/orderbook?format=legacy`);
   for (const l of legacy.body.orderbook.yes) t.ok(Number.isInteger(l[0]) && Number.isInteger(l[1]), 'integer cents and counts');
@@ -107,7 +120,15 @@ t.test('order books come in the fixed-point and the legacy form, ascending, cut 
   t.equal(b.units, 'cents');
   t.equal((await get(`/markets/${ticker}/orderbook?depth=101`)).status, 400);
   // without the switch each market answers in its own form: `mixed` gives some the legacy form
-  const u = new YesNoUniverse({ seed: 3, windowScale: 1, stepMs: 1000, bookFormat: 'mixed', keepWindows: 40, aheadWindows: 0, now: () => Date.UTC(2026, 6, 1) });
+  const u = new YesNoUniverse({
+    seed: 3,
+    windowScale: 1,
+    stepMs: 1000,
+    bookFormat: 'mixed',
+    keepWindows: 40,
+    aheadWindows: 0,
+    now: () => Date.UTC(2026, 6, 1),
+  });
   const forms = new Set(u.list('KXBTC15M').map((m) => m.legacy));
   t.same([...forms].sort(), [false, true], 'both forms occur');
 });
@@ -129,7 +150,11 @@ t.test('past 20 reads/s the venue answers 429 with Retry-After', async (t) => {
     await r.text();
     statuses.push([r.status, r.headers.get('retry-after')]);
   }
-  t.same(statuses.slice(0, 20).map((x) => x[0]), Array(20).fill(200), 'a burst of 20 is served');
+  t.same(
+    statuses.slice(0, 20).map((x) => x[0]),
+    Array(20).fill(200),
+    'a burst of 20 is served',
+  );
   t.same(statuses.slice(20), Array(5).fill([429, '1']), 'then 429 with Retry-After: 1');
   clock += 1000;
   t.equal((await fetch(`${base}/series/KXBTC15M`)).status, 200, 'served again once the second has passed');
@@ -142,7 +167,10 @@ t.test('the same seed gives the same markets and books', async (t) => {
   const a = mk();
   const b = mk();
   const ta = a.list('KXBTC15M');
-  t.same(ta.map((m) => m.ticker), b.list('KXBTC15M').map((m) => m.ticker));
+  t.same(
+    ta.map((m) => m.ticker),
+    b.list('KXBTC15M').map((m) => m.ticker),
+  );
   t.same(a.book(ta[2]), b.book(b.list('KXBTC15M')[2]));
   const c = new YesNoUniverse({ seed: 10, windowScale: 1, stepMs: 2000, bookFormat: 'fixed', keepWindows: 2, aheadWindows: 1, now });
   t.notSame(a.book(ta[2]), c.book(c.list('KXBTC15M')[2]), 'another seed, another book');
@@ -152,7 +180,16 @@ t.test('garbage faults truncate bodies; the host injects 5xx', async (t) => {
   const { get } = await sim(t, 'garbage=0.5,http5xx=0.2');
   const rs = [];
   for (let i = 0; i < 15; i++) rs.push(await get('/series/KXBTC15M'));
-  t.ok(rs.some((r) => r.status === 200 && typeof r.body === 'string'), 'some bodies are not JSON');
-  t.ok(rs.some((r) => r.status >= 500), 'some answers are 5xx');
-  t.ok(rs.some((r) => r.status === 200 && typeof r.body === 'object'), 'some are fine');
+  t.ok(
+    rs.some((r) => r.status === 200 && typeof r.body === 'string'),
+    'some bodies are not JSON',
+  );
+  t.ok(
+    rs.some((r) => r.status >= 500),
+    'some answers are 5xx',
+  );
+  t.ok(
+    rs.some((r) => r.status === 200 && typeof r.body === 'object'),
+    'some are fine',
+  );
 });

@@ -40,7 +40,11 @@ t.test('a second writer is refused in the same process and in another process, u
   const again = startNode(helperPath('writer-child.js'), [dir, key.market, String(MIDNIGHT), '3']);
   t.teardown(() => kill9(again));
   await again.waitFor(/^done 3$/);
-  t.same((await seqsAndDays(dir)).map((x) => x[0]), [1, 2, 3], 'after close another process writes');
+  t.same(
+    (await seqsAndDays(dir)).map((x) => x[0]),
+    [1, 2, 3],
+    'after close another process writes',
+  );
 });
 
 t.test("a dead process's lock is taken over", async (t) => {
@@ -74,9 +78,19 @@ t.test('seq continues across reopen and day files; records land in the day file 
   w = await openWriter(dir, key, { fsyncIntervalMs: 1 });
   t.equal(w.lastRecord()?.seq, 2);
   const ps = [w.append(trade(MIDNIGHT - 1, 3)), w.append(trade(MIDNIGHT, 4)), w.append(trade(MIDNIGHT + 1, 5))];
-  t.same((await Promise.all(ps)).map((r) => r.seq), [3, 4, 5], 'one batch spanning midnight');
+  t.same(
+    (await Promise.all(ps)).map((r) => r.seq),
+    [3, 4, 5],
+    'one batch spanning midnight',
+  );
   await w.close();
-  t.same(await seqsAndDays(dir), [[1, '2026-10-02'], [2, '2026-10-02'], [3, '2026-10-02'], [4, '2026-10-03'], [5, '2026-10-03']]);
+  t.same(await seqsAndDays(dir), [
+    [1, '2026-10-02'],
+    [2, '2026-10-02'],
+    [3, '2026-10-02'],
+    [4, '2026-10-03'],
+    [5, '2026-10-03'],
+  ]);
   // An empty newest day file (created, nothing written) falls back to the older day's last seq.
   writeFileSync(logFilePath(dir, key, '2026-10-05'), '');
   w = await openWriter(dir, key);

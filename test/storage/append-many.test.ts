@@ -39,14 +39,27 @@ t.test('a group gets consecutive seqs in order, between single appends, and read
   const [r1, rg, r3] = await Promise.all([p1, pg, p3]);
   t.same(order, ['one', 'group', 'three'], 'promises settle in call order');
   t.equal(r1.seq, 1);
-  t.same(rg.map((r) => r.seq), group.map((_, i) => i + 2), 'the group takes seqs 2..51');
+  t.same(
+    rg.map((r) => r.seq),
+    group.map((_, i) => i + 2),
+    'the group takes seqs 2..51',
+  );
   t.equal(r3.seq, 52, 'the next append continues after the group');
-  t.ok(rg.every((r, i) => isDeepStrictEqual(r, { ...group[i], seq: i + 2 })), 'each result is its record plus seq');
+  t.ok(
+    rg.every((r, i) => isDeepStrictEqual(r, { ...group[i], seq: i + 2 })),
+    'each result is its record plus seq',
+  );
   t.same(w.lastRecord(), { ...trade(MIDNIGHT + 100, 52), seq: 52 }, 'lastRecord is the newest');
   const all = await readAll(dir);
   t.equal(all.length, 52);
-  t.ok(all.every(({ rec }, i) => rec.seq === i + 1), 'the file holds them in seq order');
-  t.ok(all.slice(1, 51).every(({ rec }, i) => isDeepStrictEqual(rec, { ...group[i], seq: i + 2 })), 'every grouped record reads back exactly');
+  t.ok(
+    all.every(({ rec }, i) => rec.seq === i + 1),
+    'the file holds them in seq order',
+  );
+  t.ok(
+    all.slice(1, 51).every(({ rec }, i) => isDeepStrictEqual(rec, { ...group[i], seq: i + 2 })),
+    'every grouped record reads back exactly',
+  );
   t.same(await w.appendMany([]), [], 'an empty group resolves to nothing');
   await w.close();
   const again = await openWriter(dir, key);
@@ -78,13 +91,23 @@ t.test('a group across UTC midnight is split into both day files with their own 
   const group = Array.from({ length: 40 }, (_, i) => book(MIDNIGHT - 20 + i, i + 1, 30));
   const recs = await w.appendMany(group);
   await w.close();
-  t.same(recs.map((r) => r.seq), group.map((_, i) => i + 1));
+  t.same(
+    recs.map((r) => r.seq),
+    group.map((_, i) => i + 1),
+  );
   t.same(await listDays(dir, key), ['2026-10-02', '2026-10-03']);
   const all = await readAll(dir);
-  t.same(all.map((x) => x.day), group.map((o) => (o.recv_ts < MIDNIGHT ? '2026-10-02' : '2026-10-03')), 'each record is in the day file of its recv_ts');
+  t.same(
+    all.map((x) => x.day),
+    group.map((o) => (o.recv_ts < MIDNIGHT ? '2026-10-02' : '2026-10-03')),
+    'each record is in the day file of its recv_ts',
+  );
   for (const day of ['2026-10-02', '2026-10-03']) {
     const checks = await checkLogFile(logFilePath(dir, key, day), { repair: false });
-    t.ok(checks.every((c) => c.ok), `${day}: log and index match a rebuild (${JSON.stringify(checks)})`);
+    t.ok(
+      checks.every((c) => c.ok),
+      `${day}: log and index match a rebuild (${JSON.stringify(checks)})`,
+    );
   }
 });
 
@@ -93,18 +116,28 @@ t.test('checkpoint flags mark the index: one flag for all, or one per record', a
   const w = await openWriter(dir, key);
   const base = MIDNIGHT + 1000;
   const flags = [false, true, false, false, true, false];
-  await w.appendMany(flags.map((_, i) => book(base + i * 10, i + 1, 3)), { checkpoint: flags });
+  await w.appendMany(
+    flags.map((_, i) => book(base + i * 10, i + 1, 3)),
+    { checkpoint: flags },
+  );
   await w.appendMany([book(base + 100, 7, 3), book(base + 110, 8, 3)], { checkpoint: true });
-  await t.rejects(w.appendMany([book(base + 200, 9, 3)], { checkpoint: [true, false] }), StorageError, 'a flag list of the wrong length is refused');
+  await t.rejects(
+    w.appendMany([book(base + 200, 9, 3)], { checkpoint: [true, false] }),
+    StorageError,
+    'a flag list of the wrong length is refused',
+  );
   await w.close();
   const r = openReader(dir, key);
   t.equal((await r.checkpointAtOrBefore(base + 45))?.rec.seq, 5, 'the newest checkpoint at or before T (per-record flags)');
   t.equal((await r.checkpointAtOrBefore(base + 39))?.rec.seq, 2);
-  t.equal((await r.checkpointAtOrBefore(base + 5)), null, 'none before the first flagged record');
+  t.equal(await r.checkpointAtOrBefore(base + 5), null, 'none before the first flagged record');
   t.equal((await r.checkpointAtOrBefore(base + 105))?.rec.seq, 7, 'flag for all: the first of the group');
   t.equal((await r.checkpointAtOrBefore(base + 1000))?.rec.seq, 8, 'and the second');
   const checks = await checkLogFile(logFilePath(dir, key, '2026-10-03'), { repair: false });
-  t.ok(checks.every((c) => c.ok), 'the index equals a rebuild from the log');
+  t.ok(
+    checks.every((c) => c.ok),
+    'the index equals a rebuild from the log',
+  );
 });
 
 t.test('a group with one bad record is refused whole: nothing written, seq unchanged', async (t) => {
@@ -117,14 +150,29 @@ t.test('a group with one bad record is refused whole: nothing written, seq uncha
   await t.rejects(w.appendMany(backwards), { name: 'StorageError', message: /record 2 of 3/ }, 'time going backwards inside the group');
   await t.rejects(w.appendMany([trade(MIDNIGHT + 49, 2)]), StorageError, 'older than the log');
   const unencodable = { ...trade(MIDNIGHT + 60, 3), size: 10n } as unknown as Observation;
-  await t.rejects(w.appendMany([trade(MIDNIGHT + 60, 2), unencodable]), { name: 'StorageError', message: /record 1 of 2/ }, 'a value JSON cannot hold');
-  await t.rejects(w.appendMany([trade(MIDNIGHT + 60, 2), { ...trade(MIDNIGHT + 61, 3), type: 'nope' } as unknown as Observation]), StorageError, 'an unknown type');
+  await t.rejects(
+    w.appendMany([trade(MIDNIGHT + 60, 2), unencodable]),
+    { name: 'StorageError', message: /record 1 of 2/ },
+    'a value JSON cannot hold',
+  );
+  await t.rejects(
+    w.appendMany([trade(MIDNIGHT + 60, 2), { ...trade(MIDNIGHT + 61, 3), type: 'nope' } as unknown as Observation]),
+    StorageError,
+    'an unknown type',
+  );
   await t.rejects(w.appendMany('nope' as unknown as Observation[]), StorageError, 'not an array');
   await w.flush();
   t.equal(statSync(logFilePath(dir, key, '2026-10-03')).size, size, 'the log did not grow');
   const ok = await w.appendMany([trade(MIDNIGHT + 60, 2), trade(MIDNIGHT + 61, 3)]);
-  t.same(ok.map((r) => r.seq), [2, 3], 'the next group takes the next seqs: no hole');
-  t.same((await readAll(dir)).map(({ rec }) => rec.seq), [1, 2, 3]);
+  t.same(
+    ok.map((r) => r.seq),
+    [2, 3],
+    'the next group takes the next seqs: no hole',
+  );
+  t.same(
+    (await readAll(dir)).map(({ rec }) => rec.seq),
+    [1, 2, 3],
+  );
 });
 
 t.test('the caller may reuse its array once appendMany returns', async (t) => {
@@ -135,7 +183,11 @@ t.test('the caller may reuse its array once appendMany returns', async (t) => {
   const p = w.appendMany(arr);
   arr.length = 0;
   arr.push(trade(MIDNIGHT + 9, 9));
-  t.same((await p).map((r) => r.seq), [1, 2], 'the results follow what was appended');
+  t.same(
+    (await p).map((r) => r.seq),
+    [1, 2],
+    'the results follow what was appended',
+  );
   const bytes = readFileSync(logFilePath(dir, key, '2026-10-03'));
   t.ok(bytes.includes(Buffer.from('"size":"2"')), 'and so does the file');
 });
@@ -155,7 +207,7 @@ t.test('every acknowledged group survives kill -9 exactly once, across midnight'
     // Kill at a random moment: once a random number of records is acknowledged, plus up to 5 ms.
     const target = at + 100 + Math.floor(Math.random() * 200);
     const lastAcked = (): number => Math.max(0, ...child.lines.map((l) => Number(/^ack \d+ (\d+)$/.exec(l)?.[1] ?? 0)));
-    for (const until = Date.now() + 10_000; Date.now() < until && lastAcked() < target; ) await new Promise((r) => setTimeout(r, 2));
+    for (const until = Date.now() + 10_000; Date.now() < until && lastAcked() < target;) await new Promise((r) => setTimeout(r, 2));
     await new Promise((r) => setTimeout(r, Math.random() * 5));
     await kill9(child);
     for (const l of child.lines) {
@@ -167,13 +219,27 @@ t.test('every acknowledged group survives kill -9 exactly once, across midnight'
   const w = await openWriter(dir, k);
   await w.close();
   const checks = await verifyDataDir(dir, { repair: false });
-  t.same(checks.filter((c) => !c.ok), [], 'verify finds no damage after recovery');
+  t.same(
+    checks.filter((c) => !c.ok),
+    [],
+    'verify finds no damage after recovery',
+  );
   t.same(await listDays(dir, k), ['2026-10-02', '2026-10-03'], 'the groups spanned midnight');
   const seen = (await readAll(dir, k)).map(({ rec }) => rec);
-  t.ok(seen.every((rec, i) => rec.seq === i + 1), 'seqs run 1..n with no hole and no repeat');
-  t.ok(seen.every((rec) => isDeepStrictEqual(rec, { ...mixed(rec.recv_ts, rec.seq), seq: rec.seq })), 'every record reads back exactly');
+  t.ok(
+    seen.every((rec, i) => rec.seq === i + 1),
+    'seqs run 1..n with no hole and no repeat',
+  );
+  t.ok(
+    seen.every((rec) => isDeepStrictEqual(rec, { ...mixed(rec.recv_ts, rec.seq), seq: rec.seq })),
+    'every record reads back exactly',
+  );
   const present = new Set(seen.map((r) => r.seq));
-  t.same([...acked].filter((s) => !present.has(s)), [], 'no acknowledged record is lost');
+  t.same(
+    [...acked].filter((s) => !present.has(s)),
+    [],
+    'no acknowledged record is lost',
+  );
 });
 
 t.test('write and writeMany: the same log, seqs and acknowledgement, with nothing handed back', async (t) => {
@@ -189,9 +255,17 @@ t.test('write and writeMany: the same log, seqs and acknowledgement, with nothin
   const p4 = w.writeMany([trade(MIDNIGHT + 5, 5), trade(MIDNIGHT + 6, 6)]);
   t.same(await Promise.all([p1, p2, p4]), [undefined, undefined, undefined], 'resolved with nothing once fsynced');
   t.equal((await p3).seq, 4, 'an append between them gets the next seq');
-  t.same((await readAll(dir)).map(({ rec }) => rec.seq), [1, 2, 3, 4, 5, 6], 'all on disk, in order');
+  t.same(
+    (await readAll(dir)).map(({ rec }) => rec.seq),
+    [1, 2, 3, 4, 5, 6],
+    'all on disk, in order',
+  );
   t.equal((await openReader(dir, key).checkpointAtOrBefore(MIDNIGHT + 10))?.rec.seq, 3, 'checkpoint flags apply');
   await t.rejects(w.write(trade(MIDNIGHT, 7)), StorageError, 'write refuses a record older than the log');
-  await t.rejects(w.writeMany([trade(MIDNIGHT + 7, 7), trade(MIDNIGHT + 6, 8)]), { name: 'StorageError', message: /record 1 of 2/ }, 'writeMany is all or nothing');
+  await t.rejects(
+    w.writeMany([trade(MIDNIGHT + 7, 7), trade(MIDNIGHT + 6, 8)]),
+    { name: 'StorageError', message: /record 1 of 2/ },
+    'writeMany is all or nothing',
+  );
   t.same(await w.writeMany([]), undefined, 'an empty group resolves at once');
 });

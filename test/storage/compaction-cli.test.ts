@@ -58,7 +58,10 @@ t.test('compact and verify on the command line', async (t) => {
   await fh.close();
   const damaged = await run(['verify', '--data-dir', dir]);
   t.equal(damaged.code, 1);
-  t.match(damaged.stdout, new RegExp(`damaged: .*book_changes-${d2}-0000\\.parquet: sha256 differs from the manifest; run \`pmtape compact --date ${d2}\``));
+  t.match(
+    damaged.stdout,
+    new RegExp(`damaged: .*book_changes-${d2}-0000\\.parquet: sha256 differs from the manifest; run \`pmtape compact --date ${d2}\``),
+  );
 
   await writeFile(join(pdir, 'stray.parquet'), 'x');
   await unlink(join(dir, 'parquet', 'family=coin', 'dataset=metrics', `date=${d2}`, '_manifest.json'));

@@ -50,11 +50,18 @@ t.test('a compactor killed at any point leaves old or new state, never half', as
   await compactDay(ref, day);
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
-  t.teardown(() => { conn.closeSync(); db.closeSync(); });
+  t.teardown(() => {
+    conn.closeSync();
+    db.closeSync();
+  });
   const rowsOf = async (dir: string): Promise<string> => {
-    const visible = (await Promise.all((await listPartitions(dir)).map((p) => readdir(p.dir)))).flat().filter((n) => n.endsWith('.parquet'));
+    const visible = (await Promise.all((await listPartitions(dir)).map((p) => readdir(p.dir))))
+      .flat()
+      .filter((n) => n.endsWith('.parquet'));
     if (visible.length === 0) return '[]'; // nothing visible yet: the old state
-    const r = await conn.runAndReadAll(`SELECT family, dataset, count(*) AS n, sum(seq) AS s FROM read_parquet('${dir}/parquet/**/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL ORDER BY ALL`);
+    const r = await conn.runAndReadAll(
+      `SELECT family, dataset, count(*) AS n, sum(seq) AS s FROM read_parquet('${dir}/parquet/**/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL ORDER BY ALL`,
+    );
     return JSON.stringify(r.getRowObjectsJson());
   };
   const refRows = await rowsOf(ref);
@@ -83,7 +90,9 @@ t.test('a compactor killed at any point leaves old or new state, never half', as
     const dir = join(base, `run${i}`);
     await cp(pt.from ?? template, dir, { recursive: true });
     const out = await runChild(dir, pt.hold, pt.afterMs);
-    const label = pt.hold ? `killed after step "${pt.hold}"${pt.from ? ' of a rebuild' : ''}` : `killed after ${pt.afterMs} ms (${out.split('\n').filter(Boolean).length} steps printed)`;
+    const label = pt.hold
+      ? `killed after step "${pt.hold}"${pt.from ? ' of a rebuild' : ''}`
+      : `killed after ${pt.afterMs} ms (${out.split('\n').filter(Boolean).length} steps printed)`;
 
     // Consistency: every visible data file is complete; every manifest matches its file.
     for (const p of await listPartitions(dir)) {
@@ -99,9 +108,15 @@ t.test('a compactor killed at any point leaves old or new state, never half', as
 
     // A rerun completes and yields exactly the reference data.
     await compactDay(dir, day);
-    t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], `${label}: rerun leaves no problem`);
+    t.same(
+      (await checkPartitions(dir, false)).filter((c) => !c.ok),
+      [],
+      `${label}: rerun leaves no problem`,
+    );
     t.equal(await rowsOf(dir), refRows, `${label}: rerun gives the reference rows`);
-    const leftovers = (await Promise.all((await listPartitions(dir)).map((p) => readdir(p.dir)))).flat().filter((n) => n.startsWith('_') && n !== '_manifest.json');
+    const leftovers = (await Promise.all((await listPartitions(dir)).map((p) => readdir(p.dir))))
+      .flat()
+      .filter((n) => n.startsWith('_') && n !== '_manifest.json');
     t.same(leftovers, [], `${label}: no staging leftovers after the rerun`);
   }
 });

@@ -41,7 +41,13 @@ async function observe(r: LogReader): Promise<Record<string, unknown>> {
     latest_position: pview(await r.latestPosition()),
     first: view([await r.first()]),
   };
-  const times = [dayStartMs(days[0])! - 5, dayStartMs(days[1])!, dayStartMs(days[1])! + 3_600_000 + 17, dayStartMs(days[2])! + 12 * 3_600_000, NOW + DAY_MS];
+  const times = [
+    dayStartMs(days[0])! - 5,
+    dayStartMs(days[1])!,
+    dayStartMs(days[1])! + 3_600_000 + 17,
+    dayStartMs(days[2])! + 12 * 3_600_000,
+    NOW + DAY_MS,
+  ];
   for (const tm of times) {
     o[`seekTime ${tm}`] = pview(await r.seekTime(tm));
     o[`checkpoint ${tm}`] = view([await r.checkpointAtOrBefore(tm)]);
@@ -64,7 +70,15 @@ t.test('reads are identical before and after compaction and log deletion', async
   await writeFixture(dir, { days, booksPerDay: 1000, coinMarkets: 2 });
   // A live day as well: today stays in its log.
   const live = await openWriter(dir, { family: 'coin', stream: 'books', market: '50000' });
-  await live.append({ type: 'book', recv_ts: Date.now(), source_ts: null, token_id: '50000-up', units: 'decimal', bids: [['0.4', '1']], asks: [['0.6', '2']] });
+  await live.append({
+    type: 'book',
+    recv_ts: Date.now(),
+    source_ts: null,
+    token_id: '50000-up',
+    units: 'decimal',
+    bids: [['0.4', '1']],
+    asks: [['0.6', '2']],
+  });
   await live.close();
 
   const keys = await listKeys(dir);
@@ -75,7 +89,10 @@ t.test('reads are identical before and after compaction and log deletion', async
     const r = openReader(dir, k);
     before.set(JSON.stringify(k), await observe(r));
     const items = await all(r.read('start'));
-    cursors.set(JSON.stringify(k), [items[5]?.pos, items[Math.floor(items.length / 2)]?.pos].filter((p): p is Position => Boolean(p)));
+    cursors.set(
+      JSON.stringify(k),
+      [items[5]?.pos, items[Math.floor(items.length / 2)]?.pos].filter((p): p is Position => Boolean(p)),
+    );
   }
 
   // Small part files, so partitions span several files and markets several row groups.
@@ -170,7 +187,10 @@ t.test('a read opens only the part files holding its market, and old manifests s
   const manifests = await Promise.all(datasets.map(async (d) => (await readManifest(partitionDir(dir, 'coin', d, day)))!));
   const changes = manifests[0];
   t.ok(changes.files.length >= 3, `${changes.files.length} book_changes part files`);
-  t.ok(changes.files.every((f) => f.markets && f.markets.length >= 1), 'every file lists its markets');
+  t.ok(
+    changes.files.every((f) => f.markets && f.markets.length >= 1),
+    'every file lists its markets',
+  );
   t.same([...new Set(changes.files.flatMap((f) => f.markets!))].sort(), keys.map((k) => k.market).sort(), 'together, every market');
 
   const store = parquetStore(dir);
@@ -187,13 +207,20 @@ t.test('a read opens only the part files holding its market, and old manifests s
   // A manifest written before files listed their markets: every file is opened, answers unchanged.
   for (const [i, d] of datasets.entries()) {
     const m = manifests[i];
-    await writeFile(join(partitionDir(dir, 'coin', d, day), '_manifest.json'), JSON.stringify({ ...m, files: m.files.map(({ markets: _, ...f }) => f) }, null, 1));
+    await writeFile(
+      join(partitionDir(dir, 'coin', d, day), '_manifest.json'),
+      JSON.stringify({ ...m, files: m.files.map(({ markets: _, ...f }) => f) }, null, 1),
+    );
   }
   const k = keys[0];
   store.close();
   const opens = partFileOpens.count;
   t.same(await observe(openReader(dir, k)), before.get(k.market), 'without the lists: the same answers');
-  t.equal(partFileOpens.count - opens, manifests.reduce((a, m) => a + m.files.length, 0), 'and every file opened');
+  t.equal(
+    partFileOpens.count - opens,
+    manifests.reduce((a, m) => a + m.files.length, 0),
+    'and every file opened',
+  );
   store.close();
 });
 
@@ -206,10 +233,17 @@ t.test('verify notices a manifest whose market list differs from the footer', as
   const { readManifest, partitionDir } = await import('../../src/storage/parquet/manifest.js');
   const { checkPartitions } = await import('../../src/storage/parquet/partition-check.js');
   const { writeFile } = await import('node:fs/promises');
-  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'a fresh tree verifies');
+  t.same(
+    (await checkPartitions(dir, false)).filter((c) => !c.ok),
+    [],
+    'a fresh tree verifies',
+  );
   const pdir = partitionDir(dir, 'coin', 'book_changes', day);
   const m = (await readManifest(pdir))!;
-  await writeFile(join(pdir, '_manifest.json'), JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, markets: f.markets!.slice(1) })) }));
+  await writeFile(
+    join(pdir, '_manifest.json'),
+    JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, markets: f.markets!.slice(1) })) }),
+  );
   const bad = (await checkPartitions(dir, false)).filter((c) => !c.ok);
   t.equal(bad.length, 1, 'one file reported');
   t.match(bad[0].problem, /other markets than the footer/, String(bad[0].problem));

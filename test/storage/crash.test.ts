@@ -42,7 +42,11 @@ t.test('every acknowledged record survives repeated kill -9 exactly once, across
   const w = await openWriter(dir, key);
   await w.close();
   const checks = await verifyDataDir(dir, { repair: false });
-  t.same(checks.filter((c) => !c.ok), [], 'verify finds no damage after recovery');
+  t.same(
+    checks.filter((c) => !c.ok),
+    [],
+    'verify finds no damage after recovery',
+  );
   t.ok(checks.length >= 4, 'the log spans at least two day files');
 
   const reader = openReader(dir, key);

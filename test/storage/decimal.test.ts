@@ -12,7 +12,17 @@ import { logFilePath } from '../../src/storage/paths.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 
 t.test('every plain decimal text comes back as the same text', async (t) => {
-  const cases: [string, number][] = [['0.30', 8], ['.48', 8], ['0.5200', 4], ['120.00', 2], ['52', 4], ['0', 8], ['999999999.99999999', 8], ['1234567890123456.78', 2], ['0.00000001', 8]];
+  const cases: [string, number][] = [
+    ['0.30', 8],
+    ['.48', 8],
+    ['0.5200', 4],
+    ['120.00', 2],
+    ['52', 4],
+    ['0', 8],
+    ['999999999.99999999', 8],
+    ['1234567890123456.78', 2],
+    ['0.00000001', 8],
+  ];
   for (const [text, scale] of cases) {
     const e = encodeDecimal(text, scale, 'm');
     t.equal(decodeDecimal(e.unscaled, scale, e.form), text, `${text} at scale ${scale}`);
@@ -24,7 +34,7 @@ t.test('every plain decimal text comes back as the same text', async (t) => {
 t.test('the fast path agrees with the general parser on every text, accepted or refused', async (t) => {
   // Seeded, so a failure names a text that reproduces: digits, points and a few other characters.
   let x = 12345;
-  const rnd = (n: number): number => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
+  const rnd = (n: number): number => (x = (x * 1103515245 + 12345) % 2147483648) % n;
   const alphabet = '0123456789012345678901234567890..-e ';
   let compared = 0;
   for (let k = 0; k < 20000; k++) {
@@ -40,7 +50,10 @@ t.test('the fast path agrees with the general parser on every text, accepted or 
     };
     const fast = run(() => encodeDecimal(text, scale, 'm'));
     const general = run(() => parseDecimal(text, scale, 'm'));
-    if (JSON.stringify(fast, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)) !== JSON.stringify(general, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))) {
+    if (
+      JSON.stringify(fast, (_, v) => (typeof v === 'bigint' ? `${v}n` : v)) !==
+      JSON.stringify(general, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))
+    ) {
       t.fail(`${JSON.stringify(text)} at scale ${scale}: ${String(JSON.stringify(fast))} vs ${String(JSON.stringify(general))}`);
       return;
     }
@@ -52,7 +65,12 @@ t.test('the fast path agrees with the general parser on every text, accepted or 
   for (let k = 0; k < 20000; k++) {
     const scale = [0, 2, 4, 8, 12][rnd(5)];
     const int = rnd(3) === 0 ? '' : String(rnd(10 ** rnd(8)));
-    const frac = scale && rnd(4) ? String(rnd(10 ** scale)).padStart(scale, '0').slice(0, 1 + rnd(scale)) : '';
+    const frac =
+      scale && rnd(4)
+        ? String(rnd(10 ** scale))
+            .padStart(scale, '0')
+            .slice(0, 1 + rnd(scale))
+        : '';
     const text = int === '' && frac === '' ? '0' : frac ? `${int}.${frac}` : int;
     const e = encodeDecimal(text, scale, 'm');
     if (decodeDecimal(e.unscaled, scale, e.form) !== text) {
@@ -82,14 +100,28 @@ t.test('text that cannot be stored exactly is refused with where and what', asyn
   t.throws(() => encodeDecimal('10000000000000000.00', 2, 'm'), /does not fit DECIMAL\(18, 2\)/);
 });
 
-t.test('compaction sets an inexact value\'s record aside, naming market, seq and value, and publishes the rest', async (t) => {
+t.test("compaction sets an inexact value's record aside, naming market, seq and value, and publishes the rest", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-decimal-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const day = utcDay(Date.now() - 2 * DAY_MS);
   const t0 = dayStartMs(day)! + 1000;
   const w = await openWriter(dir, { family: 'coin', stream: 'books', market: '540817' });
-  await w.append({ type: 'book', recv_ts: t0, source_ts: null, token_id: 'up', units: 'decimal', bids: [['0.48', '10']], asks: [['0.52', '5']] });
-  await w.append({ type: 'book_delta', recv_ts: t0 + 1, source_ts: null, token_id: 'up', changes: [{ side: 'bid', price: '0.47', size: '1e-7' }] });
+  await w.append({
+    type: 'book',
+    recv_ts: t0,
+    source_ts: null,
+    token_id: 'up',
+    units: 'decimal',
+    bids: [['0.48', '10']],
+    asks: [['0.52', '5']],
+  });
+  await w.append({
+    type: 'book_delta',
+    recv_ts: t0 + 1,
+    source_ts: null,
+    token_id: 'up',
+    changes: [{ side: 'bid', price: '0.47', size: '1e-7' }],
+  });
   await w.close();
   const log = logFilePath(dir, { family: 'coin', stream: 'books', market: '540817' }, day);
   const before = (await stat(log)).size;
@@ -103,5 +135,9 @@ t.test('compaction sets an inexact value\'s record aside, naming market, seq and
   const line = JSON.parse((await readFile(join(part, '_quarantine.jsonl'), 'utf8')).trim());
   t.match(line.reason, /market 540817 seq 2 size: value "1e-7" is not a plain unsigned decimal/);
   t.same(line.record.changes, [{ side: 'bid', price: '0.47', size: '1e-7' }], 'kept exactly');
-  t.same((await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'), [], 'no staging leftovers');
+  t.same(
+    (await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'),
+    [],
+    'no staging leftovers',
+  );
 });

@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { compactDay } from '../../src/storage/compaction/compact-day.js';
-import { DEFAULT_SPLIT_BLOCK_BYTES, DerivedHelper, setSplitBlockBytes, splitCounts, startDerivedSplit } from '../../src/storage/compaction/derived-split.js';
+import {
+  DEFAULT_SPLIT_BLOCK_BYTES,
+  DerivedHelper,
+  setSplitBlockBytes,
+  splitCounts,
+  startDerivedSplit,
+} from '../../src/storage/compaction/derived-split.js';
 import { partitionDir, readManifest, stagingRoot } from '../../src/storage/parquet/manifest.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import { partFileName } from '../../src/storage/parquet/publish.js';
@@ -43,7 +49,9 @@ t.teardown(() => {
 const snapshots = async (dir: string): Promise<string> => {
   const out: unknown[] = [];
   for (const family of ['coin', 'wallet-prediction', 'yesno-exchange']) {
-    const r = await conn.runAndReadAll(`SELECT * FROM read_parquet('${dir}/parquet/family=${family}/dataset=book_snapshots/**/*.parquet', hive_partitioning = true) ORDER BY ALL`);
+    const r = await conn.runAndReadAll(
+      `SELECT * FROM read_parquet('${dir}/parquet/family=${family}/dataset=book_snapshots/**/*.parquet', hive_partitioning = true) ORDER BY ALL`,
+    );
     out.push(r.getRowObjectsJson());
   }
   return JSON.stringify(out);
@@ -52,11 +60,23 @@ const snapshots = async (dir: string): Promise<string> => {
 /** The partition's manifest lists each market once, in part files named in order and holding markets in order. */
 async function inMarketOrder(t: Test, dir: string, family: 'coin', markets: readonly string[]): Promise<void> {
   const m = (await readManifest(partitionDir(dir, family, 'book_snapshots', day)))!;
-  t.same(m.files.map((f) => f.file), m.files.map((_, i) => partFileName('book_snapshots', day, i)), 'part files named in order');
-  t.same(m.files.flatMap((f) => f.markets), markets, 'each market in one file, files in market order');
+  t.same(
+    m.files.map((f) => f.file),
+    m.files.map((_, i) => partFileName('book_snapshots', day, i)),
+    'part files named in order',
+  );
+  t.same(
+    m.files.flatMap((f) => f.markets),
+    markets,
+    'each market in one file, files in market order',
+  );
 }
 
-const leftovers = async (dir: string): Promise<string[]> => readdir(stagingRoot(dir)).then((n) => n.filter((x) => x !== '.lock'), () => []);
+const leftovers = async (dir: string): Promise<string[]> =>
+  readdir(stagingRoot(dir)).then(
+    (n) => n.filter((x) => x !== '.lock'),
+    () => [],
+  );
 
 const one = await copy('one');
 const oneResults = await compactDay(one, day, { threads: 1, fileRows: 4000 });
@@ -68,10 +88,18 @@ t.test('two threads write the same book_snapshots rows as one, in files in marke
   const results = await compactDay(two, day, { threads: 2, fileRows: 4000 });
   const built = splitCounts.helper - before.helper + splitCounts.caller - before.caller;
   t.equal(built, COIN.length + 2, 'every market of the three families built once, by one thread or the other');
-  t.same(results.map((r) => [r.family, r.dataset, r.status, r.rows]), oneResults.map((r) => [r.family, r.dataset, r.status, r.rows]), 'same partitions, statuses and row counts');
+  t.same(
+    results.map((r) => [r.family, r.dataset, r.status, r.rows]),
+    oneResults.map((r) => [r.family, r.dataset, r.status, r.rows]),
+    'same partitions, statuses and row counts',
+  );
   t.equal(await snapshots(two), reference, 'DuckDB reads the same rows');
   await inMarketOrder(t, two, 'coin', COIN);
-  t.same((await checkPartitions(two, false)).filter((c) => !c.ok), [], 'every file matches its manifest');
+  t.same(
+    (await checkPartitions(two, false)).filter((c) => !c.ok),
+    [],
+    'every file matches its manifest',
+  );
   t.same(await leftovers(two), [], 'nothing left in staging');
 });
 
@@ -91,7 +119,15 @@ t.test('part files the helper wrote alone are adopted and renamed in market orde
   const before = { ...splitCounts };
   const split = (await startDerivedSplit(dir, 'coin', 'books', day, sources, { fileRows: 4000 }, helper))!;
   // Jobs run in order: once this empty one is done, the helper has claimed every block of the first.
-  await helper.run({ dataDir: dir, family: 'coin', stream: 'books', dataset: 'book_snapshots', day, blocks: [], next: new Int32Array(new SharedArrayBuffer(4)) });
+  await helper.run({
+    dataDir: dir,
+    family: 'coin',
+    stream: 'books',
+    dataset: 'book_snapshots',
+    day,
+    blocks: [],
+    next: new Int32Array(new SharedArrayBuffer(4)),
+  });
   const results = await split.finish();
   t.equal(splitCounts.helper - before.helper, COIN.length, 'the helper built every market');
   t.equal(splitCounts.caller - before.caller, 0, 'the caller found nothing left to claim');
@@ -116,6 +152,9 @@ t.test('a helper thread that dies fails the partition and leaves the published o
   t.equal(await snapshots(dir), reference);
   // The next compaction of the same logs has nothing to do.
   const rerun = await compactDay(dir, day);
-  t.ok(rerun.every((r) => r.status === 'unchanged'), 'a rerun finds every partition current');
+  t.ok(
+    rerun.every((r) => r.status === 'unchanged'),
+    'a rerun finds every partition current',
+  );
   t.ok(await stat(partitionDir(dir, 'coin', 'book_snapshots', day)));
 });

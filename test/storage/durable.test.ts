@@ -28,10 +28,14 @@ for (const mode of ['async', 'sync'] as const) {
       const acked = Math.max(...child.lines.filter((l) => l.startsWith('wrote ')).map((l) => Number(l.slice(6))));
       const v = JSON.parse(readFileSync(path, 'utf8')) as { n: number; sha: string; body: string };
       t.equal(createHash('sha256').update(v.body).digest('hex'), v.sha, `round ${round}: the published file is one whole version`);
-      t.ok(v.n === acked || v.n === acked + 1, `round ${round}: it is the last acknowledged version (${acked}) or the one in flight, got ${v.n}`);
+      t.ok(
+        v.n === acked || v.n === acked + 1,
+        `round ${round}: it is the last acknowledged version (${acked}) or the one in flight, got ${v.n}`,
+      );
       lastAcked = acked;
       // A temp file may survive a kill, but only under its own hidden name.
-      for (const name of readdirSync(dir)) t.ok(name === 'state.json' || isDurableTemp(name), `round ${round}: ${name} is the file or a temp`);
+      for (const name of readdirSync(dir))
+        t.ok(name === 'state.json' || isDurableTemp(name), `round ${round}: ${name} is the file or a temp`);
     }
     t.ok(lastAcked > 0);
   });

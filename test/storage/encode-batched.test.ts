@@ -21,7 +21,11 @@ const specs: ColumnSpec[] = [
   { name: 'is_snapshot', kind: 'bool', nullable: false, doc: '' },
 ];
 
-async function readBack(dir: string, name: string, bytes: Uint8Array): Promise<{ rows: unknown[]; groups: number[]; meta: [string, string][] }> {
+async function readBack(
+  dir: string,
+  name: string,
+  bytes: Uint8Array,
+): Promise<{ rows: unknown[]; groups: number[]; meta: [string, string][] }> {
   const path = join(dir, name);
   await writeFile(path, bytes);
   const r = await ParquetFileReader.open(path);
@@ -63,7 +67,15 @@ t.test('batched and one-shot encoding write the same file content', async (t) =>
   t.same(batched.rows[9], { ...(batched.rows[9] as object), price: null }, 'nulls kept');
 
   // Typed doubles as well as plain arrays.
-  const typed: ColumnValues[] = [cols[0], cols[1], Float64Array.from({ length: n }, (_, i) => i + 1), Array.from({ length: n }, (_, i) => i), cols[4], cols[5], cols[6]];
+  const typed: ColumnValues[] = [
+    cols[0],
+    cols[1],
+    Float64Array.from({ length: n }, (_, i) => i + 1),
+    Array.from({ length: n }, (_, i) => i),
+    cols[4],
+    cols[5],
+    cols[6],
+  ];
   const a = await readBack(dir, 'typed-one.parquet', encodeParquet(specs, typed, opts));
   const b = await readBack(dir, 'typed-batched.parquet', await encodeParquetBatched(specs, typed, opts));
   t.same(b.rows, a.rows, 'the same from a Float64Array and plain numbers');
@@ -73,7 +85,15 @@ t.test('a small input is written in one go, an empty one too', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-batched-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const opts = { rowGroupRows: 100, metadata: new Map<string, string>() };
-  const empty = await readBack(dir, 'empty.parquet', await encodeParquetBatched(specs, specs.map(() => []), opts));
+  const empty = await readBack(
+    dir,
+    'empty.parquet',
+    await encodeParquetBatched(
+      specs,
+      specs.map(() => []),
+      opts,
+    ),
+  );
   t.equal(empty.rows.length, 0, 'an empty file still has its schema and opens');
   const few = await readBack(dir, 'few.parquet', await encodeParquetBatched(specs, [['m'], [1], [1], [5200], [1], [0.5], [false]], opts));
   t.equal(few.rows.length, 1);
@@ -96,15 +116,28 @@ t.test('a sink reused after clear writes only the new rows, shorter or longer th
     }
   };
   // Plain columns (text, bool) keep their arrays across `clear`; what a file sees is its own rows.
-  for (const [n, tag] of [[2 * BATCH_ROWS + 5, 'a'], [1000, 'b'], [BATCH_ROWS + 3, 'c'], [3 * BATCH_ROWS, 'd']] as const) {
+  for (const [n, tag] of [
+    [2 * BATCH_ROWS + 5, 'a'],
+    [1000, 'b'],
+    [BATCH_ROWS + 3, 'c'],
+    [3 * BATCH_ROWS, 'd'],
+  ] as const) {
     fill(n, tag);
     t.same(sink.column('market_id').length, n, `${tag}: column() is ${n} long`);
-    t.same([...(sink.column('market_id', n - 2) as string[])], [`${tag}-${(n - 2) % 3}`, `${tag}-${(n - 1) % 3}`], `${tag}: column(from) is the new rows' tail`);
+    t.same(
+      [...(sink.column('market_id', n - 2) as string[])],
+      [`${tag}-${(n - 2) % 3}`, `${tag}-${(n - 1) % 3}`],
+      `${tag}: column(from) is the new rows' tail`,
+    );
     const back = await readBack(dir, `${tag}.parquet`, await encodeParquetBatched(specs, sink.cols as readonly ColumnValues[], opts));
     t.equal(back.rows.length, n, `${tag}: ${n} rows written`);
     const ids = new Set(back.rows.map((r) => (r as { market_id: string }).market_id.split('-')[0]));
     t.same([...ids], [tag], `${tag}: no row of an earlier file`);
-    t.equal(back.rows.filter((r) => (r as { is_snapshot: boolean }).is_snapshot).length, tag === 'b' ? 500 : 0, `${tag}: the bool column is this file's`);
+    t.equal(
+      back.rows.filter((r) => (r as { is_snapshot: boolean }).is_snapshot).length,
+      tag === 'b' ? 500 : 0,
+      `${tag}: the bool column is this file's`,
+    );
     sink.clear();
   }
 });

@@ -12,7 +12,7 @@ const LADDER_KEYS: Record<string, string[]> = { book: ['bids', 'asks'], yesno_bo
 
 /** What the payload's JSON text must be: JSON.stringify of the record minus header (and ladder) keys. */
 function expectedJson(obs: Record<string, unknown>, binary: boolean): string {
-  const skip = new Set([...HEADER, ...(binary ? LADDER_KEYS[obs.type as string] ?? [] : [])]);
+  const skip = new Set([...HEADER, ...(binary ? (LADDER_KEYS[obs.type as string] ?? []) : [])]);
   const rest: Record<string, unknown> = {};
   for (const k of Object.keys(obs)) if (!skip.has(k)) Object.defineProperty(rest, k, { value: obs[k], enumerable: true, writable: true });
   return JSON.stringify(rest);
@@ -27,7 +27,11 @@ function payloadJson(frame: Buffer): { json: string; binary: boolean } {
   return { json: frame.toString('utf8', FRAME_OVERHEAD + 4, FRAME_OVERHEAD + 4 + len), binary };
 }
 
-const text = fc.oneof(fc.string({ maxLength: 10 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('a"b', 'back\\slash', 'tab\there', '\u0000\u001f\u007f', '\ud800', 'é€😀'));
+const text = fc.oneof(
+  fc.string({ maxLength: 10 }),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.constantFrom('a"b', 'back\\slash', 'tab\there', '\u0000\u001f\u007f', '\ud800', 'é€😀'),
+);
 const value: fc.Arbitrary<unknown> = fc.oneof(
   text,
   fc.double(),
@@ -36,13 +40,30 @@ const value: fc.Arbitrary<unknown> = fc.oneof(
   fc.constant(new Date(1_780_000_000_000)),
   fc.constant(() => 1),
   // Arrays are written in place (a delta's `changes`): odd elements and flat objects with odd values.
-  fc.array(fc.oneof(
-    text, fc.double(), fc.constantFrom(undefined, null, -0, Number.NaN, true, () => 1, Symbol('s')), fc.constant(new Date(1_780_000_000_000)),
-    fc.array(text, { maxLength: 2 }),
-    fc.dictionary(fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('a"k', '1')), fc.oneof(text, fc.double(), fc.constantFrom(undefined, null, Infinity, () => 1), fc.array(fc.oneof(text, fc.constant(undefined)), { maxLength: 2 })), { maxKeys: 4 }),
-  ), { maxLength: 5 }),
+  fc.array(
+    fc.oneof(
+      text,
+      fc.double(),
+      fc.constantFrom(undefined, null, -0, Number.NaN, true, () => 1, Symbol('s')),
+      fc.constant(new Date(1_780_000_000_000)),
+      fc.array(text, { maxLength: 2 }),
+      fc.dictionary(
+        fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('a"k', '1')),
+        fc.oneof(
+          text,
+          fc.double(),
+          fc.constantFrom(undefined, null, Infinity, () => 1),
+          fc.array(fc.oneof(text, fc.constant(undefined)), { maxLength: 2 }),
+        ),
+        { maxKeys: 4 },
+      ),
+    ),
+    { maxLength: 5 },
+  ),
 );
-const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('1', '20', 'a"k', 'ü', 'seq', 'type')), value, { maxKeys: 6 });
+const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('1', '20', 'a"k', 'ü', 'seq', 'type')), value, {
+  maxKeys: 6,
+});
 const price = fc.oneof({ arbitrary: fc.stringMatching(/^[0-9.]{1,8}$/), weight: 8 }, { arbitrary: text, weight: 1 });
 const ladder = fc.array(fc.tuple(price, price), { maxLength: 8 });
 
@@ -56,7 +77,8 @@ const record: fc.Arbitrary<Observation> = fc
   )
   .map(([type, recv, more, a, b]) => {
     const o: Record<string, unknown> = { type, recv_ts: recv, source_ts: null };
-    for (const [k, v] of Object.entries(more)) if (!HEADER.has(k)) Object.defineProperty(o, k, { value: v, enumerable: true, writable: true });
+    for (const [k, v] of Object.entries(more))
+      if (!HEADER.has(k)) Object.defineProperty(o, k, { value: v, enumerable: true, writable: true });
     if (type === 'book') Object.assign(o, { bids: a, asks: b });
     if (type === 'yesno_book') Object.assign(o, { yes: a, no: b });
     if (type === 'book_checkpoint') o.books = [{ token_id: 'tok', bids: a, asks: b }];

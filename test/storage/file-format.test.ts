@@ -65,17 +65,28 @@ t.test('a new day file starts with the marker and its first frame and index entr
   const idx = readFileSync(indexFilePath(dir, key, DAY));
   t.equal(decodeEntry(idx, 0)?.offset, FILE_HEADER_BYTES, 'the first index entry points after the header');
   t.same(await seqs(dir), [1, 2, 3, 4, 5]);
-  t.same((await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok), []);
+  t.same(
+    (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok),
+    [],
+  );
 });
 
 t.test('a legacy file (no header) reads, seeks, verifies, recovers and takes appends unchanged', async (t) => {
   const dir = tmp(t);
   const { log, starts } = writeLegacy(dir, 300);
-  t.same(await seqs(dir), Array.from({ length: 300 }, (_, i) => i + 1), 'reads every record');
+  t.same(
+    await seqs(dir),
+    Array.from({ length: 300 }, (_, i) => i + 1),
+    'reads every record',
+  );
   const reader = openReader(dir, key);
   const pos = await reader.seekTime(T0 + 2000);
   t.same(pos && { offset: pos.offset, seq: pos.seq }, { offset: starts[199], seq: 200 }, 'seeks through its index to the right frame');
-  t.same((await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok), [], 'verify finds its index right');
+  t.same(
+    (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok),
+    [],
+    'verify finds its index right',
+  );
   // A torn last frame, as a crash leaves it: recovery cuts it; appends continue in legacy layout.
   const path = logFilePath(dir, key, DAY);
   truncateSync(path, log.length - 5);
@@ -86,8 +97,14 @@ t.test('a legacy file (no header) reads, seeks, verifies, recovers and takes app
   const after = readFileSync(path);
   t.ok(after.subarray(0, starts[298]).equals(log.subarray(0, starts[298])), 'the bytes before the cut are untouched');
   t.not(after.subarray(0, 6).toString('latin1'), 'PMTLOG', 'no header is added to a legacy file');
-  t.same(await seqs(dir), Array.from({ length: 300 }, (_, i) => i + 1));
-  t.same((await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok), []);
+  t.same(
+    await seqs(dir),
+    Array.from({ length: 300 }, (_, i) => i + 1),
+  );
+  t.same(
+    (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok),
+    [],
+  );
 });
 
 t.test('a file of an unknown format version is refused with a message naming it, and left untouched', async (t) => {
@@ -119,14 +136,21 @@ t.test('a header torn by a crash is a file without records: readers see none, re
     rmSync(indexFilePath(dir, key, DAY));
     t.same(await seqs(dir), [], `cut at ${cut}: a reader sees no record and does not fail`);
     const checks = await verifyDataDir(dir, { repair: false });
-    t.match(checks.find((c) => c.file === path), { ok: false, problem: /torn file header/ }, `cut at ${cut}: verify names it`);
+    t.match(
+      checks.find((c) => c.file === path),
+      { ok: false, problem: /torn file header/ },
+      `cut at ${cut}: verify names it`,
+    );
     const w2 = await openWriter(dir, key, { fsyncIntervalMs: 0 });
     t.equal(statSync(path).size, 0, `cut at ${cut}: recovery empties the file`);
     await w2.append(mixed(T0 + 10, 1));
     await w2.close();
     t.equal(readFileSync(path).subarray(0, 6).toString('latin1'), 'PMTLOG', 'the next append writes a whole header');
     t.same(await seqs(dir), [1]);
-    t.same((await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok), []);
+    t.same(
+      (await verifyDataDir(dir, { repair: false })).filter((c) => !c.ok),
+      [],
+    );
   }
 });
 
@@ -138,7 +162,10 @@ t.test('verify --repair empties a file whose header is torn', async (t) => {
   const path = logFilePath(dir, key, DAY);
   truncateSync(path, 9);
   const checks = await verifyDataDir(dir, { repair: true });
-  t.match(checks.find((c) => c.file === path), { ok: false, repaired: true, damageOffset: 0 });
+  t.match(
+    checks.find((c) => c.file === path),
+    { ok: false, repaired: true, damageOffset: 0 },
+  );
   t.equal(statSync(path).size, 0);
   t.ok(existsSync(indexFilePath(dir, key, DAY)));
   t.equal(readFileSync(indexFilePath(dir, key, DAY)).length % ENTRY_BYTES, 0);

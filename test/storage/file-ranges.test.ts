@@ -27,7 +27,7 @@ t.test('slices read back exactly the bytes of the file', async (t) => {
   const { data: bytes, f } = await randomFile(t, 1_300_000 + 17);
   t.equal(f.size, bytes.length, 'size');
   let x = 7;
-  const rnd = (n: number): number => ((x = (x * 1103515245 + 12345) % 2147483648) % n);
+  const rnd = (n: number): number => (x = (x * 1103515245 + 12345) % 2147483648) % n;
   for (let k = 0; k < 300; k++) {
     const a = rnd(bytes.length + 10);
     const b = a + rnd(700_000);
@@ -58,7 +58,18 @@ t.test('reads of one region share a read of the file system', async (t) => {
   ];
   const n = 20_000;
   const pq = join(dir, 'f.parquet');
-  await writeFile(pq, encodeParquet(specs, [Array.from({ length: n }, (_, i) => i + 1), Array.from({ length: n }, (_, i) => (i % 7 ? i / 100 : null)), Array.from({ length: n }, (_, i) => (i % 2 ? 'bid' : 'ask'))], { rowGroupRows: 4096, metadata: new Map() }));
+  await writeFile(
+    pq,
+    encodeParquet(
+      specs,
+      [
+        Array.from({ length: n }, (_, i) => i + 1),
+        Array.from({ length: n }, (_, i) => (i % 7 ? i / 100 : null)),
+        Array.from({ length: n }, (_, i) => (i % 2 ? 'bid' : 'ask')),
+      ],
+      { rowGroupRows: 4096, metadata: new Map() },
+    ),
+  );
   const size = (await readFile(pq)).length;
   t.ok(size < 512 * 1024, `${size} bytes: one block`);
   const r0 = fileReads.count;

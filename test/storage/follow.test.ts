@@ -13,7 +13,13 @@ import { helperPath, kill9, startNode } from './helpers/proc.js';
 const MIDNIGHT = Date.UTC(2026, 6, 27);
 
 /** Follows until `until` says stop (or a time limit), then aborts; returns what was seen. */
-async function followUntil(dir: string, key: LogKey, from: Parameters<ReturnType<typeof openReader>['follow']>[0], until: (items: ReadItem[]) => boolean, ms = 30_000): Promise<ReadItem[]> {
+async function followUntil(
+  dir: string,
+  key: LogKey,
+  from: Parameters<ReturnType<typeof openReader>['follow']>[0],
+  until: (items: ReadItem[]) => boolean,
+  ms = 30_000,
+): Promise<ReadItem[]> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), ms);
   const seen: ReadItem[] = [];
@@ -40,8 +46,15 @@ t.test('a reader follows a writer in another process: every record once, in orde
   t.teardown(() => kill9(child));
   const seen = await following;
   await child.exited;
-  t.same(seen.map((x) => x.rec.seq), Array.from({ length: N }, (_, i) => i + 1), 'seqs 1..N, once each, in order');
-  t.ok(seen.every((x) => isDeepStrictEqual((({ seq: _s, ...o }) => o)(x.rec), mixed(x.rec.recv_ts, x.rec.seq))), 'contents as written');
+  t.same(
+    seen.map((x) => x.rec.seq),
+    Array.from({ length: N }, (_, i) => i + 1),
+    'seqs 1..N, once each, in order',
+  );
+  t.ok(
+    seen.every((x) => isDeepStrictEqual((({ seq: _s, ...o }) => o)(x.rec), mixed(x.rec.recv_ts, x.rec.seq))),
+    'contents as written',
+  );
   t.same([...new Set(seen.map((x) => x.pos.day))], ['2026-07-26', '2026-07-27'], 'crossed into the next day file');
 });
 
@@ -66,7 +79,11 @@ t.test('following continues across a writer killed with -9 and restarted, withou
   const seen = await following;
   const stored: number[] = [];
   for await (const it of openReader(dir, key).read('start')) stored.push(it.rec.seq);
-  t.same(seen.map((x) => x.rec.seq), stored, 'the follower saw exactly the stored records, in order');
+  t.same(
+    seen.map((x) => x.rec.seq),
+    stored,
+    'the follower saw exactly the stored records, in order',
+  );
   t.equal(stored[stored.length - 1], ready + 100);
   t.equal((await r.latest())?.rec.seq, ready + 100, 'the same reader sees the recovered and continued log');
   t.equal((await r.seekSeq(ready + 1))?.seq, ready + 1, 'and seeks into it');
@@ -82,14 +99,25 @@ t.test('follow from the end sees only new records; from a position resumes after
   const fromEnd = followUntil(dir, key, 'end', (s) => s.length >= 5);
   await new Promise((r) => setTimeout(r, 150));
   for (let i = 21; i <= 25; i++) await w.append(trade(MIDNIGHT + i, i));
-  t.same((await fromEnd).map((x) => x.rec.seq), [21, 22, 23, 24, 25]);
+  t.same(
+    (await fromEnd).map((x) => x.rec.seq),
+    [21, 22, 23, 24, 25],
+  );
   const pos = (await openReader(dir, key).seekSeq(10))!;
   const resumed = await followUntil(dir, key, pos, (s) => s.length >= 16);
-  t.same(resumed.map((x) => x.rec.seq), Array.from({ length: 16 }, (_, i) => 10 + i), 'starts at the position and runs to the tail');
+  t.same(
+    resumed.map((x) => x.rec.seq),
+    Array.from({ length: 16 }, (_, i) => 10 + i),
+    'starts at the position and runs to the tail',
+  );
   const ahead = followUntil(dir, key, { day: '2026-07-27', offset: 0, seq: 27 }, (s) => s.length >= 1);
   await w.append(trade(MIDNIGHT + 26, 26));
   await w.append(trade(MIDNIGHT + 27, 27));
-  t.same((await ahead).map((x) => x.rec.seq), [27], 'a position past the end waits for its seq');
+  t.same(
+    (await ahead).map((x) => x.rec.seq),
+    [27],
+    'a position past the end waits for its seq',
+  );
   const ac = new AbortController();
   const it = openReader(dir, key).follow('end', ac.signal)[Symbol.asyncIterator]();
   const next = it.next();

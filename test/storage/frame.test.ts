@@ -12,15 +12,52 @@ const ladder = fc.array(fc.tuple(text, text), { maxLength: 30 });
 const base = { recv_ts: fc.integer({ min: 0, max: 9e12 }), source_ts: fc.oneof(fc.constant(null), fc.integer({ min: -1e12, max: 9e12 })) };
 
 const observation: fc.Arbitrary<Observation> = fc.oneof(
-  fc.record({ type: fc.constant('book' as const), ...base, token_id: fc.string(), units: fc.constant('decimal' as const), bids: ladder, asks: ladder, hash: fc.string() }, { requiredKeys: ['type', 'recv_ts', 'source_ts', 'token_id', 'units', 'bids', 'asks'] }),
-  fc.record({ type: fc.constant('yesno_book' as const), ...base, units: fc.constantFrom('dollars' as const, 'cents' as const), yes: ladder, no: ladder, poll_interval_ms: fc.integer() }),
+  fc.record(
+    {
+      type: fc.constant('book' as const),
+      ...base,
+      token_id: fc.string(),
+      units: fc.constant('decimal' as const),
+      bids: ladder,
+      asks: ladder,
+      hash: fc.string(),
+    },
+    { requiredKeys: ['type', 'recv_ts', 'source_ts', 'token_id', 'units', 'bids', 'asks'] },
+  ),
   fc.record({
-    type: fc.constant('book_checkpoint' as const), ...base, units: fc.constant('decimal' as const),
+    type: fc.constant('yesno_book' as const),
+    ...base,
+    units: fc.constantFrom('dollars' as const, 'cents' as const),
+    yes: ladder,
+    no: ladder,
+    poll_interval_ms: fc.integer(),
+  }),
+  fc.record({
+    type: fc.constant('book_checkpoint' as const),
+    ...base,
+    units: fc.constant('decimal' as const),
     books: fc.array(fc.record({ token_id: fc.string({ unit: 'binary', maxLength: 80 }), bids: ladder, asks: ladder }), { maxLength: 4 }),
   }),
-  fc.record({ type: fc.constant('book_delta' as const), ...base, token_id: fc.string(), changes: fc.array(fc.record({ side: fc.constantFrom('bid' as const, 'ask' as const), price: text, size: text })) }),
-  fc.record({ type: fc.constant('metric' as const), ...base, metric: fc.constantFrom('chance' as const, 'price' as const), outcome: fc.string(), value: fc.double({ noNaN: true, noDefaultInfinity: true }) }),
-  fc.record({ type: fc.constant('gap' as const), ...base, reason: fc.constant('disconnected' as const), start_ts: fc.integer(), end_ts: fc.oneof(fc.constant(null), fc.integer()) }),
+  fc.record({
+    type: fc.constant('book_delta' as const),
+    ...base,
+    token_id: fc.string(),
+    changes: fc.array(fc.record({ side: fc.constantFrom('bid' as const, 'ask' as const), price: text, size: text })),
+  }),
+  fc.record({
+    type: fc.constant('metric' as const),
+    ...base,
+    metric: fc.constantFrom('chance' as const, 'price' as const),
+    outcome: fc.string(),
+    value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+  }),
+  fc.record({
+    type: fc.constant('gap' as const),
+    ...base,
+    reason: fc.constant('disconnected' as const),
+    start_ts: fc.integer(),
+    end_ts: fc.oneof(fc.constant(null), fc.integer()),
+  }),
 );
 
 t.test('every observation shape round-trips exactly through a frame', async (t) => {
@@ -42,7 +79,15 @@ t.test('every observation shape round-trips exactly through a frame', async (t) 
 });
 
 t.test('a ladder that is not short ASCII text falls back to JSON and still round-trips', async (t) => {
-  const obs: Observation = { type: 'book', recv_ts: 1, source_ts: null, token_id: 't', units: 'decimal', bids: [['0.5', 'ünïcode']], asks: [['x'.repeat(300), '1']] };
+  const obs: Observation = {
+    type: 'book',
+    recv_ts: 1,
+    source_ts: null,
+    token_id: 't',
+    units: 'decimal',
+    bids: [['0.5', 'ünïcode']],
+    asks: [['x'.repeat(300), '1']],
+  };
   const frame = encodeFrame(obs, 7, false);
   const r = parseFrame(frame, 0, 0);
   t.equal(r.status, 'ok');

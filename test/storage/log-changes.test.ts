@@ -94,8 +94,15 @@ t.test('past the folder limit subscribe answers null; a freed slot is used again
   t.teardown(() => changes.close());
   const first = changes.subscribe(KEY, () => undefined);
   t.ok(first?.live);
-  t.ok(changes.subscribe(KEY, () => undefined), 'the same folder shares the watch: no new slot needed');
-  t.equal(changes.subscribe(OTHER, () => undefined), null, 'a second folder is over the limit');
+  t.ok(
+    changes.subscribe(KEY, () => undefined),
+    'the same folder shares the watch: no new slot needed',
+  );
+  t.equal(
+    changes.subscribe(OTHER, () => undefined),
+    null,
+    'a second folder is over the limit',
+  );
   changes.close();
   t.notOk(first!.live, 'close ends every subscription');
   t.ok(changes.subscribe(OTHER, () => undefined)?.live, 'after close a slot is free again');

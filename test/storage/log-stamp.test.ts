@@ -66,6 +66,6 @@ t.test('what changes a log stamp, and what does not', async (t) => {
 
   await mkdir(join(parquetRoot(dir), 'family=coin', 'dataset=metrics', 'date=2026-07-01'), { recursive: true });
   const f = await stampOf(dir);
-  t.notOk(sameStamp(e, f), 'a partition published in the stream\'s dataset folder changes it');
+  t.notOk(sameStamp(e, f), "a partition published in the stream's dataset folder changes it");
   t.ok(sameStamp(f, await stampOf(dir)), 'and then holds');
 });

@@ -45,13 +45,24 @@ async function writeV1Day(dataDir: string, day: string): Promise<void> {
       const logStream = stream === 'gaps' ? 'books' : stream;
       for (const market of await listMarkets(dataDir, family, logStream)) {
         const path = logFilePath(dataDir, { family, stream: logStream, market }, day);
-        const size = await stat(path).then((s) => s.size, () => null);
+        const size = await stat(path).then(
+          (s) => s.size,
+          () => null,
+        );
         if (size === null) continue;
         let last = 0;
         for await (const { rec, checkpoint } of readLogDay(dataDir, { family, stream: logStream, market }, day)) {
           last = rec.seq;
           if (stream === 'gaps' && rec.type !== 'gap') continue;
-          rows.push({ market_id: market, receive_time: rec.recv_ts, source_time: rec.source_ts, seq: rec.seq, type: rec.type, record: JSON.stringify(rec), checkpoint });
+          rows.push({
+            market_id: market,
+            receive_time: rec.recv_ts,
+            source_time: rec.source_ts,
+            seq: rec.seq,
+            type: rec.type,
+            record: JSON.stringify(rec),
+            checkpoint,
+          });
         }
         sources[market] = { bytes: size, last_seq: last };
       }
@@ -60,12 +71,35 @@ async function writeV1Day(dataDir: string, day: string): Promise<void> {
       await mkdir(dir, { recursive: true });
       const files = [];
       if (rows.length) {
-        const metadata = new Map([['pmtape.schema_version', '1'], ['pmtape.segments', JSON.stringify(segmentsOf(rows.map((r) => r.market_id), rows.map((r) => r.receive_time), rows.map((r) => r.seq)))]]);
-        const bytes = encodeParquet(V1, V1.map((c) => rows.map((r) => r[c.name] ?? null)) as never, { rowGroupRows: ROW_GROUP_ROWS, metadata });
+        const metadata = new Map([
+          ['pmtape.schema_version', '1'],
+          [
+            'pmtape.segments',
+            JSON.stringify(
+              segmentsOf(
+                rows.map((r) => r.market_id),
+                rows.map((r) => r.receive_time),
+                rows.map((r) => r.seq),
+              ),
+            ),
+          ],
+        ]);
+        const bytes = encodeParquet(V1, V1.map((c) => rows.map((r) => r[c.name] ?? null)) as never, {
+          rowGroupRows: ROW_GROUP_ROWS,
+          metadata,
+        });
         const file = `${stream}-${day}.parquet`;
         await writeFile(join(dir, file), bytes);
         const times = rows.map((r) => r.receive_time as number);
-        files.push({ file, rows: rows.length, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex'), min_time: Math.min(...times), max_time: Math.max(...times), schema_version: 1 });
+        files.push({
+          file,
+          rows: rows.length,
+          bytes: bytes.length,
+          sha256: createHash('sha256').update(bytes).digest('hex'),
+          min_time: Math.min(...times),
+          max_time: Math.max(...times),
+          schema_version: 1,
+        });
       }
       await writeManifest(dir, { family, dataset: stream, date: day, files, sources, created: new Date().toISOString() });
     }
@@ -80,7 +114,11 @@ async function all(it: AsyncIterable<ReadItem>): Promise<ReadItem[]> {
 
 async function observe(r: LogReader): Promise<unknown> {
   const v = (x: ReadItem | null) => (x ? { rec: x.rec, day: x.pos.day, seq: x.pos.seq } : null);
-  const o: Record<string, unknown> = { all: (await all(r.read('start'))).map(v), back: (await all(r.readBackward('end', { limit: 50 }))).map(v), latest: v(await r.latest()) };
+  const o: Record<string, unknown> = {
+    all: (await all(r.read('start'))).map(v),
+    back: (await all(r.readBackward('end', { limit: 50 }))).map(v),
+    latest: v(await r.latest()),
+  };
   for (const tm of [dayStartMs(dayOld)! + 5 * 3_600_000, dayStartMs(dayNew)! + 13 * 3_600_000]) {
     o[`cp ${tm}`] = v(await r.checkpointAtOrBefore(tm));
     const p = await r.seekTime(tm);
@@ -98,7 +136,11 @@ t.test('a v1 tree migrates to v2 from its logs or from itself, losing nothing', 
   const before = new Map<string, unknown>();
   for (const k of keys) before.set(JSON.stringify(k), await observe(openReader(dir, k)));
 
-  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'verify accepts the v1 tree');
+  t.same(
+    (await checkPartitions(dir, false)).filter((c) => !c.ok),
+    [],
+    'verify accepts the v1 tree',
+  );
 
   // Retention already deleted the old day's logs: only the v1 partitions hold it now.
   for (const k of keys) {
@@ -106,7 +148,8 @@ t.test('a v1 tree migrates to v2 from its logs or from itself, losing nothing', 
     await unlink(indexFilePath(dir, k, dayOld)).catch(() => undefined);
   }
   parquetStore(dir).close();
-  for (const k of keys) t.same(await observe(openReader(dir, k)), before.get(JSON.stringify(k)), `v1 partitions serve ${k.family}/${k.stream}/${k.market}`);
+  for (const k of keys)
+    t.same(await observe(openReader(dir, k)), before.get(JSON.stringify(k)), `v1 partitions serve ${k.family}/${k.stream}/${k.market}`);
   t.same(await closedLogDays(dir, NOW), [dayOld, dayNew], 'a day with only v1 partitions is still a day to compact');
 
   const results = [...(await compactDay(dir, dayOld)), ...(await compactDay(dir, dayNew))];
@@ -115,12 +158,28 @@ t.test('a v1 tree migrates to v2 from its logs or from itself, losing nothing', 
     t.not(p.dataset, 'books', `no v1 books folder left (${p.family} ${p.date})`);
     t.equal(manifestVersion((await readManifest(p.dir))!), 2, `${p.family}/${p.dataset}/${p.date} is schema version 2`);
   }
-  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'verify accepts the v2 tree');
-  t.same((await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'), [], 'no leftovers of the retired v1 folders');
-  for (const k of keys) t.same(await observe(openReader(dir, k)), before.get(JSON.stringify(k)), `same answers after migration: ${k.family}/${k.stream}/${k.market}`);
+  t.same(
+    (await checkPartitions(dir, false)).filter((c) => !c.ok),
+    [],
+    'verify accepts the v2 tree',
+  );
+  t.same(
+    (await readdir(join(dir, '_parquet-staging'))).filter((n) => n !== '.lock'),
+    [],
+    'no leftovers of the retired v1 folders',
+  );
+  for (const k of keys)
+    t.same(
+      await observe(openReader(dir, k)),
+      before.get(JSON.stringify(k)),
+      `same answers after migration: ${k.family}/${k.stream}/${k.market}`,
+    );
 
   const again = [...(await compactDay(dir, dayOld)), ...(await compactDay(dir, dayNew))];
-  t.ok(again.every((r) => r.status === 'unchanged'), 'a rerun changes nothing');
+  t.ok(
+    again.every((r) => r.status === 'unchanged'),
+    'a rerun changes nothing',
+  );
 });
 
 t.test('verify names a partition whose footer and manifest disagree on the schema version', async (t) => {

@@ -57,22 +57,37 @@ t.test('values survive a round trip through parquet-wasm and DuckDB', async (t) 
 
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
-  t.teardown(() => { conn.closeSync(); db.closeSync(); });
-  const got = (await conn.runAndReadAll(`SELECT market_id, epoch_us(receive_time) AS r, epoch_us(source_time) AS s, seq, note, value, flag, prices, texts FROM '${file}'`)).getRowObjectsJS();
+  t.teardown(() => {
+    conn.closeSync();
+    db.closeSync();
+  });
+  const got = (
+    await conn.runAndReadAll(
+      `SELECT market_id, epoch_us(receive_time) AS r, epoch_us(source_time) AS s, seq, note, value, flag, prices, texts FROM '${file}'`,
+    )
+  ).getRowObjectsJS();
   t.equal(got.length, n);
   let bad = 0;
   got.forEach((g, i) => {
     const w = rows[i];
-    const same = g.market_id === w.market_id && Number(g.r) === Math.round(w.receive_time * 1000)
-      && (g.s === null ? w.source_time === null : Number(g.s) === w.source_time! * 1000)
-      && BigInt(g.seq as bigint) === BigInt(w.seq) && g.note === w.note && g.value === w.value && g.flag === w.flag
-      && JSON.stringify(g.prices) === JSON.stringify(w.prices) && JSON.stringify(g.texts) === JSON.stringify(w.texts);
+    const same =
+      g.market_id === w.market_id &&
+      Number(g.r) === Math.round(w.receive_time * 1000) &&
+      (g.s === null ? w.source_time === null : Number(g.s) === w.source_time! * 1000) &&
+      BigInt(g.seq as bigint) === BigInt(w.seq) &&
+      g.note === w.note &&
+      g.value === w.value &&
+      g.flag === w.flag &&
+      JSON.stringify(g.prices) === JSON.stringify(w.prices) &&
+      JSON.stringify(g.texts) === JSON.stringify(w.texts);
     if (!same && bad++ < 3) t.fail(`row ${i} differs`, { got: g, want: w });
   });
   t.equal(bad, 0, 'every value equal');
   const meta = (await conn.runAndReadAll(`SELECT DISTINCT compression FROM parquet_metadata('${file}')`)).getRowObjectsJS();
   t.same(meta, [{ compression: 'ZSTD' }]);
-  const schema = (await conn.runAndReadAll(`SELECT name, logical_type FROM parquet_schema('${file}') WHERE name IN ('receive_time', 'seq')`)).getRowObjectsJS();
+  const schema = (
+    await conn.runAndReadAll(`SELECT name, logical_type FROM parquet_schema('${file}') WHERE name IN ('receive_time', 'seq')`)
+  ).getRowObjectsJS();
   t.match(JSON.stringify(schema), /isAdjustedToUTC=1, unit=TimeUnit\(MILLIS=<null>, MICROS=MicroSeconds\(\)/, 'TIMESTAMP(MICROS, UTC)');
 });
 
@@ -88,11 +103,12 @@ t.test('a row range decodes the same values as the whole table, across chunks, n
     { name: 'd', kind: 'utf8', nullable: false, doc: '' },
     { name: 'x', kind: 'f64', nullable: true, doc: '' },
   ];
-  const half = (texts: (string | null)[], dict: string[], xs: (number | null)[]) => new Table({
-    m: vectorFromArray(texts, new Utf8()),
-    d: vectorFromArray(dict, new Dictionary(new Utf8(), new Int32())),
-    x: vectorFromArray(xs, new Float64()),
-  });
+  const half = (texts: (string | null)[], dict: string[], xs: (number | null)[]) =>
+    new Table({
+      m: vectorFromArray(texts, new Utf8()),
+      d: vectorFromArray(dict, new Dictionary(new Utf8(), new Int32())),
+      x: vectorFromArray(xs, new Float64()),
+    });
   const a = half(['mkt', 'mkt', null, 'mkt-2', 'é'], ['up', 'up', 'down', 'up', 'down'], [1.5, null, 3, 4, 5]);
   const b = half(['é', 'é', 'mkt', 'mkt', 'x'], ['down', 'up', 'up', 'up', 'down'], [6, 7, null, 9, 10]);
   const both = a.concat(b);
@@ -100,7 +116,13 @@ t.test('a row range decodes the same values as the whole table, across chunks, n
   const whole = decodeColumns(both, specs);
   t.same(whole.m, ['mkt', 'mkt', null, 'mkt-2', 'é', 'é', 'é', 'mkt', 'mkt', 'x'], 'texts, nulls and runs decode exactly');
   t.same(whole.d, ['up', 'up', 'down', 'up', 'down', 'down', 'up', 'up', 'up', 'down'], 'dictionary-encoded texts too');
-  for (const [from, to] of [[0, 10], [3, 7], [4, 5], [5, 10], [2, 2]]) {
+  for (const [from, to] of [
+    [0, 10],
+    [3, 7],
+    [4, 5],
+    [5, 10],
+    [2, 2],
+  ]) {
     const part = decodeColumns(both, specs, from, to);
     for (const s of specs) t.same(part[s.name], whole[s.name].slice(from, to), `rows [${from}, ${to}) of ${s.name}`);
   }
@@ -110,7 +132,11 @@ t.test('random columns: text, decimals, times and integers read back exactly thr
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-parquet-'));
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
-  t.teardown(async () => { conn.closeSync(); db.closeSync(); await rm(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    conn.closeSync();
+    db.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  });
   const cols: ColumnSpec[] = [
     { name: 'txt', kind: 'utf8', nullable: true, doc: '' },
     { name: 'dec', kind: 'decimal', scale: 4, nullable: true, doc: '' },
@@ -121,33 +147,67 @@ t.test('random columns: text, decimals, times and integers read back exactly thr
   // bytes), empty, multi-byte, an emoji, and null.
   const pool = ['', 'bid', 'ask', '540817', 'x'.repeat(96), 'y'.repeat(97), 'é', 'ünï-市場', '😀 up', 'a'.repeat(200) + 'é', null];
   const text = fc.constantFrom(...pool);
-  const dec = fc.oneof(fc.constant(NaN), fc.integer({ min: 0, max: 2 ** 32 + 5 }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.constantFrom(0, 2 ** 32 - 1, 2 ** 32, 10 ** 15));
-  const time = fc.oneof(fc.constant(null), fc.integer({ min: -1e12, max: 4e12 }).map((ms) => ms + [0, 0.25, 0.5, 0.001][Math.abs(ms) % 4]));
-  const int = fc.oneof(fc.constant(null), fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }), fc.constantFrom(-1, 0, 2 ** 32, -(2 ** 32), -(2 ** 32) - 1));
+  const dec = fc.oneof(
+    fc.constant(NaN),
+    fc.integer({ min: 0, max: 2 ** 32 + 5 }),
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    fc.constantFrom(0, 2 ** 32 - 1, 2 ** 32, 10 ** 15),
+  );
+  const time = fc.oneof(
+    fc.constant(null),
+    fc.integer({ min: -1e12, max: 4e12 }).map((ms) => ms + [0, 0.25, 0.5, 0.001][Math.abs(ms) % 4]),
+  );
+  const int = fc.oneof(
+    fc.constant(null),
+    fc.integer({ min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }),
+    fc.constantFrom(-1, 0, 2 ** 32, -(2 ** 32), -(2 ** 32) - 1),
+  );
   let run = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.tuple(text, dec, time, int), { minLength: 1, maxLength: 400 }), fc.integer({ min: 1, max: 50 }), async (rows, chunk) => {
-      // Decimals as the row sink hands them over: raw doubles (NaN = null) in chunks of any size.
-      const doubles = Float64Array.from(rows, (r) => r[1]);
-      const chunks: Float64Array[] = [];
-      for (let at = 0; at < doubles.length; at += chunk) chunks.push(doubles.slice(at, at + chunk));
-      const values: ColumnValues[] = [rows.map((r) => r[0]), { chunks, length: rows.length }, rows.map((r) => r[2]), rows.map((r) => r[3])];
-      const file = join(dir, `r${run++}.parquet`);
-      await writeFile(file, encodeParquet(cols, values, { rowGroupRows: 128, metadata: new Map() }));
-      const got = (await conn.runAndReadAll(`SELECT txt, CAST(CAST(dec AS DECIMAL(38, 4)) * 10000 AS BIGINT) AS dec, epoch_us(ts) AS ts, i FROM '${file}'`)).getRowObjectsJS();
-      const want = rows.map(([txt, d, ts, i]) => ({
-        txt, dec: Number.isNaN(d) ? null : BigInt(d), ts: ts === null ? null : BigInt(Math.round(ts * 1000)), i: i === null ? null : BigInt(i),
-      }));
-      t.same(got, want);
-      return true;
-    }),
+    fc.asyncProperty(
+      fc.array(fc.tuple(text, dec, time, int), { minLength: 1, maxLength: 400 }),
+      fc.integer({ min: 1, max: 50 }),
+      async (rows, chunk) => {
+        // Decimals as the row sink hands them over: raw doubles (NaN = null) in chunks of any size.
+        const doubles = Float64Array.from(rows, (r) => r[1]);
+        const chunks: Float64Array[] = [];
+        for (let at = 0; at < doubles.length; at += chunk) chunks.push(doubles.slice(at, at + chunk));
+        const values: ColumnValues[] = [
+          rows.map((r) => r[0]),
+          { chunks, length: rows.length },
+          rows.map((r) => r[2]),
+          rows.map((r) => r[3]),
+        ];
+        const file = join(dir, `r${run++}.parquet`);
+        await writeFile(file, encodeParquet(cols, values, { rowGroupRows: 128, metadata: new Map() }));
+        const got = (
+          await conn.runAndReadAll(
+            `SELECT txt, CAST(CAST(dec AS DECIMAL(38, 4)) * 10000 AS BIGINT) AS dec, epoch_us(ts) AS ts, i FROM '${file}'`,
+          )
+        ).getRowObjectsJS();
+        const want = rows.map(([txt, d, ts, i]) => ({
+          txt,
+          dec: Number.isNaN(d) ? null : BigInt(d),
+          ts: ts === null ? null : BigInt(Math.round(ts * 1000)),
+          i: i === null ? null : BigInt(i),
+        }));
+        t.same(got, want);
+        return true;
+      },
+    ),
     { numRuns: 40 },
   );
 });
 
 t.test('a time or an integer past 2^53 is refused, not rounded', async (t) => {
   const seq: ColumnSpec = { name: 'seq', kind: 'int64', nullable: false, doc: '' };
-  t.throws(() => encodeParquet([seq], [[2 ** 53 + 2]] as never, { rowGroupRows: 10, metadata: new Map() }), /seq: .* is not a safe integer/);
+  t.throws(
+    () => encodeParquet([seq], [[2 ** 53 + 2]] as never, { rowGroupRows: 10, metadata: new Map() }),
+    /seq: .* is not a safe integer/,
+  );
   const ts: ColumnSpec = { name: 'receive_time', kind: 'ts', nullable: false, doc: '' };
-  t.throws(() => encodeParquet([ts], [[1e13]] as never, { rowGroupRows: 10, metadata: new Map() }), /receive_time: .* is not a safe integer/);
+  t.throws(
+    () => encodeParquet([ts], [[1e13]] as never, { rowGroupRows: 10, metadata: new Map() }),
+    /receive_time: .* is not a safe integer/,
+  );
 });

@@ -17,7 +17,19 @@ import { readManifest, partitionDir } from '../../src/storage/parquet/manifest.j
 import { logFilePath } from '../../src/storage/paths.js';
 import { checkPartitions } from '../../src/storage/parquet/partition-check.js';
 import type { Observation } from '../../src/schema/observation.js';
-import { catalog, keysFor, testApp, testConfig, tmpDataDir, walletMarket, writeLog, yesnoMarket, yesnoRecords, T0, type Tap } from '../api/helpers.js';
+import {
+  catalog,
+  keysFor,
+  testApp,
+  testConfig,
+  tmpDataDir,
+  walletMarket,
+  writeLog,
+  yesnoMarket,
+  yesnoRecords,
+  T0,
+  type Tap,
+} from '../api/helpers.js';
 
 const DAY = '2026-07-26';
 const BAD = '2650577';
@@ -27,7 +39,19 @@ function walletBooks(start: number, n: number, noisyAt: number | null): Observat
   const out: Observation[] = [];
   for (let i = 0; i < n; i++) {
     const size = i === noisyAt ? '64.50999999999999' : `${64 + i}.51`;
-    out.push({ type: 'book', token_id: '7001', units: 'decimal', bids: [['0.48', size], ['0.47', '10']], asks: [['0.52', '5']], recv_ts: start + i * 1000, source_ts: start + i * 1000 - 5, version: i + 1 });
+    out.push({
+      type: 'book',
+      token_id: '7001',
+      units: 'decimal',
+      bids: [
+        ['0.48', size],
+        ['0.47', '10'],
+      ],
+      asks: [['0.52', '5']],
+      recv_ts: start + i * 1000,
+      source_ts: start + i * 1000 - 5,
+      version: i + 1,
+    });
   }
   return out;
 }
@@ -45,13 +69,20 @@ async function seed(dir: string): Promise<void> {
 async function rows(t: Tap, dir: string, key: string, market: string): Promise<{ status: number; table: Table | null; body: string }> {
   const app = await testApp(t, testConfig(dir));
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
-  const res = await fetch(`${base}/v3/datasets/rows?family=wallet-prediction&dataset=book_changes&market_id=${market}&start_time=${T0 - 60_000}&end_time=${T0 + 3_600_000}`, { headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(
+    `${base}/v3/datasets/rows?family=wallet-prediction&dataset=book_changes&market_id=${market}&start_time=${T0 - 60_000}&end_time=${T0 + 3_600_000}`,
+    { headers: { authorization: `Bearer ${key}` } },
+  );
   const buf = Buffer.from(await res.arrayBuffer());
   await app.close();
   return { status: res.status, table: res.status === 200 ? tableFromIPC(buf) : null, body: res.status === 200 ? '' : buf.toString() };
 }
 
-const plain = (tb: Table): string => JSON.stringify(tb.toArray().map((r) => r.toJSON()), (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+const plain = (tb: Table): string =>
+  JSON.stringify(
+    tb.toArray().map((r) => r.toJSON()),
+    (_k, v) => (typeof v === 'bigint' ? String(v) : v),
+  );
 
 t.test('a value its column cannot hold is set aside; the day, the other markets and families are compacted', async (t) => {
   const dir = tmpDataDir(t);
@@ -65,28 +96,59 @@ t.test('a value its column cannot hold is set aside; the day, the other markets 
   t.equal(get('wallet-prediction', 'book_changes')?.status, 'written', 'the wallet books are compacted');
   t.equal(get('wallet-prediction', 'book_changes')?.quarantined, 1, 'one record set aside');
   t.equal(get('yesno-exchange', 'book_changes')?.status, 'written', 'the yes/no family of the same day too');
-  t.notOk(rs.some((r) => r.status === 'failed'), 'nothing failed');
+  t.notOk(
+    rs.some((r) => r.status === 'failed'),
+    'nothing failed',
+  );
 
   const pdir = partitionDir(dir, 'wallet-prediction', 'book_changes', DAY);
   const m = (await readManifest(pdir))!;
   const file = readFileSync(join(pdir, '_quarantine.jsonl'));
-  t.same({ ...m.quarantine }, { records: 1, markets: { [BAD]: 1 }, file: '_quarantine.jsonl', bytes: file.length, sha256: createHash('sha256').update(file).digest('hex') }, 'the manifest counts it and names its file');
-  const lines = file.toString().trim().split('\n').map((l) => JSON.parse(l));
+  t.same(
+    { ...m.quarantine },
+    {
+      records: 1,
+      markets: { [BAD]: 1 },
+      file: '_quarantine.jsonl',
+      bytes: file.length,
+      sha256: createHash('sha256').update(file).digest('hex'),
+    },
+    'the manifest counts it and names its file',
+  );
+  const lines = file
+    .toString()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.equal(lines.length, 1);
   t.equal(lines[0].market, BAD);
   t.equal(lines[0].seq, 5);
   t.match(lines[0].reason, /market 2650577 seq 5 size: value "64.50999999999999" has 14 decimals, more than DECIMAL\(18, 8\) holds/);
   t.same(lines[0].record, { ...walletBooks(T0, 20, 4)[4], seq: 5 }, 'the whole record, exactly as logged');
-  t.same((await checkPartitions(dir, false)).filter((c) => !c.ok), [], 'verify is clean, the quarantine file included');
+  t.same(
+    (await checkPartitions(dir, false)).filter((c) => !c.ok),
+    [],
+    'verify is clean, the quarantine file included',
+  );
   const snaps = await readManifest(partitionDir(dir, 'wallet-prediction', 'book_snapshots', DAY));
-  t.ok((snaps?.quarantine?.records ?? 0) > 0 && snaps?.quarantine?.file === undefined, `book_snapshots counts the seconds left out (${snaps?.quarantine?.records})`);
+  t.ok(
+    (snaps?.quarantine?.records ?? 0) > 0 && snaps?.quarantine?.file === undefined,
+    `book_snapshots counts the seconds left out (${snaps?.quarantine?.records})`,
+  );
 
   // DuckDB reads the tree; the bad market has every record but the one set aside.
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
-  t.teardown(() => { conn.closeSync(); db.closeSync(); });
+  t.teardown(() => {
+    conn.closeSync();
+    db.closeSync();
+  });
   const glob = `${dir}/parquet/family=wallet-prediction/dataset=book_changes/**/*.parquet`;
-  const seqs = (await conn.runAndReadAll(`SELECT DISTINCT seq::INTEGER AS seq FROM read_parquet('${glob}') WHERE market_id = '${BAD}' ORDER BY seq`)).getRowObjectsJS().map((r) => r.seq);
+  const seqs = (
+    await conn.runAndReadAll(`SELECT DISTINCT seq::INTEGER AS seq FROM read_parquet('${glob}') WHERE market_id = '${BAD}' ORDER BY seq`)
+  )
+    .getRowObjectsJS()
+    .map((r) => r.seq);
   t.same(seqs, [1, 2, 3, 4, ...Array.from({ length: 15 }, (_, i) => i + 6)], 'seq 5 alone is missing from the Parquet');
 
   const after = await rows(t, dir, paid, BAD);
@@ -98,12 +160,26 @@ t.test('a value its column cannot hold is set aside; the day, the other markets 
   const badLog = logFilePath(dir, { family: 'wallet-prediction', stream: 'books', market: BAD }, DAY);
   t.ok(existsSync(badLog), 'the log of the market with a set-aside record is kept (the API serves it)');
   t.match(ret.kept.find((k) => k.file === badLog)?.why ?? '', /1 record\(s\) set aside in .*_quarantine\.jsonl/);
-  t.notOk(existsSync(logFilePath(dir, { family: 'wallet-prediction', stream: 'books', market: GOOD }, DAY)), 'the other market\'s log is retired');
-  t.notOk(existsSync(logFilePath(dir, { family: 'yesno-exchange', stream: 'books', market: yesnoMarket.market_id }, DAY)), 'and the yes/no one');
+  t.notOk(
+    existsSync(logFilePath(dir, { family: 'wallet-prediction', stream: 'books', market: GOOD }, DAY)),
+    "the other market's log is retired",
+  );
+  t.notOk(
+    existsSync(logFilePath(dir, { family: 'yesno-exchange', stream: 'books', market: yesnoMarket.market_id }, DAY)),
+    'and the yes/no one',
+  );
   const rerun = await compactDay(dir, DAY);
-  t.equal(rerun.find((r) => r.family === 'wallet-prediction' && r.dataset === 'book_changes')?.status, 'unchanged', 'a rerun keeps the partition');
+  t.equal(
+    rerun.find((r) => r.family === 'wallet-prediction' && r.dataset === 'book_changes')?.status,
+    'unchanged',
+    'a rerun keeps the partition',
+  );
   writeFileSync(join(pdir, '_quarantine.jsonl'), file.toString().replace('64.5', '64.6'));
-  t.match((await checkPartitions(dir, false)).filter((c) => !c.ok), [{ file: join(pdir, '_quarantine.jsonl'), problem: /sha256 differs from the manifest/ }], 'verify names a quarantine file that changed');
+  t.match(
+    (await checkPartitions(dir, false)).filter((c) => !c.ok),
+    [{ file: join(pdir, '_quarantine.jsonl'), problem: /sha256 differs from the manifest/ }],
+    'verify names a quarantine file that changed',
+  );
 });
 
 t.test('a stream that fails for another reason fails alone: every other family and stream is compacted', async (t) => {
@@ -115,8 +191,19 @@ t.test('a stream that fails for another reason fails alone: every other family a
   mkdirSync(log);
   const rs = await compactDay(dir, DAY);
   const failed = rs.filter((r) => r.status === 'failed');
-  t.same(failed.map((r) => `${r.family}/${r.dataset}`).sort(), ['wallet-prediction/book_changes', 'wallet-prediction/book_snapshots', 'wallet-prediction/gaps', 'wallet-prediction/trades'], 'the wallet books stream alone failed');
-  t.ok(failed.every((r) => typeof r.error === 'string' && r.error.length > 0), `with the reason (${failed[0]?.error})`);
-  t.equal(rs.find((r) => r.family === 'yesno-exchange' && r.dataset === 'book_changes')?.status, 'written', 'the yes/no books are compacted');
+  t.same(
+    failed.map((r) => `${r.family}/${r.dataset}`).sort(),
+    ['wallet-prediction/book_changes', 'wallet-prediction/book_snapshots', 'wallet-prediction/gaps', 'wallet-prediction/trades'],
+    'the wallet books stream alone failed',
+  );
+  t.ok(
+    failed.every((r) => typeof r.error === 'string' && r.error.length > 0),
+    `with the reason (${failed[0]?.error})`,
+  );
+  t.equal(
+    rs.find((r) => r.family === 'yesno-exchange' && r.dataset === 'book_changes')?.status,
+    'written',
+    'the yes/no books are compacted',
+  );
   t.equal(rs.find((r) => r.family === 'wallet-prediction' && r.dataset === 'catalog')?.status, 'written', 'and the wallet catalogue');
 });

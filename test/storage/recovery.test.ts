@@ -16,7 +16,8 @@ const T0 = Date.UTC(2026, 2, 14, 10);
 async function fixture(dir: string): Promise<{ log: Buffer; idx: Buffer; starts: number[]; path: string }> {
   const w = await openWriter(dir, key, { fsyncIntervalMs: 1 });
   const ps = [];
-  for (let n = 1; n <= 120; n++) ps.push(w.append(n <= 117 && n % 5 === 0 ? book(T0 + n, n, 20) : trade(T0 + n, n), { checkpoint: n % 25 === 0 }));
+  for (let n = 1; n <= 120; n++)
+    ps.push(w.append(n <= 117 && n % 5 === 0 ? book(T0 + n, n, 20) : trade(T0 + n, n), { checkpoint: n % 25 === 0 }));
   await Promise.all(ps);
   await w.close();
   const path = logFilePath(dir, key, '2026-03-14');
@@ -64,7 +65,7 @@ t.test('a log cut at any byte of its last frames is detected, and repair keeps t
     const again = await checkLogFile(path, { repair: false });
     if (!again.every((c) => c.ok)) t.fail(`cut ${cut}: still damaged after repair`);
   }
-  t.equal(checked, log.length - from - 3, 'every cut inside a frame was reported at that frame\'s start');
+  t.equal(checked, log.length - from - 3, "every cut inside a frame was reported at that frame's start");
   t.same(await seqs(dir), range(1, 119), 'after the last cut, records 1..119 remain');
 });
 

@@ -7,7 +7,14 @@ import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  listDays, logFilePath, openReader, openWriter, type LogKey, type ReadItem, type RecordChunk, type ReplayItem,
+  listDays,
+  logFilePath,
+  openReader,
+  openWriter,
+  type LogKey,
+  type ReadItem,
+  type RecordChunk,
+  type ReplayItem,
 } from '../../src/storage/testing.js';
 import { compactDay } from '../../src/storage/compaction/compact-day.js';
 import { deleteExpiredLogs } from '../../src/storage/compaction/retention.js';
@@ -47,10 +54,29 @@ const model: BookModel = {
 };
 
 const coinMarket: CoinMarket = {
-  family: 'coin', market_id: MARKET, event_id: null, condition_id: '0x5', slug: MARKET, question: 'Up?',
-  outcomes: [{ label: 'Up', token_id: `${MARKET}-up` }, { label: 'Down', token_id: `${MARKET}-down` }], coin: 'btc', window: '15m',
-  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
-  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: MARKET,
+  event_id: null,
+  condition_id: '0x5',
+  slug: MARKET,
+  question: 'Up?',
+  outcomes: [
+    { label: 'Up', token_id: `${MARKET}-up` },
+    { label: 'Down', token_id: `${MARKET}-down` },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: null,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 };
 
 t.test('replay over a compacted day and the open log', async (t) => {
@@ -63,7 +89,13 @@ t.test('replay over a compacted day and the open log', async (t) => {
   const span = Math.max(1, Date.now() - t0 - 1);
   for (let i = 0; i < TODAY_RECORDS; i++) {
     const ts = t0 + Math.floor((i * span) / TODAY_RECORDS);
-    await w.append({ type: 'book_delta', recv_ts: ts, source_ts: null, token_id: `${MARKET}-up`, changes: [{ side: 'bid', price: '0.30', size: String(i + 1) }] });
+    await w.append({
+      type: 'book_delta',
+      recv_ts: ts,
+      source_ts: null,
+      token_id: `${MARKET}-up`,
+      changes: [{ side: 'bid', price: '0.30', size: String(i + 1) }],
+    });
   }
   await w.close();
 
@@ -72,7 +104,8 @@ t.test('replay over a compacted day and the open log', async (t) => {
   for (const d of await listDays(dir, books)) {
     const fh = await open(logFilePath(dir, books, d), 'r');
     try {
-      for await (const { head, rec } of readFrames(fh, 0, (await fh.stat()).size)) truth.push({ rec, pos: { day: d, offset: head.offset, seq: head.seq } });
+      for await (const { head, rec } of readFrames(fh, 0, (await fh.stat()).size))
+        truth.push({ rec, pos: { day: d, offset: head.offset, seq: head.seq } });
     } finally {
       await fh.close();
     }
@@ -94,8 +127,15 @@ t.test('replay over a compacted day and the open log', async (t) => {
     const want = truth.filter((x) => x.rec.recv_ts >= from && x.rec.recv_ts < until);
     t.ok(want.length > 500, `${want.length} records expected`);
     t.same(seqs(got), seqs(want), 'every record once, in order');
-    t.same(got.map((x) => x.rec), want.map((x) => x.rec), 'the same records');
-    t.ok(got.every((x) => !x.warmup), 'no warm-up asked, none given');
+    t.same(
+      got.map((x) => x.rec),
+      want.map((x) => x.rec),
+      'the same records',
+    );
+    t.ok(
+      got.every((x) => !x.warmup),
+      'no warm-up asked, none given',
+    );
     t.same([got[0].pos.day, got[got.length - 1].pos.day], [past, today]);
   });
 
@@ -106,7 +146,11 @@ t.test('replay over a compacted day and the open log', async (t) => {
     const got = await all(r.replay({ seq: start }, { warmup: true }));
     const want = truth.filter((x) => x.rec.seq >= cp.rec.seq);
     t.same(seqs(got), seqs(want), 'from the checkpoint to the end');
-    t.same(got.filter((x) => x.warmup).map((x) => x.rec.seq), want.filter((x) => x.rec.seq < start).map((x) => x.rec.seq), 'warm-up flags exactly the records before the start');
+    t.same(
+      got.filter((x) => x.warmup).map((x) => x.rec.seq),
+      want.filter((x) => x.rec.seq < start).map((x) => x.rec.seq),
+      'warm-up flags exactly the records before the start',
+    );
     t.equal(got.find((x) => !x.warmup)?.rec.seq, start);
   });
 
@@ -115,7 +159,10 @@ t.test('replay over a compacted day and the open log', async (t) => {
     t.ok(firstCp > 3);
     const got = await all(view.replay({ seq: truth[3].rec.seq }, { warmup: true, until: truth[firstCp].rec.recv_ts }));
     t.same(seqs(got), seqs(truth.slice(0, firstCp)));
-    t.same(got.map((x) => x.warmup), truth.slice(0, firstCp).map((_, i) => i < 3));
+    t.same(
+      got.map((x) => x.warmup),
+      truth.slice(0, firstCp).map((_, i) => i < 3),
+    );
   });
 
   t.test('a cursor position from the log resumes by seq in the compacted day', async (t) => {
@@ -136,15 +183,34 @@ t.test('replay over a compacted day and the open log', async (t) => {
       }
       return out;
     };
-    for (const [from, until] of [[truth[3].rec.recv_ts, undefined], [truth[700].rec.recv_ts, truth[1200 + 100].rec.recv_ts], [truth[10].rec.recv_ts, truth[11].rec.recv_ts]] as const) {
+    for (const [from, until] of [
+      [truth[3].rec.recv_ts, undefined],
+      [truth[700].rec.recv_ts, truth[1200 + 100].rec.recv_ts],
+      [truth[10].rec.recv_ts, truth[11].rec.recv_ts],
+    ] as const) {
       const got = await take(view.records({ time: from }, { until }));
       const want = truth.filter((x) => x.rec.recv_ts >= from && (until === undefined || x.rec.recv_ts < until));
-      t.ok(got.sizes.every((n) => n > 0), 'no empty chunk');
-      t.same(got.recs, want.map((x) => x.rec), `${want.length} records from ${from}`);
-      t.same(got.recvs, want.map((x) => Math.round(x.rec.recv_ts * 1000)), 'receive times without decoding');
+      t.ok(
+        got.sizes.every((n) => n > 0),
+        'no empty chunk',
+      );
+      t.same(
+        got.recs,
+        want.map((x) => x.rec),
+        `${want.length} records from ${from}`,
+      );
+      t.same(
+        got.recvs,
+        want.map((x) => Math.round(x.rec.recv_ts * 1000)),
+        'receive times without decoding',
+      );
     }
     const byRead = await take(r.readChunks({ day: past, offset: 123_456, seq: truth[900].rec.seq }, { endTime: truth[905].rec.recv_ts }));
-    t.same(byRead.recs.map((x) => x.seq), seqs(truth.slice(900, 905)), 'readChunks: from a position (by seq in a compacted day), until endTime');
+    t.same(
+      byRead.recs.map((x) => x.seq),
+      seqs(truth.slice(900, 905)),
+      'readChunks: from a position (by seq in a compacted day), until endTime',
+    );
     const path = logFilePath(dir, books, today);
     for await (const c of view.records({ seq: truth[1200].rec.seq })) if (c.length > 0) break;
     t.equal(heldReaders(path), 0, 'stopping early lets go of the day file');
@@ -155,9 +221,24 @@ t.test('replay over a compacted day and the open log', async (t) => {
     const lw = await openWriter(dir, key, { fsyncIntervalMs: 0 });
     const n = 6000;
     for (let i = 0; i < n; i++) {
-      const rec = i % 500 === 0
-        ? { type: 'book' as const, recv_ts: t0 + i, source_ts: null, token_id: 'x', units: 'decimal' as const, bids: Array.from({ length: 40 }, (_, k): [string, string] => [(0.5 - k / 100).toFixed(2), String(i + k)]), asks: [] }
-        : { type: 'book_delta' as const, recv_ts: t0 + i, source_ts: i % 3 ? t0 + i - 1 : null, token_id: 'x', changes: [{ side: 'bid' as const, price: '0.30', size: String(i) }] };
+      const rec =
+        i % 500 === 0
+          ? {
+              type: 'book' as const,
+              recv_ts: t0 + i,
+              source_ts: null,
+              token_id: 'x',
+              units: 'decimal' as const,
+              bids: Array.from({ length: 40 }, (_, k): [string, string] => [(0.5 - k / 100).toFixed(2), String(i + k)]),
+              asks: [],
+            }
+          : {
+              type: 'book_delta' as const,
+              recv_ts: t0 + i,
+              source_ts: i % 3 ? t0 + i - 1 : null,
+              token_id: 'x',
+              changes: [{ side: 'bid' as const, price: '0.30', size: String(i) }],
+            };
       await lw.append(rec);
     }
     await lw.close();
@@ -192,7 +273,11 @@ t.test('replay over a compacted day and the open log', async (t) => {
     t.same(await all(view.replay({ time: last.recv_ts + 1 }, { warmup: true })), [], 'after the last record');
     t.same(await all(view.replay({ seq: last.seq + 1 }, { warmup: true })), [], 'beyond the last seq');
     t.same(await all(view.replay({ time: truth[500].rec.recv_ts }, { until: truth[500].rec.recv_ts })), [], 'until = from');
-    t.same(await all(view.replay({ time: truth[500].rec.recv_ts }, { until: truth[100].rec.recv_ts, warmup: true })), [], 'until before from');
+    t.same(
+      await all(view.replay({ time: truth[500].rec.recv_ts }, { until: truth[100].rec.recv_ts, warmup: true })),
+      [],
+      'until before from',
+    );
     t.same(await all(view.replay({ time: Number.NaN })), [], 'no time');
     const none = openReader(dir, { ...books, market: 'never-recorded' });
     t.same(await all(none.replay('start', { warmup: true })), [], 'an absent log');
@@ -225,7 +310,14 @@ t.test('replay over a compacted day and the open log', async (t) => {
     const asOf = await planned(() => bookAsOf(cr, model, pick.rec.recv_ts, 'receive'));
     t.equal(asOf?.rec.seq, pick.rec.seq, 'the book as of a snapshot time names that snapshot');
     t.same(asOf && model.shape(asOf.rec, asOf.books), asc.items[5], 'and holds its book');
-    const iv = await planned(() => intervalPage(cr, coinMarket, { intervalMs: 60_000, order: 'asc', limit: 10, start: dayStartMs(past)!, now: Date.now(), connected: false }, {}));
+    const iv = await planned(() =>
+      intervalPage(
+        cr,
+        coinMarket,
+        { intervalMs: 60_000, order: 'asc', limit: 10, start: dayStartMs(past)!, now: Date.now(), connected: false },
+        {},
+      ),
+    );
     t.ok(iv.items.length + iv.gaps.length > 0, 'buckets or gaps answered');
     // A `/v3/replay` pass over a range with its warm-up: the seek, the anchor and the read share one view.
     const first = await planned(async () => {

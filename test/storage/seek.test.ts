@@ -57,7 +57,8 @@ t.test('seekTime, seekSeq, checkpointAtOrBefore and both read directions agree w
       for (const tm of times) {
         const want = items.find((it) => it.rec.recv_ts >= tm)?.pos ?? null;
         const got = await reader.seekTime(tm);
-        if (JSON.stringify(got) !== JSON.stringify(want)) throw new Error(`seekTime(${tm}): ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          throw new Error(`seekTime(${tm}): ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
         const cps = items.filter((it) => recs[it.rec.seq - 1].checkpoint && it.rec.recv_ts <= tm);
         const cp = await reader.checkpointAtOrBefore(tm);
         if ((cp?.rec.seq ?? null) !== (cps.length ? cps[cps.length - 1].rec.seq : null)) throw new Error(`checkpointAtOrBefore(${tm})`);
@@ -72,20 +73,27 @@ t.test('seekTime, seekSeq, checkpointAtOrBefore and both read directions agree w
       const lim = 1 + Math.floor(Math.random() * 50);
       const back = await all(reader.readBackward(from, { limit: lim }));
       const wantBack = items.slice(Math.max(0, k - lim), k).reverse();
-      if (JSON.stringify(back.map((b) => b.pos)) !== JSON.stringify(wantBack.map((b) => b.pos))) throw new Error(`readBackward(${k}, ${lim})`);
+      if (JSON.stringify(back.map((b) => b.pos)) !== JSON.stringify(wantBack.map((b) => b.pos)))
+        throw new Error(`readBackward(${k}, ${lim})`);
       const startTime = items[Math.floor(Math.random() * items.length)].rec.recv_ts;
       const tail = await all(reader.readBackward('end', { startTime }));
       const wantTail = items.filter((it) => it.rec.recv_ts >= startTime).reverse();
-      if (tail.length !== wantTail.length || tail.some((x, i) => x.rec.seq !== wantTail[i].rec.seq)) throw new Error('readBackward(end, startTime)');
+      if (tail.length !== wantTail.length || tail.some((x, i) => x.rec.seq !== wantTail[i].rec.seq))
+        throw new Error('readBackward(end, startTime)');
       // Forward from a position with an end time and a limit.
       const endTime = items[Math.floor(Math.random() * items.length)].rec.recv_ts;
       const fwd = await all(reader.read(from, { endTime, limit: lim }));
-      const wantFwd = items.slice(k).filter((it) => it.rec.recv_ts < endTime).slice(0, lim);
+      const wantFwd = items
+        .slice(k)
+        .filter((it) => it.rec.recv_ts < endTime)
+        .slice(0, lim);
       const stopIdx = items.slice(k).findIndex((it) => it.rec.recv_ts >= endTime);
       const wantFwd2 = (stopIdx < 0 ? items.slice(k) : items.slice(k, k + stopIdx)).slice(0, lim);
-      if (JSON.stringify(fwd.map((x) => x.rec.seq)) !== JSON.stringify(wantFwd2.map((x) => x.rec.seq))) throw new Error('read(from, endTime, limit)');
+      if (JSON.stringify(fwd.map((x) => x.rec.seq)) !== JSON.stringify(wantFwd2.map((x) => x.rec.seq)))
+        throw new Error('read(from, endTime, limit)');
       // Receive times never go backwards, so "all before endTime" and "up to the first at endTime" agree.
-      if (JSON.stringify(fwd.map((x) => x.pos)) !== JSON.stringify(wantFwd.map((x) => x.pos))) throw new Error('read(from, endTime, limit) vs filter');
+      if (JSON.stringify(fwd.map((x) => x.pos)) !== JSON.stringify(wantFwd.map((x) => x.pos)))
+        throw new Error('read(from, endTime, limit) vs filter');
       // One pass with warm-up: from the newest checkpoint before the first record at/after a time.
       const rt = times[Math.floor(Math.random() * times.length)];
       const si = items.findIndex((it) => it.rec.recv_ts >= rt);
@@ -135,8 +143,15 @@ t.test('a position whose frame no longer matches falls back to its seq', async (
   const pos = (await r.seekSeq(20))!;
   const wrong = { ...pos, offset: pos.offset + 3 };
   const got = await all(r.read(wrong, { limit: 2 }));
-  t.same(got.map((x) => x.rec.seq), [20, 21], 'reading from a bad offset resumes at the seq it names');
-  t.same((await all(r.read({ day: '2099-01-01', offset: 0, seq: 45 }, { limit: 1 }))).map((x) => x.rec.seq), [45]);
+  t.same(
+    got.map((x) => x.rec.seq),
+    [20, 21],
+    'reading from a bad offset resumes at the seq it names',
+  );
+  t.same(
+    (await all(r.read({ day: '2099-01-01', offset: 0, seq: 45 }, { limit: 1 }))).map((x) => x.rec.seq),
+    [45],
+  );
   t.same(await all(r.read({ day: '2026-05-01', offset: 0, seq: 51 })), [], 'a seq past the end reads nothing');
 });
 
@@ -148,7 +163,12 @@ t.test('a reader that cached a day file sees records appended after, through the
   const r = openReader(dir, key);
   let n = 0;
   for (let round = 0; round < 5; round++) {
-    await Promise.all(Array.from({ length: 300 }, () => { n++; return w.append(n % 3 ? trade(MIDNIGHT + n, n) : book(MIDNIGHT + n, n, 30), { checkpoint: n % 97 === 0 }); }));
+    await Promise.all(
+      Array.from({ length: 300 }, () => {
+        n++;
+        return w.append(n % 3 ? trade(MIDNIGHT + n, n) : book(MIDNIGHT + n, n, 30), { checkpoint: n % 97 === 0 });
+      }),
+    );
     t.equal((await r.seekTime(MIDNIGHT + n))?.seq, n, `round ${round}: the newest record is found by time`);
     t.equal((await r.seekSeq(n - 150))?.seq, n - 150, 'and by seq');
     t.equal((await r.latest())?.rec.seq, n, 'latest is the newest');
@@ -167,7 +187,10 @@ t.test('latest and latestPosition follow a live log of today, then a newer day, 
   t.teardown(() => w.close());
   let n = 0;
   const put = async (ts: number, count: number): Promise<void> => {
-    for (let i = 0; i < count; i++) { n++; await w.append(i % 2 ? trade(ts + i, n) : book(ts + i, n, 5)); }
+    for (let i = 0; i < count; i++) {
+      n++;
+      await w.append(i % 2 ? trade(ts + i, n) : book(ts + i, n, 5));
+    }
   };
   await put(past, 5);
   t.equal((await r.latest())?.rec.seq, n, 'the newest record of a past day');

@@ -15,8 +15,13 @@ const D1 = utcDay(Date.now() - 3 * DAY_MS);
 const D2 = utcDay(Date.now() - 2 * DAY_MS);
 const at = (day: string, h: number): number => Date.parse(`${day}T00:00:00.000Z`) + h * 3_600_000;
 const book = (t: number, bid: string) => ({
-  type: 'book' as const, token_id: 'tok-up', units: 'decimal' as const, bids: [[bid, '10']] as [string, string][], asks: [['0.60', '5']] as [string, string][],
-  recv_ts: t, source_ts: t - 2,
+  type: 'book' as const,
+  token_id: 'tok-up',
+  units: 'decimal' as const,
+  bids: [[bid, '10']] as [string, string][],
+  asks: [['0.60', '5']] as [string, string][],
+  recv_ts: t,
+  source_ts: t - 2,
 });
 
 t.test('seq continues after the last compacted record once retention deleted every log', async (t) => {
@@ -31,7 +36,10 @@ t.test('seq continues after the last compacted record once retention deleted eve
   await compactDay(dir, D1);
   const ret = await deleteExpiredLogs(dir, Date.now(), 0);
   t.equal(ret.deleted.length, 1, 'the compacted log was deleted');
-  t.notOk((await readdir(marketDir(dir, KEY))).some((n) => n.endsWith('.log')), 'no log of the market is left');
+  t.notOk(
+    (await readdir(marketDir(dir, KEY))).some((n) => n.endsWith('.log')),
+    'no log of the market is left',
+  );
 
   const again = await openWriter(dir, KEY);
   const next = await again.append(book(at(D2, 5), '0.450'));
@@ -41,7 +49,11 @@ t.test('seq continues after the last compacted record once retention deleted eve
   const reader = openReader(dir, KEY);
   const seqs: number[] = [];
   for await (const it of reader.read('start')) seqs.push(it.rec.seq);
-  t.same(seqs, Array.from({ length: 31 }, (_, i) => i + 1), 'Parquet day and new log day read as one rising log');
+  t.same(
+    seqs,
+    Array.from({ length: 31 }, (_, i) => i + 1),
+    'Parquet day and new log day read as one rising log',
+  );
   t.equal((await reader.seekSeq(31))?.day, D2, 'a seq seek finds the new record on its day');
 });
 

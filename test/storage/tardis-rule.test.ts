@@ -28,13 +28,29 @@ function docBlock(): string {
 const lv = (p: string, s: string): [string, string] => [p, s];
 /** Back-to-back full books (a venue book, its checkpoint, a new book with fewer levels), then deltas. */
 function records(): Observation[] {
-  const book = (tok: string, t: number, bids: [string, string][]): Observation => ({ type: 'book', token_id: tok, units: 'decimal', bids, asks: [lv('0.60', '5')], recv_ts: t, source_ts: t });
+  const book = (tok: string, t: number, bids: [string, string][]): Observation => ({
+    type: 'book',
+    token_id: tok,
+    units: 'decimal',
+    bids,
+    asks: [lv('0.60', '5')],
+    recv_ts: t,
+    source_ts: t,
+  });
   return [
     book('1111', T0, [lv('0.40', '10'), lv('0.39', '20'), lv('0.38', '30')]),
     book('2222', T0, [lv('0.50', '1')]),
-    { type: 'book_checkpoint', recv_ts: T0 + 1, source_ts: null, origin: 'recorder', units: 'decimal', books: [
-      { token_id: '1111', bids: [lv('0.40', '10'), lv('0.39', '20'), lv('0.38', '30')], asks: [lv('0.60', '5')] },
-      { token_id: '2222', bids: [lv('0.50', '1')], asks: [lv('0.60', '5')] }] },
+    {
+      type: 'book_checkpoint',
+      recv_ts: T0 + 1,
+      source_ts: null,
+      origin: 'recorder',
+      units: 'decimal',
+      books: [
+        { token_id: '1111', bids: [lv('0.40', '10'), lv('0.39', '20'), lv('0.38', '30')], asks: [lv('0.60', '5')] },
+        { token_id: '2222', bids: [lv('0.50', '1')], asks: [lv('0.60', '5')] },
+      ],
+    },
     book('1111', T0 + 1000, [lv('0.41', '7')]),
     { type: 'book_delta', token_id: '1111', changes: [{ side: 'bid', price: '0.35', size: '3' }], recv_ts: T0 + 2000, source_ts: null },
     { type: 'tick_size', token_id: '1111', old_tick_size: '0.01', new_tick_size: '0.001', recv_ts: T0 + 2500, source_ts: null },
@@ -68,7 +84,10 @@ for r in t.sort_by([('receive_time', 'ascending'), ('seq', 'ascending')]).to_pyl
 print(json.dumps({tok: sorted([s, str(p), str(z)] for (s, p), z in b.items()) for tok, b in tb.items()}))
 `;
   const { stdout } = await promisify(execFile)(python, ['-c', script], { cwd: dir });
-  const [documented, tardis] = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, string[][]>);
+  const [documented, tardis] = stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, string[][]>);
 
   const mb = new MarketBooks();
   for (const r of recs) mb.apply({ ...r, seq: 0 } as never);

@@ -39,7 +39,11 @@ t.test('verify reports damage with file and offset, exits 1; --repair fixes it a
   unlinkSync(idxB);
   r = verify(dir);
   t.equal(r.status, 1, 'damage exits 1');
-  t.match(r.stdout, new RegExp(`damaged: ${logA.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at offset ${sizeA}: torn tail`), 'names the log and the offset');
+  t.match(
+    r.stdout,
+    new RegExp(`damaged: ${logA.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at offset ${sizeA}: torn tail`),
+    'names the log and the offset',
+  );
   t.match(r.stdout, /damaged: .*b%2F1\/2026-01-05\.idx at offset 0: index missing/, 'names the missing index');
 
   r = verify(dir, '--repair');

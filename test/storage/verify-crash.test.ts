@@ -46,7 +46,8 @@ t.test(`verify --repair under ${ROUNDS} kill -9 at random instants`, async (t) =
       appendFileSync(log, Buffer.alloc(37, 7));
     }
   }
-  const verify = (dir: string, ...args: string[]) => spawnSync(process.execPath, [cliPath, 'verify', '--data-dir', dir, ...args], { encoding: 'utf8' });
+  const verify = (dir: string, ...args: string[]) =>
+    spawnSync(process.execPath, [cliPath, 'verify', '--data-dir', dir, ...args], { encoding: 'utf8' });
   t.equal(verify(template).status, 1, 'the template is damaged');
   // How long an uninterrupted repair takes, so kills land anywhere inside one.
   const calib = join(base, 'calib');
@@ -74,7 +75,11 @@ t.test(`verify --repair under ${ROUNDS} kill -9 at random instants`, async (t) =
       t.equal(verify(check).status, 0, `round ${round}: verify is clean afterwards`);
       for (let i = 0; i < MARKETS; i++) {
         const s = await seqs(check, keyOf(i));
-        t.same(s, Array.from({ length: good.get(i)! }, (_, k) => k + 1), `round ${round}: m${i} keeps every good record, once`);
+        t.same(
+          s,
+          Array.from({ length: good.get(i)! }, (_, k) => k + 1),
+          `round ${round}: m${i} keeps every good record, once`,
+        );
       }
       rmSync(check, { recursive: true, force: true });
     }

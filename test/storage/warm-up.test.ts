@@ -39,7 +39,10 @@ t.test('one chunk of the newest compacted books day is decoded, and nothing of i
   t.equal(got.loaded, true);
   t.equal(got.decoded?.date, days[1], 'the newest day');
   const dayStart = dayStartMs(days[1])!;
-  t.ok(got.decoded && got.decoded.from >= dayStart && got.decoded.from < dayStart + DAY_MS, `from the chunk's first receive time, that day (${got.decoded?.from})`);
+  t.ok(
+    got.decoded && got.decoded.from >= dayStart && got.decoded.from < dayStart + DAY_MS,
+    `from the chunk's first receive time, that day (${got.decoded?.from})`,
+  );
   const manifest = await readManifest(partitionDir(dir, got.decoded!.family, 'book_changes', days[1]));
   t.ok(got.decoded && Object.keys(manifest?.records ?? {}).includes(got.decoded.market), `a market of that day (${got.decoded?.market})`);
 

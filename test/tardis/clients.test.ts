@@ -61,8 +61,23 @@ t.test('the tardis-dev clients download a sim day from serve', { timeout: 600_00
   t.test('npm tardis-dev downloadDatasets', async (t) => {
     const work = mkdtempSync(join(tmpdir(), 'pmtape-tardis-npm-'));
     t.teardown(() => rmSync(work, { recursive: true, force: true }));
-    await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(work, 'key.pem'), '-out', join(work, 'cert.pem'),
-      '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1']);
+    await run('openssl', [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(work, 'key.pem'),
+      '-out',
+      join(work, 'cert.pem'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ]);
     const port = Number(new URL(url).port);
     const sockets = new Set<Socket>();
     const tls = createServer({ key: readFileSync(join(work, 'key.pem')), cert: readFileSync(join(work, 'cert.pem')) }, (s) => {
@@ -90,11 +105,23 @@ t.test('the tardis-dev clients download a sim day from serve', { timeout: 600_00
         }
       })().then(() => process.exit(0), (e) => { console.error(e); process.exit(1); });`;
     const job = { endpoint, symbols: SYMBOLS, types: TYPES, from: DAY, to: '2026-07-27', key: keys.paid, out };
-    await run(process.execPath, ['-e', script], { cwd: REPO, env: { ...process.env, JOB: JSON.stringify(job), NODE_EXTRA_CA_CERTS: join(work, 'cert.pem') } });
+    await run(process.execPath, ['-e', script], {
+      cwd: REPO,
+      env: { ...process.env, JOB: JSON.stringify(job), NODE_EXTRA_CA_CERTS: join(work, 'cert.pem') },
+    });
     await check(t, out);
     // A wrong key is refused at once (the client does not retry a 401).
-    const bad = await run(process.execPath, ['-e', script], { cwd: REPO, env: { ...process.env, JOB: JSON.stringify({ ...job, key: 'nope', out: join(work, 'bad') }), NODE_EXTRA_CA_CERTS: join(work, 'cert.pem') } })
-      .then(() => null, (e: { stderr: string }) => e.stderr);
+    const bad = await run(process.execPath, ['-e', script], {
+      cwd: REPO,
+      env: {
+        ...process.env,
+        JOB: JSON.stringify({ ...job, key: 'nope', out: join(work, 'bad') }),
+        NODE_EXTRA_CA_CERTS: join(work, 'cert.pem'),
+      },
+    }).then(
+      () => null,
+      (e: { stderr: string }) => e.stderr,
+    );
     t.match(bad, /401/, 'a wrong key: the client reports the 401');
   });
 

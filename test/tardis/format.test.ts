@@ -29,8 +29,11 @@ t.test('Tardis-format files of a compacted day', async (t) => {
     return { bytes: r.rawPayload, csv: parseCsv(gunzipSync(r.rawPayload).toString('utf8')) };
   };
   const SYMBOLS: [string, string][] = [
-    ['pmtape-clob', '540817-UP'], ['pmtape-clob', '540817-DOWN'], ['pmtape-wallet', 'W-9001-UP'],
-    ['pmtape-yesno', 'KXBTC15M-26JUL261215-15-YES'], ['pmtape-yesno', 'KXBTC15M-26JUL261215-15-NO'],
+    ['pmtape-clob', '540817-UP'],
+    ['pmtape-clob', '540817-DOWN'],
+    ['pmtape-wallet', 'W-9001-UP'],
+    ['pmtape-yesno', 'KXBTC15M-26JUL261215-15-YES'],
+    ['pmtape-yesno', 'KXBTC15M-26JUL261215-15-NO'],
   ];
   const l2 = new Map<string, CsvFile>();
   for (const [ex, sym] of SYMBOLS) l2.set(sym, (await file(ex, 'incremental_book_L2', sym)).csv);
@@ -54,13 +57,18 @@ t.test('Tardis-format files of a compacted day', async (t) => {
     t.equal(Number(first[2]), (T0 - 5) * 1000, 'timestamp is the venue time');
     t.equal(first[4], 'true', 'the day opens on a snapshot');
     const locals = f.rows.map((r) => Number(r[3]));
-    t.ok(locals.every((x, i) => i === 0 || x >= locals[i - 1]), 'ordered by local_timestamp');
+    t.ok(
+      locals.every((x, i) => i === 0 || x >= locals[i - 1]),
+      'ordered by local_timestamp',
+    );
     // After the gap (40-50 s) the venue's new full book is a snapshot again: the reader resets there.
-    const resets = f.rows.filter((r, i) => r[4] === 'true' && (i === 0 || f.rows[i - 1][4] === 'false')).map((r) => Number(r[3]) / 1000 - T0);
-    t.same(resets, [0, 50_000], 'snapshots at the day\'s start and after the gap');
+    const resets = f.rows
+      .filter((r, i) => r[4] === 'true' && (i === 0 || f.rows[i - 1][4] === 'false'))
+      .map((r) => Number(r[3]) / 1000 - T0);
+    t.same(resets, [0, 50_000], "snapshots at the day's start and after the gap");
   });
 
-  t.test('books rebuilt by the Tardis rule equal the API\'s as_of', async (t) => {
+  t.test("books rebuilt by the Tardis rule equal the API's as_of", async (t) => {
     let compared = 0;
     for (const T of INSTANTS) {
       const want = await asOfBooks(app, keys.paid, T);
@@ -78,7 +86,10 @@ t.test('Tardis-format files of a compacted day', async (t) => {
       const snaps = (await file(ex, 'book_snapshot_25', sym)).csv;
       const quotes = (await file(ex, 'quotes', sym)).csv;
       t.equal(snaps.header.split(',').length, 4 + 100);
-      t.match(snaps.header, /^exchange,symbol,timestamp,local_timestamp,asks\[0\]\.price,asks\[0\]\.amount,bids\[0\]\.price,bids\[0\]\.amount,asks\[1\]\.price,/);
+      t.match(
+        snaps.header,
+        /^exchange,symbol,timestamp,local_timestamp,asks\[0\]\.price,asks\[0\]\.amount,bids\[0\]\.price,bids\[0\]\.amount,asks\[1\]\.price,/,
+      );
       t.equal(quotes.header, 'exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount');
       const cell = (x: number | undefined): string => (x === undefined ? '' : String(x));
       let bad = 0;
@@ -86,7 +97,8 @@ t.test('Tardis-format files of a compacted day', async (t) => {
         const b = rebuild(l2.get(sym)!, Number(r[3]));
         const cells: string[] = [];
         for (let i = 0; i < 25; i++) cells.push(cell(b.asks[i]?.[0]), cell(b.asks[i]?.[1]), cell(b.bids[i]?.[0]), cell(b.bids[i]?.[1]));
-        if (r.slice(4).join(',') !== cells.join(',') && bad++ < 3) t.fail(`${sym} snapshot at ${r[3]}: ${r.slice(4, 12).join(',')} vs ${cells.slice(0, 8).join(',')}`);
+        if (r.slice(4).join(',') !== cells.join(',') && bad++ < 3)
+          t.fail(`${sym} snapshot at ${r[3]}: ${r.slice(4, 12).join(',')} vs ${cells.slice(0, 8).join(',')}`);
       }
       for (const r of quotes.rows) {
         const b = rebuild(l2.get(sym)!, Number(r[3]));
@@ -99,24 +111,46 @@ t.test('Tardis-format files of a compacted day', async (t) => {
   });
 
   t.test('trades are the recorded trades of the outcome token', async (t) => {
-    const recs = bookRecords(['1111', '2222'], { start: T0, n: 400, stepMs: 250, cpEvery: 50, gapAt: T0 + 40_000, gapMs: 10_000, trades: true });
-    for (const [tok, sym] of [['1111', '540817-UP'], ['2222', '540817-DOWN']]) {
+    const recs = bookRecords(['1111', '2222'], {
+      start: T0,
+      n: 400,
+      stepMs: 250,
+      cpEvery: 50,
+      gapAt: T0 + 40_000,
+      gapMs: 10_000,
+      trades: true,
+    });
+    for (const [tok, sym] of [
+      ['1111', '540817-UP'],
+      ['2222', '540817-DOWN'],
+    ]) {
       const f = (await file('pmtape-clob', 'trades', sym)).csv;
       t.equal(f.header, 'exchange,symbol,timestamp,local_timestamp,id,side,price,amount');
-      const want = recs.filter((r) => r.type === 'trade' && r.token_id === tok).map((r) => [String(r.source_ts! * 1000), String(r.recv_ts * 1000), 'buy', '0.51', '10']);
+      const want = recs
+        .filter((r) => r.type === 'trade' && r.token_id === tok)
+        .map((r) => [String(r.source_ts! * 1000), String(r.recv_ts * 1000), 'buy', '0.51', '10']);
       t.ok(want.length > 0);
-      t.same(f.rows.map((r) => [r[2], r[3], r[5], r[6], r[7]]), want, `${sym}: every trade, in order`);
+      t.same(
+        f.rows.map((r) => [r[2], r[3], r[5], r[6], r[7]]),
+        want,
+        `${sym}: every trade, in order`,
+      );
       t.equal(new Set(f.rows.map((r) => r[4])).size, f.rows.length, 'trade ids are unique');
     }
   });
 
-  t.test('`pmtape export tardis` writes the same bytes under the clients\' file names', async (t) => {
+  t.test("`pmtape export tardis` writes the same bytes under the clients' file names", async (t) => {
     const out = mkdtempSync(join(tmpdir(), 'pmtape-tardis-export-'));
     t.teardown(() => rmSync(out, { recursive: true, force: true }));
-    await run(process.execPath, [CLI, 'export', 'tardis', '--date', DAY, '--out', out, '--data-dir', dir], { env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' } });
+    await run(process.execPath, [CLI, 'export', 'tardis', '--date', DAY, '--out', out, '--data-dir', dir], {
+      env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
+    });
     const names = readdirSync(out).sort();
     t.equal(names.length, SYMBOLS.length * 4, 'four data types per symbol');
-    t.notOk(names.some((n) => n.endsWith('.partial')), 'no partial file left');
+    t.notOk(
+      names.some((n) => n.endsWith('.partial')),
+      'no partial file left',
+    );
     for (const [ex, sym] of SYMBOLS) {
       for (const type of ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes']) {
         const name = `${ex}_${type}_${DAY}_${sym}.csv.gz`;
@@ -124,7 +158,10 @@ t.test('Tardis-format files of a compacted day', async (t) => {
         t.ok(readFileSync(join(out, name)).equals((await file(ex, type, sym)).bytes), `${name}: the route's bytes`);
       }
     }
-    const bad = await run(process.execPath, [CLI, 'export', 'tardis', '--date', '2026-07-27', '--out', out, '--data-dir', dir]).then(() => null, (e: { code: number; stderr: string }) => e);
+    const bad = await run(process.execPath, [CLI, 'export', 'tardis', '--date', '2026-07-27', '--out', out, '--data-dir', dir]).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
     t.equal(bad?.code, 2, 'a day not compacted is refused');
     t.match(bad?.stderr, /2026-07-27 is not compacted .*pmtape compact --date 2026-07-27/);
   });

@@ -91,11 +91,16 @@ export async function asOfBooks(app: FastifyInstance, key: string, T: number): P
 }
 
 /** Instants (ms) spread over the seeded records (coin: 100 s with a gap at 40-50 s; yes/no 60 s; wallet 60 s). */
-export const INSTANTS = [1_000, 7_300, 19_990, 33_333, 39_999, 52_100, 58_750, 71_000, 99_999].map((d) => Date.parse(`${DAY}T12:00:00Z`) + d);
+export const INSTANTS = [1_000, 7_300, 19_990, 33_333, 39_999, 52_100, 58_750, 71_000, 99_999].map(
+  (d) => Date.parse(`${DAY}T12:00:00Z`) + d,
+);
 
 /** A `pmtape` child (`serve`, ...) that prints `ready <url>`; killed at the end of `t`. */
 export function launch(t: Tap, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
+  });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -113,4 +118,5 @@ export function launch(t: Tap, args: string[]): Promise<{ child: ChildProcess; u
 }
 
 export const readGz = (path: string, gunzip: (b: Buffer) => Buffer): string => gunzip(readFileSync(path)).toString('utf8');
-export const fileIn = (dir: string, exchange: string, type: string, symbol: string): string => join(dir, `${exchange}_${type}_${DAY}_${symbol}.csv.gz`);
+export const fileIn = (dir: string, exchange: string, type: string, symbol: string): string =>
+  join(dir, `${exchange}_${type}_${DAY}_${symbol}.csv.gz`);

@@ -18,13 +18,27 @@ const ladder = (p0: number, step: number, levels = 10): [string, string][] =>
  * market's log one at a time and polls latest every millisecond until the server shows each one.
  * The delay from the acknowledged append to the first answer showing it (target ≤ 100 ms).
  */
-export async function appendToServed(dataDir: string, base: string, id: string, key: string, n: number): Promise<{ p50_ms: number; p99_ms: number; max_ms: number; appends: number }> {
+export async function appendToServed(
+  dataDir: string,
+  base: string,
+  id: string,
+  key: string,
+  n: number,
+): Promise<{ p50_ms: number; p99_ms: number; max_ms: number; appends: number }> {
   const w = await openWriter(dataDir, { family: 'coin', stream: 'books', market: id });
   const delays: number[] = [];
   try {
     for (let i = 0; i < n; i++) {
       const t = Date.now();
-      const rec = await w.append({ type: 'book', token_id: `${id}-up`, units: 'decimal', bids: ladder(0.4 - (i % 5) * 0.01, -0.01), asks: ladder(0.45, 0.01), recv_ts: t, source_ts: t - 3 });
+      const rec = await w.append({
+        type: 'book',
+        token_id: `${id}-up`,
+        units: 'decimal',
+        bids: ladder(0.4 - (i % 5) * 0.01, -0.01),
+        asks: ladder(0.45, 0.01),
+        recv_ts: t,
+        source_ts: t - 3,
+      });
       await w.flush();
       const t0 = performance.now();
       for (;;) {
@@ -52,15 +66,26 @@ export async function appendToServed(dataDir: string, base: string, id: string, 
  * random times come first, the first of them reported as `cold_first_ms`, and the p99 is over
  * `count` pages after them.
  */
-export async function firstPages(base: string, id: string, n: number, T0: number, stepMs: number, key: string, count: number, warmup = 20): Promise<{ p50_ms: number; p99_ms: number; cold_first_ms: number }> {
+export async function firstPages(
+  base: string,
+  id: string,
+  n: number,
+  T0: number,
+  stepMs: number,
+  key: string,
+  count: number,
+  warmup = 20,
+): Promise<{ p50_ms: number; p99_ms: number; cold_first_ms: number }> {
   const page = async (seedStart: number, pages: number): Promise<number[]> => {
     const lat: number[] = [];
     let seed = seedStart;
-    const rand = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let i = 0; i < pages; i++) {
       const t = T0 + Math.floor(rand() * n * stepMs);
       const t0 = performance.now();
-      const r = await fetch(`${base}/v3/btc/markets/${id}/snapshots?start_time=${t}&limit=100&include_orderbook=true`, { headers: { authorization: `Bearer ${key}` } });
+      const r = await fetch(`${base}/v3/btc/markets/${id}/snapshots?start_time=${t}&limit=100&include_orderbook=true`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       const body = (await r.json()) as { data?: unknown[] };
       lat.push(performance.now() - t0);
       if (r.status !== 200 || !body.data || body.data.length === 0) throw new Error(`first page at ${t}: ${r.status}`);

@@ -50,10 +50,29 @@ const T0_PAST = Date.parse('2026-07-01T00:00:00.000Z');
 const STEP_MS = 10;
 
 const market = (id: string): CoinMarket => ({
-  family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: id, question: 'Bench?',
-  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
-  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
-  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: id,
+  event_id: null,
+  condition_id: `0x${id}`,
+  slug: id,
+  question: 'Bench?',
+  outcomes: [
+    { label: 'Up', token_id: `${id}-up` },
+    { label: 'Down', token_id: `${id}-down` },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: null,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 });
 
 const ladder = (p0: number, step: number, levels = 10): [string, string][] =>
@@ -80,17 +99,54 @@ async function generate(dataDir: string, id: string, n: number, T0: number): Pro
     const t = T0 + i * STEP_MS;
     let obs: Observation;
     let checkpoint = false;
-    if (i < 2) obs = { type: 'book', token_id: i ? down : up, units: 'decimal', bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01), recv_ts: t, source_ts: t - 3 };
+    if (i < 2)
+      obs = {
+        type: 'book',
+        token_id: i ? down : up,
+        units: 'decimal',
+        bids: ladder(0.4, -0.01),
+        asks: ladder(0.41, 0.01),
+        recv_ts: t,
+        source_ts: t - 3,
+      };
     else if (i % 500 === 0) {
       checkpoint = true;
-      obs = { type: 'book_checkpoint', units: 'decimal', books: [up, down].map((token_id) => SNAPSHOT_LEVELS > 0
-        ? { token_id, bids: ladder(0.4, -0.001, SNAPSHOT_LEVELS), asks: ladder(0.41, 0.001, SNAPSHOT_LEVELS) }
-        : { token_id, bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01) }), recv_ts: t, source_ts: null };
+      obs = {
+        type: 'book_checkpoint',
+        units: 'decimal',
+        books: [up, down].map((token_id) =>
+          SNAPSHOT_LEVELS > 0
+            ? { token_id, bids: ladder(0.4, -0.001, SNAPSHOT_LEVELS), asks: ladder(0.41, 0.001, SNAPSHOT_LEVELS) }
+            : { token_id, bids: ladder(0.4, -0.01), asks: ladder(0.41, 0.01) },
+        ),
+        recv_ts: t,
+        source_ts: null,
+      };
     } else if (SNAPSHOT_LEVELS > 0) {
       const d = (i % 7) * 0.001;
-      obs = { type: 'book', token_id: i % 2 ? up : down, units: 'decimal', bids: ladder(0.4 - d, -0.001, SNAPSHOT_LEVELS), asks: ladder(0.41 + d, 0.001, SNAPSHOT_LEVELS), recv_ts: t, source_ts: t - 3 };
+      obs = {
+        type: 'book',
+        token_id: i % 2 ? up : down,
+        units: 'decimal',
+        bids: ladder(0.4 - d, -0.001, SNAPSHOT_LEVELS),
+        asks: ladder(0.41 + d, 0.001, SNAPSHOT_LEVELS),
+        recv_ts: t,
+        source_ts: t - 3,
+      };
     } else {
-      obs = { type: 'book_delta', token_id: i % 2 ? up : down, changes: [{ side: i % 3 ? 'bid' : 'ask', price: (i % 3 ? 0.4 - 0.01 * (i % 10) : 0.41 + 0.01 * (i % 10)).toFixed(2), size: String(100 + (i % 97)) }], recv_ts: t, source_ts: t - 3 };
+      obs = {
+        type: 'book_delta',
+        token_id: i % 2 ? up : down,
+        changes: [
+          {
+            side: i % 3 ? 'bid' : 'ask',
+            price: (i % 3 ? 0.4 - 0.01 * (i % 10) : 0.41 + 0.01 * (i % 10)).toFixed(2),
+            size: String(100 + (i % 97)),
+          },
+        ],
+        recv_ts: t,
+        source_ts: t - 3,
+      };
     }
     pending.push(w.write(obs, checkpoint ? { checkpoint: true } : undefined));
     if (w.backpressure || pending.length >= 20_000) {
@@ -128,9 +184,10 @@ function spawnReady(args: string[], env: NodeJS.ProcessEnv): Promise<{ proc: Chi
  * the quiet figures). 'default' is what a user runs: level info, one line per request on stdout.
  */
 const serve = (dataDir: string, logs: 'quiet' | 'default' = 'quiet'): Promise<{ proc: ChildProcess; url: string }> =>
-  spawnReady([CLI, 'serve', '--data-dir', dataDir, '--port', '0'], logs === 'quiet'
-    ? { PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: 'warn' }
-    : { PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: undefined });
+  spawnReady(
+    [CLI, 'serve', '--data-dir', dataDir, '--port', '0'],
+    logs === 'quiet' ? { PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: 'warn' } : { PMTAPE_RATE_LIMITS: 'off', PMTAPE_LOG_LEVEL: undefined },
+  );
 
 /** The baseline: a bare Fastify route answering a small JSON object, in its own process like serve. */
 const HELLO = `import Fastify from 'fastify';
@@ -152,9 +209,13 @@ function rssMb(pid: number): number {
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
 }
 
-
 /** One wrk round (its own process, one thread) against `url` with `connections` connections. */
-async function load(url: string, headers: Record<string, string>, seconds: number, connections = 64): Promise<{ rps: number; p50: number; p99: number; errors: number; requests: number }> {
+async function load(
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+  connections = 64,
+): Promise<{ rps: number; p50: number; p99: number; errors: number; requests: number }> {
   const r = await wrk(WRK, url, headers, connections, seconds, PIN.generator);
   return { rps: r.rps, p50: r.p50_ms, p99: r.p99_ms, errors: r.errors, requests: r.requests };
 }
@@ -181,7 +242,15 @@ async function nodeJson<T>(args: string[], name: string): Promise<T> {
 const round2 = (x: number): number => Math.round(x * 100) / 100;
 
 /** Issue 15's targets, all ratios against a baseline measured in the same run. */
-const TARGETS = { append_to_served_max_ms: 100, latest_vs_hello_min: 0.8, latest_default_config_vs_hello_min: 0.7, latest_default_config_vs_hello_by_cpu_min: 0.7, c4_latest_p99_vs_hello_max: 1.5, latest_past_day_vs_hello_min: 0.7, first_page_big_vs_small_p99_max: 2 };
+const TARGETS = {
+  append_to_served_max_ms: 100,
+  latest_vs_hello_min: 0.8,
+  latest_default_config_vs_hello_min: 0.7,
+  latest_default_config_vs_hello_by_cpu_min: 0.7,
+  c4_latest_p99_vs_hello_max: 1.5,
+  latest_past_day_vs_hello_min: 0.7,
+  first_page_big_vs_small_p99_max: 2,
+};
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -192,7 +261,16 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * throughput figure: saturation) and then 4 (the service-time figure: with 4 requests in flight
  * on 2 cores the p99 is what a request costs plus scheduling, not 64 requests of queue).
  */
-async function compare(hello: string, latest: string, auth: Record<string, string>, seconds: number, rounds: number, control?: string, latestPid?: number, helloPid?: number) {
+async function compare(
+  hello: string,
+  latest: string,
+  auth: Record<string, string>,
+  seconds: number,
+  rounds: number,
+  control?: string,
+  latestPid?: number,
+  helloPid?: number,
+) {
   // Warm-up (PMTAPE_BENCH_API_WARMUP seconds each, default 5): `serve` has far more code for the JIT
   // than the bare route; after 1 s its first round still ran 25 – 30 % below the later ones.
   const warmup = envNum('PMTAPE_BENCH_API_WARMUP', 5);
@@ -231,25 +309,40 @@ async function compare(hello: string, latest: string, auth: Record<string, strin
     l4.push(await load(latest, auth, seconds, 4));
     if (control) c4.push(await load(control, {}, seconds, 4));
     const also = control ? `; control (a second bare route) ${c[i].rps}/s, p99 ${c4[i].p99} ms` : '';
-    log(`round ${i + 1}/${rounds}: 64 conns hello ${h[i].rps}/s latest ${l[i].rps}/s; 4 conns p99 hello ${h4[i].p99} ms latest ${l4[i].p99} ms${also}`);
+    log(
+      `round ${i + 1}/${rounds}: 64 conns hello ${h[i].rps}/s latest ${l[i].rps}/s; 4 conns p99 hello ${h4[i].p99} ms latest ${l4[i].p99} ms${also}`,
+    );
   }
   const pick = (xs: R[]) => ({
-    rps: median(xs.map((x) => x.rps)), p50: median(xs.map((x) => x.p50)), p99: median(xs.map((x) => x.p99)),
-    errors: xs.reduce((a, x) => a + x.errors, 0), rounds: xs.map((x) => x.rps),
+    rps: median(xs.map((x) => x.rps)),
+    p50: median(xs.map((x) => x.p50)),
+    p99: median(xs.map((x) => x.p99)),
+    errors: xs.reduce((a, x) => a + x.errors, 0),
+    rounds: xs.map((x) => x.rps),
   });
   // Paired: each round's latest against the hello measured just before it, under the same load.
   const ratios = l.map((x, i) => x.rps / h[i].rps);
   const p99Ratios = l4.map((x, i) => x.p99 / h4[i].p99);
   // The A/A control: an identical bare route paired with hello the same way. Its ratios are what
   // this machine reports for two servers that cost the same: the noise floor of the figures above.
-  const controlFigures = control ? {
-    rps_ratio: round2(median(c.map((x, i) => x.rps / h[i].rps))),
-    rps_ratio_rounds: c.map((x, i) => round2(x.rps / h[i].rps)),
-    c4_p99_ratio: round2(median(c4.map((x, i) => x.p99 / h4[i].p99))),
-    c4_p99_ratio_rounds: c4.map((x, i) => round2(x.p99 / h4[i].p99)),
-  } : null;
+  const controlFigures = control
+    ? {
+        rps_ratio: round2(median(c.map((x, i) => x.rps / h[i].rps))),
+        rps_ratio_rounds: c.map((x, i) => round2(x.rps / h[i].rps)),
+        c4_p99_ratio: round2(median(c4.map((x, i) => x.p99 / h4[i].p99))),
+        c4_p99_ratio_rounds: c4.map((x, i) => round2(x.p99 / h4[i].p99)),
+      }
+    : null;
   return {
-    hello: pick(h), latest: pick(l), ratio: median(ratios), ratios, hello4: pick(h4), latest4: pick(l4), p99Ratio: median(p99Ratios), p99Ratios, control: controlFigures,
+    hello: pick(h),
+    latest: pick(l),
+    ratio: median(ratios),
+    ratios,
+    hello4: pick(h4),
+    latest4: pick(l4),
+    p99Ratio: median(p99Ratios),
+    p99Ratios,
+    control: controlFigures,
     cpuUsPerRequest: served > 0 ? round2((cpuMs * 1000) / served) : null,
     helloCpuUsPerRequest: helloServed > 0 ? round2((helloCpuMs * 1000) / helloServed) : null,
   };
@@ -276,11 +369,16 @@ async function atRate(hello: string, latest: string, auth: Record<string, string
   for (let i = 0; i < rounds; i++) {
     h.push(await loadAtRate(hello, {}, seconds, rate));
     l.push(await loadAtRate(latest, auth, seconds, rate));
-    log(`at ${rate}/s, round ${i + 1}/${rounds}: hello p50 ${h[i].p50_ms} p99 ${h[i].p99_ms} ms, latest p50 ${l[i].p50_ms} p99 ${l[i].p99_ms} ms (send lag p99 ${h[i].send_lag_p99_ms}/${l[i].send_lag_p99_ms} ms)`);
+    log(
+      `at ${rate}/s, round ${i + 1}/${rounds}: hello p50 ${h[i].p50_ms} p99 ${h[i].p99_ms} ms, latest p50 ${l[i].p50_ms} p99 ${l[i].p99_ms} ms (send lag p99 ${h[i].send_lag_p99_ms}/${l[i].send_lag_p99_ms} ms)`,
+    );
   }
   const pick = (xs: OpenLoopResult[]) => ({
-    rps: median(xs.map((x) => x.completed_rps)), p50: median(xs.map((x) => x.p50_ms)), p99: median(xs.map((x) => x.p99_ms)),
-    p999: median(xs.map((x) => x.p999_ms)), errors: xs.reduce((a, x) => a + x.errors + x.non2xx, 0),
+    rps: median(xs.map((x) => x.completed_rps)),
+    p50: median(xs.map((x) => x.p50_ms)),
+    p99: median(xs.map((x) => x.p99_ms)),
+    p999: median(xs.map((x) => x.p999_ms)),
+    errors: xs.reduce((a, x) => a + x.errors + x.non2xx, 0),
     // The generator's own lateness (timer ticks, its share of the CPU): the noise floor of the p99.
     sendLagP99: median(xs.map((x) => x.send_lag_p99_ms)),
   });
@@ -328,10 +426,16 @@ export async function run(): Promise<Record<string, unknown>> {
       return {
         load_avg_1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadavg()[0] * 100) / 100 },
         first_page: {
-          small_records: SMALL, big_records: BIG, snapshot_levels: SNAPSHOT_LEVELS,
-          pages: PAGES, small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,
-          big_p50_ms: pagesBig.p50_ms, big_p99_ms: pagesBig.p99_ms,
-          small_cold_first_ms: pagesSmall.cold_first_ms, big_cold_first_ms: pagesBig.cold_first_ms,
+          small_records: SMALL,
+          big_records: BIG,
+          snapshot_levels: SNAPSHOT_LEVELS,
+          pages: PAGES,
+          small_p50_ms: pagesSmall.p50_ms,
+          small_p99_ms: pagesSmall.p99_ms,
+          big_p50_ms: pagesBig.p50_ms,
+          big_p99_ms: pagesBig.p99_ms,
+          small_cold_first_ms: pagesSmall.cold_first_ms,
+          big_cold_first_ms: pagesBig.cold_first_ms,
           big_vs_small_p50: round2(pagesBig.p50_ms / pagesSmall.p50_ms),
           big_vs_small_p99: round2(pagesBig.p99_ms / pagesSmall.p99_ms),
         },
@@ -357,7 +461,16 @@ export async function run(): Promise<Record<string, unknown>> {
     // The same rounds against `serve` in its default configuration (request log on, level info).
     const sd = await serve(small, 'default');
     procs.push(sd.proc);
-    const defaults = await compare(helloUrl, `${sd.url}/v3/btc/markets/small/orderbook/latest`, auth, SECONDS, ROUNDS, undefined, sd.proc.pid, hello.proc.pid);
+    const defaults = await compare(
+      helloUrl,
+      `${sd.url}/v3/btc/markets/small/orderbook/latest`,
+      auth,
+      SECONDS,
+      ROUNDS,
+      undefined,
+      sd.proc.pid,
+      hello.proc.pid,
+    );
     await stop(sd.proc);
     // CPU per request of the bare route over that of latest (both measured by process CPU time over
     // requests served in the same rounds): the throughput ratio the two would reach on an idle core,
@@ -365,15 +478,24 @@ export async function run(): Promise<Record<string, unknown>> {
     const cpuRatio = (a: number | null, b: number | null): number | null => (a && b ? round2(a / b) : null);
     const defaultCpuVsHello = cpuRatio(defaults.helloCpuUsPerRequest, defaults.cpuUsPerRequest);
     const quietCpuVsHello = cpuRatio(live.helloCpuUsPerRequest, live.cpuUsPerRequest);
-    log(`default configuration (request log on): latest ${defaults.latest.rps}/s, ${round2(defaults.ratio)}x hello; by CPU per request ${defaultCpuVsHello}x (quiet ${quietCpuVsHello}x)`);
+    log(
+      `default configuration (request log on): latest ${defaults.latest.rps}/s, ${round2(defaults.ratio)}x hello; by CPU per request ${defaultCpuVsHello}x (quiet ${quietCpuVsHello}x)`,
+    );
     // Half the throughput latest just sustained (PMTAPE_BENCH_API_RATE overrides): busy, not saturated.
     const rate = envNum('PMTAPE_BENCH_API_RATE', Math.max(1000, Math.floor(live.latest.rps / 2 / 500) * 500));
     const fixed = await atRate(helloUrl, latestUrl, auth, SECONDS, ROUNDS, rate);
     log(`hello ${live.hello.rps}/s, latest ${live.latest.rps}/s (medians of ${ROUNDS} rounds)`);
     const atRateFigures = {
-      offered_rps: rate, connections: 64,
-      latest_rps: fixed.latest.rps, latest_p50_ms: fixed.latest.p50, latest_p99_ms: fixed.latest.p99, latest_p999_ms: fixed.latest.p999,
-      hello_rps: fixed.hello.rps, hello_p50_ms: fixed.hello.p50, hello_p99_ms: fixed.hello.p99, hello_p999_ms: fixed.hello.p999,
+      offered_rps: rate,
+      connections: 64,
+      latest_rps: fixed.latest.rps,
+      latest_p50_ms: fixed.latest.p50,
+      latest_p99_ms: fixed.latest.p99,
+      latest_p999_ms: fixed.latest.p999,
+      hello_rps: fixed.hello.rps,
+      hello_p50_ms: fixed.hello.p50,
+      hello_p99_ms: fixed.hello.p99,
+      hello_p999_ms: fixed.hello.p999,
       generator_send_lag_p99_ms: { latest: fixed.latest.sendLagP99, hello: fixed.hello.sendLagP99 },
     };
     const latestFigures = {
@@ -384,23 +506,33 @@ export async function run(): Promise<Record<string, unknown>> {
       latest_vs_hello_rounds: live.ratios.map(round2),
       // The same with `serve`'s default configuration (level info: a request log line per request).
       default_config: {
-        latest_rps: defaults.latest.rps, hello_rps: defaults.hello.rps,
-        latest_vs_hello: round2(defaults.ratio), latest_vs_hello_rounds: defaults.ratios.map(round2),
+        latest_rps: defaults.latest.rps,
+        hello_rps: defaults.hello.rps,
+        latest_vs_hello: round2(defaults.ratio),
+        latest_vs_hello_rounds: defaults.ratios.map(round2),
         c4_latest_p99_vs_hello: round2(defaults.p99Ratio),
         // Server CPU per latest request, default vs quiet (the request log's cost per request).
-        cpu_us_per_request: defaults.cpuUsPerRequest, quiet_cpu_us_per_request: live.cpuUsPerRequest,
-        cpu_per_request_vs_quiet: defaults.cpuUsPerRequest && live.cpuUsPerRequest ? round2(defaults.cpuUsPerRequest / live.cpuUsPerRequest) : null,
+        cpu_us_per_request: defaults.cpuUsPerRequest,
+        quiet_cpu_us_per_request: live.cpuUsPerRequest,
+        cpu_per_request_vs_quiet:
+          defaults.cpuUsPerRequest && live.cpuUsPerRequest ? round2(defaults.cpuUsPerRequest / live.cpuUsPerRequest) : null,
         // Load-independent: the bare route's CPU per request over latest's (same rounds), default and quiet.
         hello_cpu_us_per_request: defaults.helloCpuUsPerRequest,
         latest_vs_hello_by_cpu: defaultCpuVsHello,
         quiet_latest_vs_hello_by_cpu: quietCpuVsHello,
       },
-      latest_p50_ms: live.latest.p50, latest_p99_ms: live.latest.p99,
-      hello_p50_ms: live.hello.p50, hello_p99_ms: live.hello.p99,
+      latest_p50_ms: live.latest.p50,
+      latest_p99_ms: live.latest.p99,
+      hello_p50_ms: live.hello.p50,
+      hello_p99_ms: live.hello.p99,
       // Service time: 4 connections; the median over rounds of latest p99 / hello p99.
       c4: {
-        latest_p50_ms: live.latest4.p50, latest_p99_ms: live.latest4.p99, hello_p50_ms: live.hello4.p50, hello_p99_ms: live.hello4.p99,
-        latest_p99_vs_hello: round2(live.p99Ratio), latest_p99_vs_hello_rounds: live.p99Ratios.map(round2),
+        latest_p50_ms: live.latest4.p50,
+        latest_p99_ms: live.latest4.p99,
+        hello_p50_ms: live.hello4.p50,
+        hello_p99_ms: live.hello4.p99,
+        latest_p99_vs_hello: round2(live.p99Ratio),
+        latest_p99_vs_hello_rounds: live.p99Ratios.map(round2),
       },
       // The same pairing of two identical bare routes: how far this machine's ratios stray with no difference at all.
       a_a_control: live.control,
@@ -446,21 +578,35 @@ export async function run(): Promise<Record<string, unknown>> {
       latest_past_day_c4_p99_ms: past.latest4.p99,
       latest_errors_past_day: past.latest.errors + past.latest4.errors,
       connections: 64,
-      rounds: { seconds: SECONDS, hello_rps: live.hello.rounds, latest_rps: live.latest.rounds, past_day_rps: past.latest.rounds, hello_rps_beside_past_day: past.hello.rounds },
+      rounds: {
+        seconds: SECONDS,
+        hello_rps: live.hello.rounds,
+        latest_rps: live.latest.rounds,
+        past_day_rps: past.latest.rounds,
+        hello_rps_beside_past_day: past.hello.rounds,
+      },
       load_avg_1m: { before: round2(loadBefore), after: round2(loadAfter) },
       pinning: PIN.generator === null ? 'off' : { generators_cpus: PIN.generator, servers_cpus: PIN.servers },
       first_page: {
-        small_records: SMALL, big_records: BIG, snapshot_levels: SNAPSHOT_LEVELS,
-        pages: PAGES, small_p50_ms: pagesSmall.p50_ms, small_p99_ms: pagesSmall.p99_ms,
-        big_p50_ms: pagesBig.p50_ms, big_p99_ms: pagesBig.p99_ms,
+        small_records: SMALL,
+        big_records: BIG,
+        snapshot_levels: SNAPSHOT_LEVELS,
+        pages: PAGES,
+        small_p50_ms: pagesSmall.p50_ms,
+        small_p99_ms: pagesSmall.p99_ms,
+        big_p50_ms: pagesBig.p50_ms,
+        big_p99_ms: pagesBig.p99_ms,
         // The first page each fresh server answered (before the measured ones): one-time costs.
-        small_cold_first_ms: pagesSmall.cold_first_ms, big_cold_first_ms: pagesBig.cold_first_ms,
+        small_cold_first_ms: pagesSmall.cold_first_ms,
+        big_cold_first_ms: pagesBig.cold_first_ms,
         big_vs_small_p50: round2(pagesBig.p50_ms / pagesSmall.p50_ms),
         big_vs_small_p99: round2(pagesBig.p99_ms / pagesSmall.p99_ms),
       },
       rss: {
-        small_history_bytes: du(small), big_history_bytes: du(big),
-        small_rss_mb: rssSmall, big_rss_mb: rssBig,
+        small_history_bytes: du(small),
+        big_history_bytes: du(big),
+        small_rss_mb: rssSmall,
+        big_rss_mb: rssBig,
         big_vs_small: round2(rssBig / rssSmall),
       },
       targets: TARGETS,

@@ -33,12 +33,24 @@ export async function run(): Promise<Record<string, unknown>> {
   try {
     const day = utcDay(Date.now() - 2 * DAY_MS);
     log('writing and compacting a day ...');
-    await writeFixture(dataDir, { days: [day], booksPerDay: Number(process.env.PMTAPE_BENCH_ARCHIVE_BOOKS ?? 20_000), coinMarkets: 4, levels: 60, bothOutcomes: true, spanMs: 6 * 3_600_000 });
+    await writeFixture(dataDir, {
+      days: [day],
+      booksPerDay: Number(process.env.PMTAPE_BENCH_ARCHIVE_BOOKS ?? 20_000),
+      coinMarkets: 4,
+      levels: 60,
+      bothOutcomes: true,
+      spanMs: 6 * 3_600_000,
+    });
     await compactDay(dataDir, day, { threads: 2 });
     const files: { path: string; rel: string; bytes: number }[] = [];
     for (const p of await listPartitions(dataDir)) {
       const m = await readManifest(p.dir);
-      for (const f of m?.files ?? []) files.push({ path: join(p.dir, f.file), rel: `parquet/family=${p.family}/dataset=${p.dataset}/date=${p.date}/${f.file}`, bytes: f.bytes });
+      for (const f of m?.files ?? [])
+        files.push({
+          path: join(p.dir, f.file),
+          rel: `parquet/family=${p.family}/dataset=${p.dataset}/date=${p.date}/${f.file}`,
+          bytes: f.bytes,
+        });
     }
     const bytes = files.reduce((n, f) => n + f.bytes, 0);
     log(`${files.length} data files, ${(bytes / 1e6).toFixed(1)} MB; starting weed ...`);
@@ -55,7 +67,12 @@ export async function run(): Promise<Record<string, unknown>> {
       const worker = async (): Promise<void> => {
         while (next < files.length) {
           const f = files[next++];
-          await new Upload({ client: s3, params: { Bucket: 'bench', Key: `${prefix}/${f.rel}`, Body: createReadStream(f.path) }, partSize: PART_SIZE, queueSize: 4 }).done();
+          await new Upload({
+            client: s3,
+            params: { Bucket: 'bench', Key: `${prefix}/${f.rel}`, Body: createReadStream(f.path) },
+            partSize: PART_SIZE,
+            queueSize: 4,
+          }).done();
         }
       };
       await Promise.all(Array.from({ length: 4 }, worker));
@@ -64,7 +81,11 @@ export async function run(): Promise<Record<string, unknown>> {
     const publish = async (prefix: string, endpoint = weed.endpoint): Promise<number> => {
       const url = `s3://bench/${prefix}`;
       const t0 = performance.now();
-      const r = await syncArchive(dataDir, { url, ...parseArchiveUrl(url, 'bench'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 }, { days: [day] });
+      const r = await syncArchive(
+        dataDir,
+        { url, ...parseArchiveUrl(url, 'bench'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 },
+        { days: [day] },
+      );
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
       return performance.now() - t0;
     };
@@ -79,7 +100,9 @@ export async function run(): Promise<Record<string, unknown>> {
       plainMs.push(ms.plain);
       publishMs.push(ms.publish);
       ratios.push(ms.plain / ms.publish);
-      log(`round ${i + 1}/${rounds}: plain ${ms.plain.toFixed(0)} ms, publish ${ms.publish.toFixed(0)} ms, ratio ${(ms.plain / ms.publish).toFixed(2)}`);
+      log(
+        `round ${i + 1}/${rounds}: plain ${ms.plain.toFixed(0)} ms, publish ${ms.publish.toFixed(0)} ms, ratio ${(ms.plain / ms.publish).toFixed(2)}`,
+      );
     }
     // The same publication through the fault proxy breaking 30 % of requests (503 SlowDown, resets,
     // cut bodies and uploads), with the default retry policy; then every data file is read back
@@ -93,7 +116,9 @@ export async function run(): Promise<Record<string, unknown>> {
       const r = await s3.send(new GetObjectCommand({ Bucket: 'bench', Key: `storm/${f.rel}` }));
       if (!Buffer.from(await r.Body!.transformToByteArray()).equals(await readFile(f.path))) exact = false;
     }
-    log(`storm: published in ${stormMs.toFixed(0)} ms through ${proxy.stats.requests} requests, ${faults} broken; read back ${exact ? 'exactly' : 'WITH DIFFERENCES'}`);
+    log(
+      `storm: published in ${stormMs.toFixed(0)} ms through ${proxy.stats.requests} requests, ${faults} broken; read back ${exact ? 'exactly' : 'WITH DIFFERENCES'}`,
+    );
     if (!exact) throw new Error('the day published through the storm does not read back exactly');
     return {
       storm_publish_ms: Math.round(stormMs),

@@ -52,8 +52,25 @@ export async function run(): Promise<Record<string, unknown>> {
     await deleteExpiredLogs(dir, Date.now(), 0);
     const changes = results.filter((r) => r.dataset === 'book_changes').reduce((a, r) => a + r.rows, 0);
     const markets: [Family, string, { label: string; token_id: string }[]][] = [
-      ...['50000', '50001', '50002', '50003'].map((m) => ['coin', m, [{ label: 'Up', token_id: `${m}-up` }, { label: 'Down', token_id: `${m}-down` }]] as [Family, string, { label: string; token_id: string }[]]),
-      ['wallet-prediction', 'w-1', [{ label: 'Up', token_id: 'w-1-up' }, { label: 'Down', token_id: 'w-1-down' }]],
+      ...['50000', '50001', '50002', '50003'].map(
+        (m) =>
+          [
+            'coin',
+            m,
+            [
+              { label: 'Up', token_id: `${m}-up` },
+              { label: 'Down', token_id: `${m}-down` },
+            ],
+          ] as [Family, string, { label: string; token_id: string }[]],
+      ),
+      [
+        'wallet-prediction',
+        'w-1',
+        [
+          { label: 'Up', token_id: 'w-1-up' },
+          { label: 'Down', token_id: 'w-1-down' },
+        ],
+      ],
     ];
     const start = dayStartMs(day)!;
     const store = parquetStore(dir);
@@ -72,7 +89,8 @@ export async function run(): Promise<Record<string, unknown>> {
       const t0 = performance.now();
       let n = 0;
       for (const family of ['coin', 'wallet-prediction']) {
-        const glob = (ds: string): string => `read_parquet('${dir}/parquet/family=${family}/dataset=${ds}/**/*.parquet', hive_partitioning = true)`;
+        const glob = (ds: string): string =>
+          `read_parquet('${dir}/parquet/family=${family}/dataset=${ds}/**/*.parquet', hive_partitioning = true)`;
         n += (await conn.runAndReadAll(duckSql(glob))).currentRowCount;
       }
       return { ms: performance.now() - t0, candles: n };
@@ -91,9 +109,18 @@ export async function run(): Promise<Record<string, unknown>> {
     const pm = median(p.map((x) => x.ms));
     const dm = median(d.map((x) => x.ms));
     return {
-      day, markets: markets.length, book_changes_rows: changes, pmtape_candles: p[0].candles, duckdb_candles: d[0].candles,
-      pmtape_ms: round(pm, 1), duckdb_ms: round(dm, 1), pmtape_runs_ms: p.map((x) => round(x.ms, 1)), duckdb_runs_ms: d.map((x) => round(x.ms, 1)),
-      speedup_vs_duckdb: round(dm / pm), target: 3, met: dm / pm >= 3,
+      day,
+      markets: markets.length,
+      book_changes_rows: changes,
+      pmtape_candles: p[0].candles,
+      duckdb_candles: d[0].candles,
+      pmtape_ms: round(pm, 1),
+      duckdb_ms: round(dm, 1),
+      pmtape_runs_ms: p.map((x) => round(x.ms, 1)),
+      duckdb_runs_ms: d.map((x) => round(x.ms, 1)),
+      speedup_vs_duckdb: round(dm / pm),
+      target: 3,
+      met: dm / pm >= 3,
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -28,10 +28,29 @@ const envNum = (name: string, dflt: number): number => {
 };
 
 const market = (id: string): CoinMarket => ({
-  family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: `btc-updown-15m-${id}`, question: 'Bench?',
-  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
-  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
-  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: id,
+  event_id: null,
+  condition_id: `0x${id}`,
+  slug: `btc-updown-15m-${id}`,
+  question: 'Bench?',
+  outcomes: [
+    { label: 'Up', token_id: `${id}-up` },
+    { label: 'Down', token_id: `${id}-down` },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: null,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 });
 
 async function writeMarket(dir: string, id: string, t0: number): Promise<void> {
@@ -39,9 +58,23 @@ async function writeMarket(dir: string, id: string, t0: number): Promise<void> {
   await c.append({ type: 'catalog', event: 'listed', changed: [], market: market(id), recv_ts: t0, source_ts: null });
   await c.close();
   const b = await openWriter(dir, { family: 'coin', stream: 'books', market: id });
-  await b.append({ type: 'book', token_id: `${id}-up`, units: 'decimal', bids: [['0.40', '10']], asks: [['0.41', '10']], recv_ts: t0 + 1, source_ts: null });
+  await b.append({
+    type: 'book',
+    token_id: `${id}-up`,
+    units: 'decimal',
+    bids: [['0.40', '10']],
+    asks: [['0.41', '10']],
+    recv_ts: t0 + 1,
+    source_ts: null,
+  });
   for (let i = 0; i < 20; i++) {
-    await b.append({ type: 'book_delta', token_id: `${id}-up`, changes: [{ side: 'bid', price: '0.39', size: String(i + 1) }], recv_ts: t0 + 2 + i, source_ts: null });
+    await b.append({
+      type: 'book_delta',
+      token_id: `${id}-up`,
+      changes: [{ side: 'bid', price: '0.39', size: String(i + 1) }],
+      recv_ts: t0 + 2 + i,
+      source_ts: null,
+    });
   }
   await b.close();
 }
@@ -54,7 +87,9 @@ function cpuMs(pid: number): number {
 
 async function writeMarkets(root: string, M: number, t0: number): Promise<void> {
   for (let i = 0; i < M; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, M - i) }, (_, k) => writeMarket(root, `m${String(i + k).padStart(6, '0')}`, t0 + (i + k) * 100)));
+    await Promise.all(
+      Array.from({ length: Math.min(50, M - i) }, (_, k) => writeMarket(root, `m${String(i + k).padStart(6, '0')}`, t0 + (i + k) * 100)),
+    );
   }
 }
 
@@ -158,7 +193,11 @@ export async function run(): Promise<Record<string, unknown>> {
       coverage_cold_vs_warm: round(coldCoverage / Math.max(warm, 0.1), 1),
       coverage_warm_vs_markets: round(warm / Math.max(markets, 0.1), 2),
       coverage_restamped_vs_markets: round(restamped / Math.max(markets, 0.1), 2),
-      parallel_20_one_key: { ok: statuses.filter((x) => x === 200).length, limited_429: statuses.filter((x) => x === 429).length, cpu_ms: parallelCpu },
+      parallel_20_one_key: {
+        ok: statuses.filter((x) => x === 200).length,
+        limited_429: statuses.filter((x) => x === 429).length,
+        cpu_ms: parallelCpu,
+      },
       history: hist,
       cpu_clock_resolution_ms: 10,
       targets: { coverage_page_cpu_ms_max: 50 },

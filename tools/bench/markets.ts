@@ -18,15 +18,41 @@ const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const market = (id: string, status: CoinMarket['status'] = 'open'): CoinMarket => ({
-  family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: `btc-updown-15m-${id}`, question: 'Bench?',
-  outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
-  start_time: null, end_time: null, created_time: null, updated_time: null, status, resolution: null,
-  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: id,
+  event_id: null,
+  condition_id: `0x${id}`,
+  slug: `btc-updown-15m-${id}`,
+  question: 'Bench?',
+  outcomes: [
+    { label: 'Up', token_id: `${id}-up` },
+    { label: 'Down', token_id: `${id}-down` },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: null,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status,
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 });
 
 async function writeCatalog(dir: string, id: string, t: number, status?: CoinMarket['status']): Promise<void> {
   const w = await openWriter(dir, { family: 'coin', stream: 'catalog', market: id });
-  await w.append({ type: 'catalog', event: status ? 'status' : 'listed', changed: status ? ['status'] : [], market: market(id, status), recv_ts: t, source_ts: null });
+  await w.append({
+    type: 'catalog',
+    event: status ? 'status' : 'listed',
+    changed: status ? ['status'] : [],
+    market: market(id, status),
+    recv_ts: t,
+    source_ts: null,
+  });
   await w.close();
 }
 
@@ -47,7 +73,8 @@ export async function run(): Promise<Record<string, unknown>> {
     const span = 14 * 86_400_000;
     const t0 = Date.now() - span;
     const ids = Array.from({ length: n }, (_, k) => `m${k}`);
-    for (let k = 0; k < n; k += 32) await Promise.all(ids.slice(k, k + 32).map((id, j) => writeCatalog(dir, id, Math.round(t0 + ((k + j) * (span - 3_600_000)) / n))));
+    for (let k = 0; k < n; k += 32)
+      await Promise.all(ids.slice(k, k + 32).map((id, j) => writeCatalog(dir, id, Math.round(t0 + ((k + j) * (span - 3_600_000)) / n))));
     let clock = Date.now();
     const idx = new MarketsIndex(dir, 1000, () => clock);
     const first = await timed(idx, 'changed');

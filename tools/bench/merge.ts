@@ -43,10 +43,32 @@ async function withDowntime(from: string, to: string, windows: readonly [number,
       if (down && lastKept !== null) {
         // Back up: the restart's gap from the last record kept, and a whole book (the recorder's first snapshot).
         const at = rec.recv_ts;
-        pending.push(w.write({ type: 'gap', recv_ts: at, source_ts: null, reason: 'not_recording', start_ts: lastKept, end_ts: at, detail: 'recorder was not running' }));
+        pending.push(
+          w.write({
+            type: 'gap',
+            recv_ts: at,
+            source_ts: null,
+            reason: 'not_recording',
+            start_ts: lastKept,
+            end_ts: at,
+            detail: 'recorder was not running',
+          }),
+        );
         if (key.stream === 'books' && rec.type !== 'yesno_book') {
           const cp = books.checkpointBooks();
-          if (cp.length) pending.push(w.write({ type: 'book_checkpoint', recv_ts: at, source_ts: null, units, books: cp.map((b) => ({ token_id: b.token_id, bids: b.bids, asks: b.asks })) }, { checkpoint: true }));
+          if (cp.length)
+            pending.push(
+              w.write(
+                {
+                  type: 'book_checkpoint',
+                  recv_ts: at,
+                  source_ts: null,
+                  units,
+                  books: cp.map((b) => ({ token_id: b.token_id, bids: b.bids, asks: b.asks })),
+                },
+                { checkpoint: true },
+              ),
+            );
         }
       }
       down = null;
@@ -76,8 +98,14 @@ export async function run(): Promise<Record<string, unknown>> {
     await writeFixture(whole, { days: [day], booksPerDay: books, coinMarkets: 4, levels: 60, bothOutcomes: true, spanMs: span });
     // A down for 20 min at 1 h and 20 min at 3 h; B for 20 min at 2 h and 20 min from 3 h 10 min: both down 10 min.
     const min = 60_000;
-    const downA: [number, number][] = [[t0 + 60 * min, t0 + 80 * min], [t0 + 180 * min, t0 + 200 * min]];
-    const downB: [number, number][] = [[t0 + 120 * min, t0 + 140 * min], [t0 + 190 * min, t0 + 210 * min]];
+    const downA: [number, number][] = [
+      [t0 + 60 * min, t0 + 80 * min],
+      [t0 + 180 * min, t0 + 200 * min],
+    ];
+    const downB: [number, number][] = [
+      [t0 + 120 * min, t0 + 140 * min],
+      [t0 + 190 * min, t0 + 210 * min],
+    ];
     const dirA = join(root, 'a');
     const dirB = join(root, 'b');
     await withDowntime(whole, dirA, downA);
@@ -87,21 +115,34 @@ export async function run(): Promise<Record<string, unknown>> {
     process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
     process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
     const url = 's3://bench/shared';
-    const archive: ArchiveConfig = { url, ...parseArchiveUrl(url, 'bench'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
+    const archive: ArchiveConfig = {
+      url,
+      ...parseArchiveUrl(url, 'bench'),
+      endpoint: weed.endpoint,
+      region: 'us-east-1',
+      pathStyle: true,
+      maxLagDays: 2,
+    };
 
     log('compacting A (the baseline) ...');
     let c0 = performance.now();
     await compactDay(dirA, day, { threads: 2 });
     const compactMs = performance.now() - c0;
     await compactDay(dirB, day, { threads: 2 });
-    for (const [id, d] of [['a', dirA], ['b', dirB]] as const) {
+    for (const [id, d] of [
+      ['a', dirA],
+      ['b', dirB],
+    ] as const) {
       const r = await syncArchive(d, { ...archive, recorderId: id }, { days: [day] });
       if (r.failed) throw new Error(`publishing ${id} failed: ${r.errors.join('; ')}`);
     }
     log('merging ...');
     c0 = performance.now();
     let compactedAt = 0;
-    const r = await mergeArchiveDay(archive, day, { threads: 2, onPhase: (p) => void (p === 'compacted' && (compactedAt = performance.now())) });
+    const r = await mergeArchiveDay(archive, day, {
+      threads: 2,
+      onPhase: (p) => void (p === 'compacted' && (compactedAt = performance.now())),
+    });
     const mergeMs = performance.now() - c0;
     if (r.published?.failed) throw new Error('merge publication failed');
     // Seconds every recorder lost, per market: the fixture's own gaps (both copies have them) and the
@@ -114,7 +155,10 @@ export async function run(): Promise<Record<string, unknown>> {
       const cov = scan.coverage.covered;
       if (cov.length === 0) continue;
       const [lo, hi] = [cov[0].start, cov[cov.length - 1].end];
-      const spans: [number, number][] = [...scan.coverage.gaps.map((g) => [Math.max(lo, g.start), Math.min(hi, g.end)] as [number, number]), [Math.max(lo, t0 + 190 * min), Math.min(hi, t0 + 200 * min)]];
+      const spans: [number, number][] = [
+        ...scan.coverage.gaps.map((g) => [Math.max(lo, g.start), Math.min(hi, g.end)] as [number, number]),
+        [Math.max(lo, t0 + 190 * min), Math.min(hi, t0 + 200 * min)],
+      ];
       let cur = -Infinity;
       for (const [a, b] of spans.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0])) {
         if (b <= cur) continue;
@@ -133,7 +177,7 @@ export async function run(): Promise<Record<string, unknown>> {
       target: '≤ 1.5',
       merged_gap_s: round(r.gap_ms / 1000, 1),
       all_down_s: round(allDownMs / 1000, 1),
-      note: 'summed over the merged markets; all_down counts the day\'s own gaps (in both copies) and the window both were down; a recorder\'s gap starts at its last record before it stopped and ends at its first whole book after',
+      note: "summed over the merged markets; all_down counts the day's own gaps (in both copies) and the window both were down; a recorder's gap starts at its last record before it stopped and ends at its first whole book after",
     };
   } finally {
     for (const fn of teardowns.reverse()) await fn();

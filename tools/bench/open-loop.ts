@@ -36,7 +36,14 @@ export interface OpenLoopResult {
 const quantile = (sorted: Float64Array, q: number): number =>
   sorted.length === 0 ? NaN : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] * 1000) / 1000;
 
-export async function openLoop(target: string, rate: number, seconds: number, connections: number, headers: Record<string, string>, warmupSeconds = 1): Promise<OpenLoopResult> {
+export async function openLoop(
+  target: string,
+  rate: number,
+  seconds: number,
+  connections: number,
+  headers: Record<string, string>,
+  warmupSeconds = 1,
+): Promise<OpenLoopResult> {
   const url = new URL(target);
   const head = [`GET ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: keep-alive'];
   for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
@@ -102,14 +109,18 @@ export async function openLoop(target: string, rate: number, seconds: number, co
   };
 
   const conns = await Promise.all(
-    Array.from({ length: connections }, () => new Promise<Conn>((resolve, reject) => {
-      const socket = connect(Number(url.port), url.hostname);
-      socket.setNoDelay(true);
-      const c: Conn = { socket, from: null, buf: Buffer.alloc(0), dead: false };
-      socket.once('connect', () => resolve(c));
-      socket.once('error', reject);
-      socket.on('data', (b: Buffer) => onData(c, b));
-    })),
+    Array.from(
+      { length: connections },
+      () =>
+        new Promise<Conn>((resolve, reject) => {
+          const socket = connect(Number(url.port), url.hostname);
+          socket.setNoDelay(true);
+          const c: Conn = { socket, from: null, buf: Buffer.alloc(0), dead: false };
+          socket.once('connect', () => resolve(c));
+          socket.once('error', reject);
+          socket.on('data', (b: Buffer) => onData(c, b));
+        }),
+    ),
   );
   for (const c of conns) {
     c.socket.removeAllListeners('error');
@@ -119,29 +130,31 @@ export async function openLoop(target: string, rate: number, seconds: number, co
   }
 
   const interval = 1000 / rate;
-  const run = (ms: number): Promise<void> => new Promise((resolve) => {
-    const start = performance.now();
-    let next = start;
-    const tick = (): void => {
-      const now = performance.now();
-      const stopAt = start + ms;
-      while (next <= now && next < stopAt) {
-        const c = idle.pop();
-        if (c) send(c, next, false);
-        else waiting.push(next);
-        next += interval;
-      }
-      if (next < stopAt) setTimeout(tick, Math.max(0, Math.min(1, next - performance.now())));
-      else resolve();
-    };
-    tick();
-  });
+  const run = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      let next = start;
+      const tick = (): void => {
+        const now = performance.now();
+        const stopAt = start + ms;
+        while (next <= now && next < stopAt) {
+          const c = idle.pop();
+          if (c) send(c, next, false);
+          else waiting.push(next);
+          next += interval;
+        }
+        if (next < stopAt) setTimeout(tick, Math.max(0, Math.min(1, next - performance.now())));
+        else resolve();
+      };
+      tick();
+    });
   await run(warmupSeconds * 1000);
   measuring = true;
   await run(seconds * 1000);
   // Let the requests due in the window finish (bounded), then stop counting.
   const deadline = performance.now() + 5000;
-  while ((waiting.length > 0 || idle.length < conns.length - lost) && lost < conns.length && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  while ((waiting.length > 0 || idle.length < conns.length - lost) && lost < conns.length && performance.now() < deadline)
+    await new Promise((r) => setTimeout(r, 5));
   measuring = false;
   for (const c of conns) c.socket.destroy();
   const lat = Float64Array.from(latencies).sort();

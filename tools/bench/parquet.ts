@@ -14,7 +14,14 @@ import { MarketBooks } from '../../src/book/book-state.js';
 import type { Ladder } from '../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import {
-  compactDay, deleteExpiredLogs, encodeParquet, listMarkets, openReader, parquetStore, readLogDay, type ColumnSpec,
+  compactDay,
+  deleteExpiredLogs,
+  encodeParquet,
+  listMarkets,
+  openReader,
+  parquetStore,
+  readLogDay,
+  type ColumnSpec,
 } from '../../src/storage/testing.js';
 import { FAMILIES } from '../../src/schema/observation.js';
 import { writeFixture } from '../fixtures/compaction-logs.js';
@@ -69,7 +76,8 @@ async function tardisCsv(dataDir: string, day: string): Promise<{ gz: number; li
       };
       if (rec.type === 'book') full(rec.token_id, rec.bids, rec.asks);
       else if (rec.type === 'book_checkpoint') for (const b of rec.books) full(b.token_id, b.bids, b.asks);
-      else if (rec.type === 'book_delta') for (const c of rec.changes) lines.push(`${head(rec.token_id)},false,${c.side},${c.price},${c.size}`);
+      else if (rec.type === 'book_delta')
+        for (const c of rec.changes) lines.push(`${head(rec.token_id)},false,${c.side},${c.price},${c.size}`);
     }
   }
   return { gz: gzipSync(lines.join('\n') + '\n').length, lines: lines.length - 1 };
@@ -78,9 +86,20 @@ async function tardisCsv(dataDir: string, day: string): Promise<{ gz: number; li
 const v1 = (name: string, kind: ColumnSpec['kind'], nullable = true): ColumnSpec => ({ name, kind, nullable, doc: '' });
 /** Schema version 1's books columns: the whole book after every record in lists, plus the record as JSON. */
 const V1_BOOKS: ColumnSpec[] = [
-  v1('market_id', 'utf8', false), v1('receive_time', 'ts', false), v1('source_time', 'ts'), v1('seq', 'int64', false), v1('type', 'utf8', false),
-  v1('token_id', 'utf8'), v1('bid_prices', 'list_f64'), v1('bid_sizes', 'list_f64'), v1('ask_prices', 'list_f64'), v1('ask_sizes', 'list_f64'),
-  v1('best_bid_price', 'f64'), v1('best_ask_price', 'f64'), v1('record', 'utf8', false), v1('checkpoint', 'bool', false),
+  v1('market_id', 'utf8', false),
+  v1('receive_time', 'ts', false),
+  v1('source_time', 'ts'),
+  v1('seq', 'int64', false),
+  v1('type', 'utf8', false),
+  v1('token_id', 'utf8'),
+  v1('bid_prices', 'list_f64'),
+  v1('bid_sizes', 'list_f64'),
+  v1('ask_prices', 'list_f64'),
+  v1('ask_sizes', 'list_f64'),
+  v1('best_bid_price', 'f64'),
+  v1('best_ask_price', 'f64'),
+  v1('record', 'utf8', false),
+  v1('checkpoint', 'bool', false),
 ];
 
 /** Bytes the v1 layout takes for the same logs (books of every family; metrics/catalog/gaps as v2 ± the record column). */
@@ -92,18 +111,31 @@ async function v1Bytes(dataDir: string, day: string): Promise<number> {
       const books = new MarketBooks();
       for await (const { rec, checkpoint } of readLogDay(dataDir, { family, stream: 'books', market }, day)) {
         books.apply(rec);
-        const tok = 'token_id' in rec ? rec.token_id ?? null : null;
+        const tok = 'token_id' in rec ? (rec.token_id ?? null) : null;
         const v = (rec.type === 'book' || rec.type === 'book_delta') && tok ? books.view(tok) : null;
         rows.push({
-          market_id: market, receive_time: rec.recv_ts, source_time: rec.source_ts, seq: rec.seq, type: rec.type, token_id: tok,
-          bid_prices: v?.bids.map((l) => Number(l[0])) ?? null, bid_sizes: v?.bids.map((l) => Number(l[1])) ?? null,
-          ask_prices: v?.asks.map((l) => Number(l[0])) ?? null, ask_sizes: v?.asks.map((l) => Number(l[1])) ?? null,
-          best_bid_price: v?.bids[0] ? Number(v.bids[0][0]) : null, best_ask_price: v?.asks[0] ? Number(v.asks[0][0]) : null,
-          record: JSON.stringify(rec), checkpoint,
+          market_id: market,
+          receive_time: rec.recv_ts,
+          source_time: rec.source_ts,
+          seq: rec.seq,
+          type: rec.type,
+          token_id: tok,
+          bid_prices: v?.bids.map((l) => Number(l[0])) ?? null,
+          bid_sizes: v?.bids.map((l) => Number(l[1])) ?? null,
+          ask_prices: v?.asks.map((l) => Number(l[0])) ?? null,
+          ask_sizes: v?.asks.map((l) => Number(l[1])) ?? null,
+          best_bid_price: v?.bids[0] ? Number(v.bids[0][0]) : null,
+          best_ask_price: v?.asks[0] ? Number(v.asks[0][0]) : null,
+          record: JSON.stringify(rec),
+          checkpoint,
         });
       }
     }
-    if (rows.length) total += encodeParquet(V1_BOOKS, V1_BOOKS.map((c) => rows.map((r) => r[c.name] ?? null)) as never, { rowGroupRows: 2048, metadata: new Map() }).length;
+    if (rows.length)
+      total += encodeParquet(V1_BOOKS, V1_BOOKS.map((c) => rows.map((r) => r[c.name] ?? null)) as never, {
+        rowGroupRows: 2048,
+        metadata: new Map(),
+      }).length;
   }
   return total;
 }
@@ -114,11 +146,16 @@ async function v1Bytes(dataDir: string, day: string): Promise<number> {
  */
 async function curlGet(url: string, key: string): Promise<{ body: Buffer; ms: number } | null> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '--fail', '-H', `authorization: Bearer ${key}`, '-w', '\n%{time_total}', url], { maxBuffer: 256 << 20, encoding: 'buffer' }, (err, out) => {
-      if (err) return err.code === 'ENOENT' ? resolve(null) : reject(new Error(`curl ${url}: ${err.message}`, { cause: err }));
-      const cut = out.lastIndexOf(10);
-      resolve({ body: out.subarray(0, cut), ms: Number(out.subarray(cut + 1).toString()) * 1000 });
-    });
+    execFile(
+      'curl',
+      ['-sS', '--fail', '-H', `authorization: Bearer ${key}`, '-w', '\n%{time_total}', url],
+      { maxBuffer: 256 << 20, encoding: 'buffer' },
+      (err, out) => {
+        if (err) return err.code === 'ENOENT' ? resolve(null) : reject(new Error(`curl ${url}: ${err.message}`, { cause: err }));
+        const cut = out.lastIndexOf(10);
+        resolve({ body: out.subarray(0, cut), ms: Number(out.subarray(cut + 1).toString()) * 1000 });
+      },
+    );
   });
 }
 
@@ -144,12 +181,19 @@ function unitsOf(body: Buffer, route: 'replay' | 'rows'): number {
  * fetch and stream code running for the first time) added 20 – 40 ms to the cold figure here,
  * which is the client's cost, not the server's. Without curl, fetch (then `client` says so).
  */
-async function apiHour(dir: string, markets: readonly string[], from: number, to: number, route: 'replay' | 'rows'): Promise<{ lines: number; bytes: number; coldMs: number; warmMs: number; otherMarketMs: number; client: string }> {
+async function apiHour(
+  dir: string,
+  markets: readonly string[],
+  from: number,
+  to: number,
+  route: 'replay' | 'rows',
+): Promise<{ lines: number; bytes: number; coldMs: number; warmMs: number; otherMarketMs: number; client: string }> {
   const key = (await createKey(dir, 'paid', 'bench')).key;
   const { url, proc } = await startServe(dir);
-  const hourUrl = (market: string): string => route === 'replay'
-    ? `${url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${to}&types=book_change`
-    : `${url}/v3/datasets/rows?family=coin&dataset=book_changes&market_id=${market}&start_time=${from}&end_time=${to}`;
+  const hourUrl = (market: string): string =>
+    route === 'replay'
+      ? `${url}/v3/replay?family=coin&market_id=${market}&start_time=${from}&end_time=${to}&types=book_change`
+      : `${url}/v3/datasets/rows?family=coin&dataset=book_changes&market_id=${market}&start_time=${from}&end_time=${to}`;
   const viaFetch = async (market: string): Promise<{ body: Buffer; ms: number }> => {
     const s = performance.now();
     const res = await fetch(hourUrl(market), { headers: { authorization: `Bearer ${key}` } });
@@ -162,7 +206,8 @@ async function apiHour(dir: string, markets: readonly string[], from: number, to
     // implementation on first use: 70 – 90 ms here; curl resolves and connects).
     await (await fetch(`${url}/healthz`)).arrayBuffer();
     const curl = await curlGet(`${url}/healthz`, key);
-    const get = async (market: string): Promise<{ body: Buffer; ms: number }> => (curl ? (await curlGet(hourUrl(market), key))! : await viaFetch(market));
+    const get = async (market: string): Promise<{ body: Buffer; ms: number }> =>
+      curl ? (await curlGet(hourUrl(market), key))! : await viaFetch(market);
     const cold = await get(markets[0]);
     for (let i = 0; i < 20; i++) await get(markets[0]); // past the JIT's first tiers
     const warm: number[] = [];
@@ -170,14 +215,26 @@ async function apiHour(dir: string, markets: readonly string[], from: number, to
     const other = await get(markets[1]);
     // Replay: minus the end line.
     const units = unitsOf(cold.body, route) - (route === 'replay' ? 1 : 0);
-    return { lines: units, bytes: cold.body.length, coldMs: cold.ms, warmMs: median(warm), otherMarketMs: other.ms, client: curl ? 'curl' : 'fetch' };
+    return {
+      lines: units,
+      bytes: cold.body.length,
+      coldMs: cold.ms,
+      warmMs: median(warm),
+      otherMarketMs: other.ms,
+      client: curl ? 'curl' : 'fetch',
+    };
   } finally {
     await stopServe(proc);
   }
 }
 
 /** One API route's hour figures, and its speedups over DuckDB's cold and warm queries. */
-function apiFigures(p: string, r: { coldMs: number; warmMs: number; otherMarketMs: number }, duckCold: number, duckWarm: number): Record<string, number> {
+function apiFigures(
+  p: string,
+  r: { coldMs: number; warmMs: number; otherMarketMs: number },
+  duckCold: number,
+  duckWarm: number,
+): Record<string, number> {
   return {
     [`${p}_hour_cold_ms`]: round(r.coldMs),
     [`${p}_hour_warm_ms`]: round(r.warmMs),
@@ -194,7 +251,9 @@ export async function run(): Promise<Record<string, unknown>> {
     const day = utcDay(Date.now() - 2 * DAY_MS);
     const booksPerDay = Number(process.env.PMTAPE_BENCH_BOOKS ?? 20_000);
     const levels = Number(process.env.PMTAPE_BENCH_LEVELS ?? 50);
-    log(`writing logs: 4 coin markets (books of both outcomes) + 1 wallet market × ${booksPerDay} book observations, ${levels} levels a side`);
+    log(
+      `writing logs: 4 coin markets (books of both outcomes) + 1 wallet market × ${booksPerDay} book observations, ${levels} levels a side`,
+    );
     await writeFixture(dir, { days: [day], booksPerDay, coinMarkets: 4, levels, bothOutcomes: true });
     const logBytes = await dirBytes(join(dir, 'logs'), '.log');
     log('v1 layout of the same logs');
@@ -230,7 +289,9 @@ export async function run(): Promise<Record<string, unknown>> {
     const coinChanges = results.find((r) => r.family === 'coin' && r.dataset === 'book_changes')!;
     const v2Day = results.reduce((a, r) => a + r.bytes, 0);
     const snapshots = results.filter((r) => r.dataset === 'book_snapshots');
-    const v2Books = results.filter((r) => r.dataset === 'book_changes' || r.dataset === 'trades' || r.dataset === 'gaps').reduce((a, r) => a + r.bytes, 0);
+    const v2Books = results
+      .filter((r) => r.dataset === 'book_changes' || r.dataset === 'trades' || r.dataset === 'gaps')
+      .reduce((a, r) => a + r.bytes, 0);
 
     log('building the Tardis-style incremental_book_L2 CSV.gz of the same rows');
     const csv = await tardisCsv(dir, day);
@@ -297,7 +358,8 @@ export async function run(): Promise<Record<string, unknown>> {
       db.closeSync();
     }
     const duckCold = median(duckColds);
-    if (duckRows !== hour.levels) log(`note: DuckDB selected ${duckRows} rows, pmtape rebuilt ${hour.levels} levels (empty-side and marker rows differ)`);
+    if (duckRows !== hour.levels)
+      log(`note: DuckDB selected ${duckRows} rows, pmtape rebuilt ${hour.levels} levels (empty-side and marker rows differ)`);
     log('the same hour through the API (a serve process)');
     store.close();
     const api = await apiHour(dir, [market, '50002'], from, to, 'replay');

@@ -99,7 +99,16 @@ export async function runYesNoBench(): Promise<Record<string, unknown>> {
     const raw = rawRate(dir, msgs);
     const { rate, normalizeOnly, parsedOnly } = await normalizeAppendRate(dir, msgs);
     const two = await budgetYield(dir, ['KXBTC15M', 'KXETH15M']);
-    const eight = await budgetYield(dir, ['KXBTC15M', 'KXETH15M', 'KXSOL15M', 'KXXRP15M', 'KXDOGE15M', 'KXBNB15M', 'KXADA15M', 'KXAVAX15M']);
+    const eight = await budgetYield(dir, [
+      'KXBTC15M',
+      'KXETH15M',
+      'KXSOL15M',
+      'KXXRP15M',
+      'KXDOGE15M',
+      'KXBNB15M',
+      'KXADA15M',
+      'KXAVAX15M',
+    ]);
     const r2 = (x: number): number => Math.round(x * 100) / 100;
     return {
       book_levels_per_side: 100,

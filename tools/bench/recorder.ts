@@ -28,14 +28,16 @@ const COND = '0x285746de0e4f751fd4dc8f9dc2cecd0101ba9ad0096a43145ed9643b09514f01
 export function messages(): string[] {
   const r = rng(1);
   const t0 = 1_790_658_661_234;
-  const levels = (from: number, step: number): Map<number, string> => new Map(Array.from({ length: 40 }, (_, i) => [from + step * i, '100']));
+  const levels = (from: number, step: number): Map<number, string> =>
+    new Map(Array.from({ length: 40 }, (_, i) => [from + step * i, '100']));
   // Ticks of 0.001. Up: bids 0.100..0.139, asks 0.461..0.500. Down (its mirror): bids 0.500..0.539... kept apart.
   const upBids = levels(100, 1);
   const upAsks = levels(461, 1);
   const downBids = levels(500, 1);
   const downAsks = levels(861, 1);
   const px = (tick: number): string => (tick / 1000).toFixed(3);
-  const ladder = (m: Map<number, string>, asc: boolean) => [...m].sort((a, b) => (asc ? a[0] - b[0] : b[0] - a[0])).map(([t, size]) => ({ price: px(t), size }));
+  const ladder = (m: Map<number, string>, asc: boolean) =>
+    [...m].sort((a, b) => (asc ? a[0] - b[0] : b[0] - a[0])).map(([t, size]) => ({ price: px(t), size }));
   const best = (m: Map<number, string>, max: boolean): string => {
     let b: number | null = null;
     for (const t of m.keys()) if (b === null || (max ? t > b : t < b)) b = t;
@@ -43,23 +45,54 @@ export function messages(): string[] {
   };
   // Upstream order: bids ascending, asks descending (best last).
   const book = (token: string, bids: Map<number, string>, asks: Map<number, string>): string =>
-    JSON.stringify({ event_type: 'book', asset_id: token, market: COND, timestamp: String(t0), hash: 'h', bids: ladder(bids, true), asks: ladder(asks, false) });
+    JSON.stringify({
+      event_type: 'book',
+      asset_id: token,
+      market: COND,
+      timestamp: String(t0),
+      hash: 'h',
+      bids: ladder(bids, true),
+      asks: ladder(asks, false),
+    });
   const out = [book(UP, upBids, upAsks), book(DOWN, downBids, downAsks)];
   for (let i = 0; i < N; i++) {
     const tick = 100 + Math.floor(r() * 40);
     const size = r() < 0.3 ? '0' : (r() * 5000).toFixed(2);
     const downTick = 1000 - tick;
-    for (const [m, t] of [[upBids, tick], [downAsks, downTick]] as const) {
+    for (const [m, t] of [
+      [upBids, tick],
+      [downAsks, downTick],
+    ] as const) {
       if (size === '0') m.delete(t);
       else m.set(t, size);
     }
-    out.push(JSON.stringify({
-      event_type: 'price_change', market: COND, timestamp: String(t0 + i),
-      price_changes: [
-        { asset_id: UP, price: px(tick), size, side: 'BUY', hash: (i * 7919).toString(16).padStart(40, '0'), best_bid: best(upBids, true), best_ask: best(upAsks, false) },
-        { asset_id: DOWN, price: px(downTick), size, side: 'SELL', hash: (i * 104729).toString(16).padStart(40, '0'), best_bid: best(downBids, true), best_ask: best(downAsks, false) },
-      ],
-    }));
+    out.push(
+      JSON.stringify({
+        event_type: 'price_change',
+        market: COND,
+        timestamp: String(t0 + i),
+        price_changes: [
+          {
+            asset_id: UP,
+            price: px(tick),
+            size,
+            side: 'BUY',
+            hash: (i * 7919).toString(16).padStart(40, '0'),
+            best_bid: best(upBids, true),
+            best_ask: best(upAsks, false),
+          },
+          {
+            asset_id: DOWN,
+            price: px(downTick),
+            size,
+            side: 'SELL',
+            hash: (i * 104729).toString(16).padStart(40, '0'),
+            best_bid: best(downBids, true),
+            best_ask: best(downAsks, false),
+          },
+        ],
+      }),
+    );
   }
   return out;
 }
@@ -77,17 +110,39 @@ function phase(t0: number, c0: NodeJS.CpuUsage): Phase {
 
 function market(): CoinMarket {
   return {
-    family: 'coin', market_id: 'bench-1', event_id: null, condition_id: COND, slug: null, question: 'bench',
-    outcomes: [{ label: 'Up', token_id: UP }, { label: 'Down', token_id: DOWN }], coin: 'btc', window: '5m',
-    start_time: Date.now() - 1000, end_time: Date.now() + 3_600_000, created_time: null, updated_time: null,
-    status: 'open', resolution: null, winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: null,
+    family: 'coin',
+    market_id: 'bench-1',
+    event_id: null,
+    condition_id: COND,
+    slug: null,
+    question: 'bench',
+    outcomes: [
+      { label: 'Up', token_id: UP },
+      { label: 'Down', token_id: DOWN },
+    ],
+    coin: 'btc',
+    window: '5m',
+    start_time: Date.now() - 1000,
+    end_time: Date.now() + 3_600_000,
+    created_time: null,
+    updated_time: null,
+    status: 'open',
+    resolution: null,
+    winning_outcome: null,
+    resolved_time: null,
+    volume: null,
+    liquidity: null,
+    native: null,
   };
 }
 
 export async function recorderRate(dir: string, msgs: string[]): Promise<Phase> {
   const config = loadConfig({ dataDir: dir }, {});
   const cfg = { ...config, upstreams: { ...config.upstreams, clob: { ws: 'ws://127.0.0.1:9/unreachable' } } };
-  const sink = new LogSink(dir, { monotonic: true, writer: { fsyncIntervalMs: cfg.storage.fsyncIntervalMs, fsyncMaxRecords: cfg.storage.fsyncMaxRecords } });
+  const sink = new LogSink(dir, {
+    monotonic: true,
+    writer: { fsyncIntervalMs: cfg.storage.fsyncIntervalMs, fsyncMaxRecords: cfg.storage.fsyncMaxRecords },
+  });
   const deps: RecorderDeps = { config: cfg, logger: silentLogger, sink, inShard: () => true, shared: new Map() };
   coinDirectory(deps).upsert(market());
   const rec = new ClobRecorder(deps);

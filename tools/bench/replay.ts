@@ -55,7 +55,9 @@ async function measure(dataDir: string, key: string, ids: string[], from: number
     for (const id of ids) {
       const path = `/v3/btc/markets/${id}/snapshots?include_orderbook=true&limit=1000&start_time=${from}&end_time=${to}`;
       for (let cursor: string | null = null, first = true; first || cursor; first = false) {
-        const page = (await (await fetch(url + path + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''), { headers: auth })).json()) as { data: unknown[]; next_cursor: string | null };
+        const page = (await (
+          await fetch(url + path + (cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''), { headers: auth })
+        ).json()) as { data: unknown[]; next_cursor: string | null };
         items += page.data.length;
         cursor = page.next_cursor;
       }
@@ -91,12 +93,35 @@ export async function run(): Promise<Record<string, unknown>> {
     for (const id of ids) {
       const w = await openWriter(dir, { family: 'coin', stream: 'catalog', market: id });
       await w.append({
-        type: 'catalog', recv_ts: t0 + 2000, source_ts: null, event: 'updated', changed: ['coin'],
+        type: 'catalog',
+        recv_ts: t0 + 2000,
+        source_ts: null,
+        event: 'updated',
+        changed: ['coin'],
         market: {
-          family: 'coin', market_id: id, event_id: null, condition_id: `0x${id}`, slug: null, question: `bench ${id}`,
-          outcomes: [{ label: 'Up', token_id: `${id}-up` }, { label: 'Down', token_id: `${id}-down` }], coin: 'btc', window: '15m',
-          start_time: t0, end_time: t0 + DAY_MS, created_time: null, updated_time: null, status: 'closed', resolution: null,
-          winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+          family: 'coin',
+          market_id: id,
+          event_id: null,
+          condition_id: `0x${id}`,
+          slug: null,
+          question: `bench ${id}`,
+          outcomes: [
+            { label: 'Up', token_id: `${id}-up` },
+            { label: 'Down', token_id: `${id}-down` },
+          ],
+          coin: 'btc',
+          window: '15m',
+          start_time: t0,
+          end_time: t0 + DAY_MS,
+          created_time: null,
+          updated_time: null,
+          status: 'closed',
+          resolution: null,
+          winning_outcome: null,
+          resolved_time: null,
+          volume: null,
+          liquidity: null,
+          native: {},
         },
       });
       await w.close();
@@ -135,7 +160,7 @@ export async function run(): Promise<Record<string, unknown>> {
       duckdb_rows_per_s: Math.round(rows / duckS),
       replay_vs_duckdb_compacted: round(parquet.replay_lines_per_s / (rows / duckS)),
       targets: 'replay_vs_snapshots >= 3; rss_growth_mb <= 50',
-      note: 'replay counts book lines (types=book, whole book per line) streamed to a local client; DuckDB rows are the markets\' book_changes rows (one per level change of every book, delta and checkpoint) materialized in order; the ratio is lines/s over rows/s',
+      note: "replay counts book lines (types=book, whole book per line) streamed to a local client; DuckDB rows are the markets' book_changes rows (one per level change of every book, delta and checkpoint) materialized in order; the ratio is lines/s over rows/s",
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -10,7 +10,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** Modules beside the benchmarks that are their parts, not benchmarks (no `run()`). */
 const PARTS = new Set(['run', 'open-loop', 'api-probes', 'wrk', 'recorder-yesno', 'serve']);
 const available = (): string[] =>
-  readdirSync(here).filter((f) => f.endsWith('.js') && !PARTS.has(f.slice(0, -3))).map((f) => f.slice(0, -3)).sort();
+  readdirSync(here)
+    .filter((f) => f.endsWith('.js') && !PARTS.has(f.slice(0, -3)))
+    .map((f) => f.slice(0, -3))
+    .sort();
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9-]+$/.test(name) || !available().includes(name)) {
@@ -25,4 +28,6 @@ if (typeof mod.run !== 'function') {
 }
 const started = Date.now();
 const figures = await mod.run();
-process.stdout.write(`${JSON.stringify({ bench: name, ...figures, bench_wall_s: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`);
+process.stdout.write(
+  `${JSON.stringify({ bench: name, ...figures, bench_wall_s: Math.round((Date.now() - started) / 100) / 10 }, null, 2)}\n`,
+);

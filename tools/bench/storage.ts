@@ -5,7 +5,19 @@
 // PMTAPE_BENCH_ONLY=append,seek,recovery picks parts; PMTAPE_BENCH_GROUP sets appendMany's size (64);
 // PMTAPE_BENCH_REPEAT the append runs per figure (3, best kept for append and raw alike).
 
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeSync, appendFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeSync,
+  appendFileSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,8 +25,21 @@ import { crc32c } from '@node-rs/crc32';
 import type { BookSnapshot, Trade } from '../../src/schema/observation.js';
 import { utcDay } from '../../src/schema/time.js';
 import {
-  checkLogFile, decodeRecord, DEFAULT_INDEX_EVERY_BYTES, encodeEntry, encodeFrame, encodeFrameAt, FILE_HEADER_BYTES, IndexEntries,
-  logFilePath, openLogReader, openWriter, parseFrame, PREFIX_BYTES, writeI64, type LogKey,
+  checkLogFile,
+  decodeRecord,
+  DEFAULT_INDEX_EVERY_BYTES,
+  encodeEntry,
+  encodeFrame,
+  encodeFrameAt,
+  FILE_HEADER_BYTES,
+  IndexEntries,
+  logFilePath,
+  openLogReader,
+  openWriter,
+  parseFrame,
+  PREFIX_BYTES,
+  writeI64,
+  type LogKey,
 } from '../../src/storage/testing.js';
 
 const SCALE = Number(process.env.PMTAPE_BENCH_SCALE ?? 1);
@@ -32,8 +57,13 @@ function book(recvTs: number, n: number, levels: number): BookSnapshot {
     asks.push([(0.51 + i * 0.001).toFixed(3), (100 + ((n * 11 + i * 17) % 50000) / 7).toFixed(2)]);
   }
   return {
-    type: 'book', recv_ts: recvTs, source_ts: recvTs - 12, units: 'decimal',
-    token_id: '71321045679252212594626385532706912750332728571942532289631379312455583992563', bids, asks,
+    type: 'book',
+    recv_ts: recvTs,
+    source_ts: recvTs - 12,
+    units: 'decimal',
+    token_id: '71321045679252212594626385532706912750332728571942532289631379312455583992563',
+    bids,
+    asks,
     hash: '0x5f2a3c9e1b7d4f6a8c0e2b4d6f8a0c2e4b6d8f0a',
   };
 }
@@ -131,7 +161,13 @@ async function rawRun(dir: string, source: string, commits: readonly number[]): 
  * Append runs, each followed by a raw replay of its bytes and cadence (so both see the same machine
  * load); the best of `reps` for each side, so a busy moment slows neither the figure nor the baseline.
  */
-async function appendVsRaw(dir: string, levels: number, count: number, group: number, reps: number): Promise<{ figures: Record<string, number>; frame: Buffer; bytes: number; indexBytes: number }> {
+async function appendVsRaw(
+  dir: string,
+  levels: number,
+  count: number,
+  group: number,
+  reps: number,
+): Promise<{ figures: Record<string, number>; frame: Buffer; bytes: number; indexBytes: number }> {
   let best = null as AppendRun | null;
   let rawSeconds = Infinity;
   let frame = Buffer.alloc(0);
@@ -181,7 +217,7 @@ function generateLog(dir: string, key: LogKey, count: number): string {
   mkdirSync(dirname(path), { recursive: true });
   const fd = openSync(path, 'w');
   let offset = 0;
-  for (let n = 0; n < count; ) {
+  for (let n = 0; n < count;) {
     const k = Math.min(chunkFrames, count - n);
     for (let j = 0; j < k; j++, n++) {
       const at = j * size;
@@ -191,7 +227,10 @@ function generateLog(dir: string, key: LogKey, count: number): string {
       writeI64(chunk, recvUs - 5000, at + 18);
       writeI64(chunk, n + 1, at + 26);
       chunk.writeUInt32LE(crc32c(chunk.subarray(at + PREFIX_BYTES, at + size)), at + 4);
-      const e = entries.consider({ offset, size, type: 5, flags: 1, recvUs, sourceUs: recvUs - 5000, seq: n + 1 }, DEFAULT_INDEX_EVERY_BYTES);
+      const e = entries.consider(
+        { offset, size, type: 5, flags: 1, recvUs, sourceUs: recvUs - 5000, seq: n + 1 },
+        DEFAULT_INDEX_EVERY_BYTES,
+      );
       if (e) idxParts.push(encodeEntry(e));
       offset += size;
     }
@@ -206,7 +245,11 @@ function generateLog(dir: string, key: LogKey, count: number): string {
 
 const pct = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
-async function seekRun(dir: string, count: number, probes: number): Promise<{ p50: number; p99: number; idxPerRecord: number; path: string; key: LogKey }> {
+async function seekRun(
+  dir: string,
+  count: number,
+  probes: number,
+): Promise<{ p50: number; p99: number; idxPerRecord: number; path: string; key: LogKey }> {
   const key: LogKey = { family: 'coin', stream: 'metrics', market: `seek-${count}` };
   const path = generateLog(dir, key, count);
   const reader = openLogReader(dir, key);
@@ -290,7 +333,8 @@ export async function run(): Promise<Record<string, unknown>> {
       // Headline: the worse of 20 and 100 levels for one write() per record (what recorders call).
       out.append_vs_raw = Math.min(b20.append_vs_raw, b100.append_vs_raw);
       out.append_many_vs_raw = Math.min(many(b20).append_vs_raw, many(b100).append_vs_raw);
-      out.headline = 'append_vs_raw: per-record write() (append without the Recorded handed back), worst of 20/100 levels; raw replays the same bytes and fsync cadence';
+      out.headline =
+        'append_vs_raw: per-record write() (append without the Recorded handed back), worst of 20/100 levels; raw replays the same bytes and fsync cadence';
     }
     if (!only.includes('seek') && !only.includes('recovery')) return out;
 
@@ -302,8 +346,12 @@ export async function run(): Promise<Record<string, unknown>> {
       const s = await seekRun(dir, count, 5000);
       const mem = process.memoryUsage();
       seek[`n_${n.toExponential().replace('+', '')}`] = {
-        records: count, seek_p50_us: s.p50, seek_p99_us: s.p99, index_bytes_per_record: s.idxPerRecord,
-        heap_used_mb: round(mem.heapUsed / 1e6), rss_mb: round(mem.rss / 1e6),
+        records: count,
+        seek_p50_us: s.p50,
+        seek_p99_us: s.p99,
+        index_bytes_per_record: s.idxPerRecord,
+        heap_used_mb: round(mem.heapUsed / 1e6),
+        rss_mb: round(mem.rss / 1e6),
       };
       if (big) rmSync(dirname(big.path), { recursive: true, force: true });
       big = s;

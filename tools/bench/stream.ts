@@ -33,14 +33,34 @@ function pct(xs: number[], p: number): number {
 }
 
 const market: CoinMarket = {
-  family: 'coin', market_id: 'bench-1', event_id: null, condition_id: '0xbench', slug: 'bench-1', question: 'Bench?',
-  outcomes: [{ label: 'Up', token_id: 'bench-up' }, { label: 'Down', token_id: 'bench-down' }], coin: 'btc', window: '15m',
-  start_time: null, end_time: null, created_time: null, updated_time: null, status: 'open', resolution: null,
-  winning_outcome: null, resolved_time: null, volume: null, liquidity: null, native: {},
+  family: 'coin',
+  market_id: 'bench-1',
+  event_id: null,
+  condition_id: '0xbench',
+  slug: 'bench-1',
+  question: 'Bench?',
+  outcomes: [
+    { label: 'Up', token_id: 'bench-up' },
+    { label: 'Down', token_id: 'bench-down' },
+  ],
+  coin: 'btc',
+  window: '15m',
+  start_time: null,
+  end_time: null,
+  created_time: null,
+  updated_time: null,
+  status: 'open',
+  resolution: null,
+  winning_outcome: null,
+  resolved_time: null,
+  volume: null,
+  liquidity: null,
+  native: {},
 };
 
 /** A realistic book: 10 levels a side. */
-const ladder = (p0: number, step: number): [string, string][] => Array.from({ length: 10 }, (_, i) => [(p0 + step * i).toFixed(2), String(100 + i)]);
+const ladder = (p0: number, step: number): [string, string][] =>
+  Array.from({ length: 10 }, (_, i) => [(p0 + step * i).toFixed(2), String(100 + i)]);
 
 class Appender {
   /** performance.now() at each append call, by the seq it will get (one writer: seqs are consecutive). */
@@ -52,7 +72,10 @@ class Appender {
   }
   append(): Promise<unknown> {
     const obs: Observation = {
-      type: 'book_delta', recv_ts: Date.now(), source_ts: null, token_id: this.i % 2 ? 'bench-up' : 'bench-down',
+      type: 'book_delta',
+      recv_ts: Date.now(),
+      source_ts: null,
+      token_id: this.i % 2 ? 'bench-up' : 'bench-down',
       changes: [{ side: 'bid', price: '0.40', size: String(100 + (this.i++ % 90)) }],
     };
     this.sentAt.set(this.next++, performance.now());
@@ -108,7 +131,10 @@ const SUBSCRIBE = JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', fami
 /** A client→server text frame, masked with a zero key (legal; the payload stays as is). */
 function clientFrame(text: string): Buffer {
   const p = Buffer.from(text);
-  const head = p.length < 126 ? Buffer.from([0x81, 0x80 | p.length, 0, 0, 0, 0]) : Buffer.from([0x81, 0x80 | 126, p.length >> 8, p.length & 255, 0, 0, 0, 0]);
+  const head =
+    p.length < 126
+      ? Buffer.from([0x81, 0x80 | p.length, 0, 0, 0, 0])
+      : Buffer.from([0x81, 0x80 | 126, p.length >> 8, p.length & 255, 0, 0, 0, 0]);
   return Buffer.concat([head, p]);
 }
 
@@ -121,8 +147,16 @@ function sink(url: string, key: string, c: Clients, idx: number): Promise<void> 
   const u = new URL(url.replace(/^ws/, 'http'));
   return new Promise((resolve, reject) => {
     const req = httpRequest({
-      host: u.hostname, port: u.port, path: u.pathname,
-      headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': randomBytes(16).toString('base64'), authorization: `Bearer ${key}` },
+      host: u.hostname,
+      port: u.port,
+      path: u.pathname,
+      headers: {
+        Connection: 'Upgrade',
+        Upgrade: 'websocket',
+        'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+        authorization: `Bearer ${key}`,
+      },
     });
     req.on('upgrade', (_res, socket) => {
       c.sockets.push({ terminate: () => socket.destroy() });
@@ -182,12 +216,20 @@ function sampler(url: string, key: string, c: Clients, idx: number, app: Appende
 
 async function connect(url: string, key: string, n: number, app: Appender): Promise<Clients> {
   const samplers = Math.min(n, SAMPLERS);
-  const c: Clients = { sockets: [], lat: [], lastSeen: new Array<number>(samplers).fill(0), sinkFrames: new Array<number>(n - samplers).fill(0), delivered: 0 };
+  const c: Clients = {
+    sockets: [],
+    lat: [],
+    lastSeen: new Array<number>(samplers).fill(0),
+    sinkFrames: new Array<number>(n - samplers).fill(0),
+    delivered: 0,
+  };
   for (let i = 0; i < n; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, k) => {
-      const idx = i + k;
-      return idx < samplers ? sampler(url, key, c, idx, app) : sink(url, key, c, idx - samplers);
-    }));
+    await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, (_, k) => {
+        const idx = i + k;
+        return idx < samplers ? sampler(url, key, c, idx, app) : sink(url, key, c, idx - samplers);
+      }),
+    );
   }
   return c;
 }
@@ -226,8 +268,24 @@ export async function run(): Promise<Record<string, unknown>> {
     // Group commit as tight as a recorder would run it for low latency; the floor below includes it.
     const w = await openWriter(dir, { family: 'coin', stream: 'books', market: 'bench-1' }, { fsyncIntervalMs: 2 });
     const now = Date.now();
-    await w.append({ type: 'book', recv_ts: now, source_ts: null, token_id: 'bench-up', units: 'decimal', bids: ladder(0.4, -0.01), asks: ladder(0.6, 0.01) });
-    await w.append({ type: 'book', recv_ts: now, source_ts: null, token_id: 'bench-down', units: 'decimal', bids: ladder(0.39, -0.01), asks: ladder(0.61, 0.01) });
+    await w.append({
+      type: 'book',
+      recv_ts: now,
+      source_ts: null,
+      token_id: 'bench-up',
+      units: 'decimal',
+      bids: ladder(0.4, -0.01),
+      asks: ladder(0.6, 0.01),
+    });
+    await w.append({
+      type: 'book',
+      recv_ts: now,
+      source_ts: null,
+      token_id: 'bench-down',
+      units: 'decimal',
+      bids: ladder(0.39, -0.01),
+      asks: ladder(0.61, 0.01),
+    });
     const app = new Appender(w);
     const s = await startServer(dir);
     server = s.proc;
@@ -265,12 +323,17 @@ export async function run(): Promise<Record<string, unknown>> {
       const complete = await waitAll(c, last, 1 + last - first, 30_000);
       const secs = (performance.now() - t0) / 1000;
       scenarios[`subscribers_${n}`] = {
-        p50_ms: pct(c.lat, 50), p99_ms: pct(c.lat, 99), max_ms: pct(c.lat, 100),
-        messages: c.delivered, messages_per_s: Math.round(c.delivered / secs), complete,
+        p50_ms: pct(c.lat, 50),
+        p99_ms: pct(c.lat, 99),
+        max_ms: pct(c.lat, 100),
+        messages: c.delivered,
+        messages_per_s: Math.round(c.delivered / secs),
+        complete,
         server_cpu_us_per_message: Math.round(((cpuS(server.pid!) - cpu0) * 1e6) / Math.max(1, c.delivered)),
         server_kernel_share: Math.round(((sysS(server.pid!) - sys0) / Math.max(0.01, cpuS(server.pid!) - cpu0)) * 100) / 100,
-        clients_cpu_us_per_message: Math.round((((u) => u.user + u.system)(process.cpuUsage(own0))) / Math.max(1, c.delivered)),
-        server_rss_mb: rssMb(server.pid!), p99_vs_floor: Math.round((pct(c.lat, 99) / baseline.p99_ms) * 10) / 10,
+        clients_cpu_us_per_message: Math.round(((u) => u.user + u.system)(process.cpuUsage(own0)) / Math.max(1, c.delivered)),
+        server_rss_mb: rssMb(server.pid!),
+        p99_vs_floor: Math.round((pct(c.lat, 99) / baseline.p99_ms) * 10) / 10,
       };
       log(`${n} subscribers: ${JSON.stringify(scenarios[`subscribers_${n}`])}`);
       for (const ws of c.sockets) ws.terminate();
@@ -289,8 +352,15 @@ export async function run(): Promise<Record<string, unknown>> {
     await Promise.all(burst);
     const complete = await waitAll(c, app.lastSeq, 1 + app.lastSeq - first, 60_000);
     const secs = (performance.now() - t0) / 1000;
-    const throughput = { subscribers: 100, records: 2000, messages: c.delivered, messages_per_s: Math.round(c.delivered / secs), complete,
-      server_cpu_us_per_message: Math.round(((cpuS(server.pid!) - cpu0) * 1e6) / Math.max(1, c.delivered)), server_rss_mb: rssMb(server.pid!) };
+    const throughput = {
+      subscribers: 100,
+      records: 2000,
+      messages: c.delivered,
+      messages_per_s: Math.round(c.delivered / secs),
+      complete,
+      server_cpu_us_per_message: Math.round(((cpuS(server.pid!) - cpu0) * 1e6) / Math.max(1, c.delivered)),
+      server_rss_mb: rssMb(server.pid!),
+    };
     log(`burst: ${JSON.stringify(throughput)}`);
     for (const ws of c.sockets) ws.terminate();
     await w.close();

@@ -22,7 +22,7 @@ const has = hasCommand;
 /** The path of wrk, installing Debian's package when it is missing; throws when it cannot be had. */
 export function ensureWrk(log: (s: string) => void): string {
   if (has('wrk')) return 'wrk';
-  log('wrk is missing: installing Debian\'s package (apt-get, up to 10 minutes)');
+  log("wrk is missing: installing Debian's package (apt-get, up to 10 minutes)");
   const root = process.getuid?.() === 0;
   const sudo = root ? [] : ['sudo', '-n'];
   if (!root && !has('sudo')) throw new Error('wrk is not installed and there is no root or sudo to install it: apt-get install wrk');
@@ -62,13 +62,23 @@ export function parseWrk(out: string): WrkResult {
   const errors = (sock ? sock.slice(1).reduce((a, x) => a + Number(x), 0) : 0) + (non2xx ? Number(non2xx[1]) : 0);
   return {
     rps: Math.round(num(/Requests\/sec:\s+([\d.]+)/)),
-    p50_ms: pct(50), p90_ms: pct(90), p99_ms: pct(99),
-    errors, requests: num(/(\d+) requests in/),
+    p50_ms: pct(50),
+    p90_ms: pct(90),
+    p99_ms: pct(99),
+    errors,
+    requests: num(/(\d+) requests in/),
   };
 }
 
 /** One wrk run (one thread, `connections` connections, `seconds` long) against `url`, on `cpus` when given. */
-export function wrk(bin: string, url: string, headers: Record<string, string>, connections: number, seconds: number, cpus: string | null = null): Promise<WrkResult> {
+export function wrk(
+  bin: string,
+  url: string,
+  headers: Record<string, string>,
+  connections: number,
+  seconds: number,
+  cpus: string | null = null,
+): Promise<WrkResult> {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '--timeout', '10s'];
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
   args.push(url);

@@ -19,7 +19,10 @@ export const toolchain: Toolchain = {
     log('toolchains: chromium: apt-get install chromium (~1-5 min) ...');
     try {
       await run('apt-get', ['update'], { timeoutMs: 300_000 });
-      await run('apt-get', ['install', '-y', 'chromium'], { timeoutMs: 600_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+      await run('apt-get', ['install', '-y', 'chromium'], {
+        timeoutMs: 600_000,
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
     } catch (err) {
       throw new Error(`${hint}\n${(err as Error).message}`);
     }

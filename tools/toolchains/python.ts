@@ -50,11 +50,14 @@ async function systemVersion(): Promise<string> {
   try {
     out = await run(PYTHON, ['-c', 'import sys; print("%d.%d.%d" % sys.version_info[:3])'], { timeoutMs: 60_000 });
   } catch {
-    throw new Error(`${PYTHON} not found: install Python >= ${MIN.join('.')} with venv and pip (Debian: apt-get install python3 python3-venv python3-pip); the suite runs the Python client in venvs made from it`);
+    throw new Error(
+      `${PYTHON} not found: install Python >= ${MIN.join('.')} with venv and pip (Debian: apt-get install python3 python3-venv python3-pip); the suite runs the Python client in venvs made from it`,
+    );
   }
   const version = out.trim();
   const [major, minor] = version.split('.').map(Number);
-  if (major < MIN[0] || (major === MIN[0] && minor < MIN[1])) throw new Error(`${PYTHON} is ${version}: install Python >= ${MIN.join('.')} (the pinned pandas and pyarrow need it)`);
+  if (major < MIN[0] || (major === MIN[0] && minor < MIN[1]))
+    throw new Error(`${PYTHON} is ${version}: install Python >= ${MIN.join('.')} (the pinned pandas and pyarrow need it)`);
   return version;
 }
 
@@ -75,9 +78,13 @@ async function ensureVenv(venv: Venv, version: string, log: (line: string) => vo
   if (VENVS[venv].length > 0) {
     log(`toolchains: ${name}: installing ${VENVS[venv].join(' ')} into venv ${venv} (pip, ${ENGINE_SIZES[venv] ?? '~1-3 min'}) ...`);
     try {
-      await run(pythonIn(root(), venv), ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', ...VENVS[venv]], { timeoutMs: 1_200_000 });
+      await run(pythonIn(root(), venv), ['-m', 'pip', 'install', '--no-input', '--disable-pip-version-check', ...VENVS[venv]], {
+        timeoutMs: 1_200_000,
+      });
     } catch (err) {
-      throw new Error(`pip could not install ${VENVS[venv].join(' ')} into ${dir}: check the network to the package index, or pip's message below\n${(err as Error).message}`);
+      throw new Error(
+        `pip could not install ${VENVS[venv].join(' ')} into ${dir}: check the network to the package index, or pip's message below\n${(err as Error).message}`,
+      );
     }
   }
   writeStamp(stampFile(venv), stamp);

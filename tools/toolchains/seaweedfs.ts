@@ -40,7 +40,8 @@ async function go(cwd: string, args: string[]): Promise<string> {
   try {
     return await run('go', ['-C', cwd, ...args], { env: { ...process.env, GOFLAGS: '-mod=mod' } });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`Go not found: install Go >= ${MIN_GO.join('.')} (the suite builds SeaweedFS from source)`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new Error(`Go not found: install Go >= ${MIN_GO.join('.')} (the suite builds SeaweedFS from source)`);
     throw e;
   }
 }

@@ -36,7 +36,10 @@ export function bearerOf(header: string | undefined): string | null {
  */
 export function checkKey(keys: KeyStore, presented: string | null, need: Plan): KeyRecord {
   if (presented === null) {
-    throw new PmtapeError('unauthorized', 'An API key is required: send the header "Authorization: Bearer <key>" (create one with `pmtape keys create`).');
+    throw new PmtapeError(
+      'unauthorized',
+      'An API key is required: send the header "Authorization: Bearer <key>" (create one with `pmtape keys create`).',
+    );
   }
   const rec = keys.verify(presented);
   if (!rec) throw new PmtapeError('unauthorized', 'The API key is malformed, unknown or revoked.');

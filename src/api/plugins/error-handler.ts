@@ -26,16 +26,22 @@ export const BEARER_CHALLENGE = 'Bearer realm="pmtape"';
  */
 export function clientErrorResponse(err: { code?: string }, requestId: string): string | null {
   if (err.code === 'ECONNRESET') return null;
-  const [code, message]: [ErrorCode, string] = err.code === 'HPE_HEADER_OVERFLOW'
-    ? ['request_too_large', 'The request line and headers are larger than the server accepts (16 KiB in all); shorten the query string.']
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? ['request_timeout', 'The request was not completed in time; send the whole request at once.']
-      : ['invalid_parameter', 'The request is not valid HTTP: the URL or a header holds a byte that is not allowed (a raw non-ASCII or control character); percent-encode the query.'];
+  const [code, message]: [ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? ['request_too_large', 'The request line and headers are larger than the server accepts (16 KiB in all); shorten the query string.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['request_timeout', 'The request was not completed in time; send the whole request at once.']
+        : [
+            'invalid_parameter',
+            'The request is not valid HTTP: the URL or a header holds a byte that is not allowed (a raw non-ASCII or control character); percent-encode the query.',
+          ];
   const body = JSON.stringify(envelope(code, message, requestId));
   const status = ERROR_STATUS[code];
   const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
-  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `x-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`;
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `x-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  );
 }
 
 interface AjvError {
@@ -71,7 +77,8 @@ function toEnvelope(err: FastifyError | PmtapeError, req: FastifyRequest): { cod
   if (err instanceof PmtapeError) return { code: err.code, message: err.message };
   if (err.validation) return { code: 'invalid_parameter', message: validationMessage(err.validation, err.validationContext) };
   const status = err.statusCode ?? 500;
-  if (status === 429) return { code: 'rate_limited', message: `Rate limit exceeded for this key; retry after the number of seconds in Retry-After.` };
+  if (status === 429)
+    return { code: 'rate_limited', message: `Rate limit exceeded for this key; retry after the number of seconds in Retry-After.` };
   if (status === 404) return { code: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.` };
   if (status === 401) return { code: 'unauthorized', message: err.message };
   if (status === 416) {
@@ -92,14 +99,22 @@ async function errorPlugin(app: FastifyInstance): Promise<void> {
     if (contentRange) void reply.header('Content-Range', contentRange); // RFC 9110: a 416 names the file's size
     if (code === 'unauthorized') void reply.header('WWW-Authenticate', BEARER_CHALLENGE); // RFC 9110 §11.6.1: a 401 names its scheme
     // Other client errors of the framework (413, 415, bad URL encoding) are answered as 400.
-    void reply.code(status).type('application/json; charset=utf-8').send(envelope(code, message, String(req.id)));
+    void reply
+      .code(status)
+      .type('application/json; charset=utf-8')
+      .send(envelope(code, message, String(req.id)));
   });
   // Unmatched URLs reach no route, so no route hook: the header and the tally are set here.
   const unknown = routeTally('unknown');
   app.setNotFoundHandler((req: FastifyRequest, reply: FastifyReply) => {
     unknown.record(404, 0); // no route hook ran to start a clock; the latency of a 404 says nothing
     app.pmtape.requestLog?.(req, reply.code(404), 0);
-    void reply.code(404).header('x-request-id', req.id).send(envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)));
+    void reply
+      .code(404)
+      .header('x-request-id', req.id)
+      .send(
+        envelope('not_found', `No route ${req.method} ${req.url.split('?')[0].slice(0, 200)}; see /docs for the routes.`, String(req.id)),
+      );
   });
 }
 

@@ -55,7 +55,12 @@ async function expensivePlugin(app: FastifyInstance, opts: { maxPerKey: number }
       if (key === undefined) return done(); // open routes: nothing to count by
       if (!limit.enter(key)) {
         void reply.header('retry-after', '1');
-        return done(new PmtapeError('rate_limited', `This key already has ${limit.max} expensive requests (coverage, replay, dataset rows) running; retry when one has finished (Retry-After: 1).`));
+        return done(
+          new PmtapeError(
+            'rate_limited',
+            `This key already has ${limit.max} expensive requests (coverage, replay, dataset rows) running; retry when one has finished (Retry-After: 1).`,
+          ),
+        );
       }
       let left = false;
       const leave = (): void => {

@@ -111,7 +111,10 @@ export async function createKey(dataDir: string, plan: Plan, name: string): Prom
   if (!PLANS.includes(plan)) throw new Error(`plan must be free or paid, got "${plan}"`);
   if (!name || name.length > 200) throw new Error('name must be 1..200 characters');
   // A newline or an escape sequence in a name would forge lines or repaint the terminal in `keys list`.
-  if (CONTROL.test(name)) throw new Error(`--name must not hold control characters (newlines, tabs, escape sequences), got ${JSON.stringify(name).slice(0, 80)}; use plain text`);
+  if (CONTROL.test(name))
+    throw new Error(
+      `--name must not hold control characters (newlines, tabs, escape sequences), got ${JSON.stringify(name).slice(0, 80)}; use plain text`,
+    );
   return withLock(dataDir, async () => {
     const file = await readKeyFile(dataDir);
     const id = randomBytes(6).toString('hex');
@@ -155,12 +158,15 @@ export async function mergeKeyFile(dataDir: string, other: string | null): Promi
         theirs = JSON.parse(other) as KeyFile;
         if (!theirs || !Array.isArray(theirs.keys)) throw new Error('no "keys" array');
       } catch (e) {
-        throw new Error(`the archive's keys file is damaged (${(e as Error).message}); run \`pmtape keys\` on a host with a good copy after removing it`);
+        throw new Error(
+          `the archive's keys file is damaged (${(e as Error).message}); run \`pmtape keys\` on a host with a good copy after removing it`,
+        );
       }
       for (const k of theirs.keys) {
         const have = byId.get(k.id);
         if (!have) byId.set(k.id, k);
-        else if (k.revoked_ts !== null && (have.revoked_ts === null || k.revoked_ts < have.revoked_ts)) byId.set(k.id, { ...have, revoked_ts: k.revoked_ts });
+        else if (k.revoked_ts !== null && (have.revoked_ts === null || k.revoked_ts < have.revoked_ts))
+          byId.set(k.id, { ...have, revoked_ts: k.revoked_ts });
       }
     }
     const keys = [...byId.values()].sort((a, b) => a.created_ts - b.created_ts || (a.id < b.id ? -1 : 1));
@@ -189,7 +195,10 @@ export class KeyStore {
   private verifiedHeaders = new Map<string, KeyRecord>();
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly dataDir: string, private readonly pollMs = 250) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly pollMs = 250,
+  ) {}
 
   async start(): Promise<void> {
     await this.reload();

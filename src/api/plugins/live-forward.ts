@@ -59,7 +59,10 @@ async function forward(base: string, req: FastifyRequest, reply: FastifyReply): 
 /** Relays a WebSocket upgrade for `path` to the live server: the request head, then both directions. */
 function relayUpgrade(base: URL, req: IncomingMessage, socket: Duplex, head: Buffer): void {
   const port = Number(base.port) || (base.protocol === 'https:' ? 443 : 80);
-  const up: Socket = base.protocol === 'https:' ? tlsConnect({ host: base.hostname, port, servername: base.hostname }) : tcpConnect({ host: base.hostname, port });
+  const up: Socket =
+    base.protocol === 'https:'
+      ? tlsConnect({ host: base.hostname, port, servername: base.hostname })
+      : tcpConnect({ host: base.hostname, port });
   const lines = [`${req.method} ${req.url} HTTP/1.1`];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const k = req.rawHeaders[i];
@@ -92,7 +95,10 @@ async function liveForward(app: FastifyInstance, opts: LiveForwardOptions): Prom
     try {
       return await forward(opts.url, req, reply);
     } catch (e) {
-      throw new PmtapeError('upstream_unavailable', `The live server ${opts.url} did not answer (${(e as Error).message}); times up to the archive's end (end_time or as_of) are served here.`);
+      throw new PmtapeError(
+        'upstream_unavailable',
+        `The live server ${opts.url} did not answer (${(e as Error).message}); times up to the archive's end (end_time or as_of) are served here.`,
+      );
     }
   });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => relayUpgrade(base, req, socket, head));

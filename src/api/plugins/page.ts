@@ -28,8 +28,15 @@ export function publicDir(): string {
  * `style="background:…"` built from its own constants, and an attribute cannot run script.
  */
 export const PAGE_CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "style-src-attr 'unsafe-inline'",
-  "img-src 'self' data:", "connect-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "style-src-attr 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 /** Headers of every page file: the policy above, no framing (old browsers), no type sniffing, no referrer. */

@@ -25,7 +25,10 @@ async function rateLimitPlugin(app: FastifyInstance, opts: { limits: Config['rat
     timeWindow: (req: FastifyRequest) => limits[req.apiKey?.plan ?? 'free'].windowMs,
     cache: 100_000,
     errorResponseBuilder: (_req, ctx) =>
-      Object.assign(new PmtapeError('rate_limited', `Rate limit of ${ctx.max} requests per window exceeded for this key; retry in ${ctx.after}.`), { statusCode: 429 }),
+      Object.assign(
+        new PmtapeError('rate_limited', `Rate limit of ${ctx.max} requests per window exceeded for this key; retry in ${ctx.after}.`),
+        { statusCode: 429 },
+      ),
   });
 }
 

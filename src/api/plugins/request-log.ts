@@ -80,14 +80,17 @@ function fastLine(log: FastifyBaseLogger): ((l: RequestLine) => void) | null {
   const sym = pino.symbols;
   const stream = l[sym.streamSym];
   const formatters = l[sym.formattersSym] as { log?: unknown; bindings?: unknown; level?: unknown } | undefined;
-  if (!(stream instanceof LineBuffer) || l[sym.messageKeySym] !== 'msg' || formatters?.log || l[sym.mixinSym] || l[sym.nestedKeySym]) return null;
+  if (!(stream instanceof LineBuffer) || l[sym.messageKeySym] !== 'msg' || formatters?.log || l[sym.mixinSym] || l[sym.nestedKeySym])
+    return null;
   const head = (l[sym.lsCacheSym] as Record<number, string>)[(log as pino.Logger).levels.values.info];
   const time = l[sym.timeSym] as () => string;
   const chindings = l[sym.chindingsSym] as string;
   if (typeof head !== 'string' || typeof time !== 'function' || typeof chindings !== 'string') return null;
   return (r) => {
-    stream.write(`${head}${time()}${chindings},"request_id":${q(r.request_id)},"method":${q(r.method)},"url":${q(r.url)},"status":${r.status},`
-      + `"ms":${r.ms},"key":${r.key === null ? 'null' : q(r.key)}${r.ip === undefined ? '' : `,"ip":${q(r.ip)}`},"msg":"request"}\n`);
+    stream.write(
+      `${head}${time()}${chindings},"request_id":${q(r.request_id)},"method":${q(r.method)},"url":${q(r.url)},"status":${r.status},` +
+        `"ms":${r.ms},"key":${r.key === null ? 'null' : q(r.key)}${r.ip === undefined ? '' : `,"ip":${q(r.ip)}`},"msg":"request"}\n`,
+    );
   };
 }
 

@@ -35,35 +35,35 @@ async function routeHooks(app: FastifyInstance, opts: { keys: KeyStore; requestL
     const keys = opts.keys;
     const onRequest = need
       ? (req: FastifyRequest, reply: FastifyReply, done: Done): void => {
-        req.startedAt = performance.now();
-        void reply.header('x-request-id', req.id);
-        try {
-          req.apiKey = checkHeader(keys, req.headers.authorization, need);
-        } catch (e) {
-          done(e as Error);
-          return;
+          req.startedAt = performance.now();
+          void reply.header('x-request-id', req.id);
+          try {
+            req.apiKey = checkHeader(keys, req.headers.authorization, need);
+          } catch (e) {
+            done(e as Error);
+            return;
+          }
+          done();
         }
-        done();
-      }
       : (req: FastifyRequest, reply: FastifyReply, done: Done): void => {
-        req.startedAt = performance.now();
-        void reply.header('x-request-id', req.id);
-        done();
-      };
+          req.startedAt = performance.now();
+          void reply.header('x-request-id', req.id);
+          done();
+        };
     const tally = routeTally(route.url);
     const reqLog = opts.requestLog;
     // The request log's line is written here too (one line per request: plugins/request-log.ts).
     const onSend = reqLog
       ? (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
-        const ms = performance.now() - req.startedAt;
-        tally.record(reply.statusCode, ms);
-        reqLog(req, reply, ms);
-        done(null, payload);
-      }
+          const ms = performance.now() - req.startedAt;
+          tally.record(reply.statusCode, ms);
+          reqLog(req, reply, ms);
+          done(null, payload);
+        }
       : (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload: unknown) => void): void => {
-        tally.record(reply.statusCode, performance.now() - req.startedAt);
-        done(null, payload);
-      };
+          tally.record(reply.statusCode, performance.now() - req.startedAt);
+          done(null, payload);
+        };
     // First among the route's own onRequest hooks (anything added later sees `apiKey`), last on send.
     route.onRequest = [onRequest, ...asArray(route.onRequest)];
     route.onSend = [...asArray(route.onSend), onSend];

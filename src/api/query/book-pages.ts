@@ -33,7 +33,12 @@ const DEFAULT_BUDGET = 50_000;
  * before it. Without a snapshot record within `budget`, the newest checkpoint at or before the
  * newest record (no warm-up needed: a checkpoint restates the books).
  */
-async function anchoredFrom(view: LogView, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<{ from: ReplayFrom; warmup: boolean }> {
+async function anchoredFrom(
+  view: LogView,
+  model: BookModel,
+  bound: Position | 'end',
+  budget = DEFAULT_BUDGET,
+): Promise<{ from: ReplayFrom; warmup: boolean }> {
   let n = 0;
   let last: ReadItem | null = null;
   for await (const it of view.backward(bound)) {
@@ -47,12 +52,22 @@ async function anchoredFrom(view: LogView, model: BookModel, bound: Position | '
 }
 
 /** Where a replay towards `bound` starts (see anchoredFrom), as a position to read from. */
-export async function anchoredStart(reader: LogReader, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
+export async function anchoredStart(
+  reader: LogReader,
+  model: BookModel,
+  bound: Position | 'end',
+  budget = DEFAULT_BUDGET,
+): Promise<Position | 'start'> {
   return anchoredStartIn(await reader.view(), model, bound, budget);
 }
 
 /** `anchoredStart` in a view the caller planned (and goes on reading). */
-export async function anchoredStartIn(view: LogView, model: BookModel, bound: Position | 'end', budget = DEFAULT_BUDGET): Promise<Position | 'start'> {
+export async function anchoredStartIn(
+  view: LogView,
+  model: BookModel,
+  bound: Position | 'end',
+  budget = DEFAULT_BUDGET,
+): Promise<Position | 'start'> {
   const a = await anchoredFrom(view, model, bound, budget);
   if (a.from === 'start') return 'start';
   for await (const it of view.replay(a.from, { warmup: a.warmup })) return it.pos;

@@ -32,7 +32,10 @@ export class CatalogWatch {
   private readonly listings = new Map<string, Listing>();
 
   /** `maxMarkets`: the most market folders watched at once (each is one inotify watch). */
-  constructor(private readonly dataDir: string, private readonly maxMarkets = 4096) {
+  constructor(
+    private readonly dataDir: string,
+    private readonly maxMarkets = 4096,
+  ) {
     // The stream folders' watches come on top of the markets' (a few: one per family and stream).
     this.changes = new LogChanges(dataDir, maxMarkets + 16);
   }

@@ -16,7 +16,18 @@
 import { LRUCache } from 'lru-cache';
 import type { Family, GapReason, StreamName } from '../../schema/observation.js';
 import { toIso, utcDay } from '../../schema/time.js';
-import { listMarkets, logStampSync, parquetDates, parquetStamp, sameStamp, type LogChanges, type LogChangeSubscription, type LogReader, type LogStamp, type SpanHint } from '../../storage/index.js';
+import {
+  listMarkets,
+  logStampSync,
+  parquetDates,
+  parquetStamp,
+  sameStamp,
+  type LogChanges,
+  type LogChangeSubscription,
+  type LogReader,
+  type LogStamp,
+  type SpanHint,
+} from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
 export interface Span {
@@ -150,7 +161,12 @@ export class CoverageCache {
    * `dataDir` null: no cache (every span read from its log). `changes`: folder watches (none: live
    * logs are stamped every `ttlMs`). `now`: the clock of the re-stamping (tests).
    */
-  constructor(private readonly dataDir: string | null = null, private readonly changes: LogChanges | null = null, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly dataDir: string | null = null,
+    private readonly changes: LogChanges | null = null,
+    private readonly ttlMs = 1000,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Ends the folder watches (server shutdown). */
   close(): void {
@@ -190,9 +206,15 @@ export class CoverageCache {
     const key = `${family}|${stream}`;
     const hit = this.streams.get(key);
     if (hit && now - hit.at < this.ttlMs) return hit.state;
-    const held: { at: number; state: Promise<StreamState>; value?: StreamState } = { at: now, state: null as unknown as Promise<StreamState> };
-    held.state = Promise.all([parquetStamp(this.dataDir!, family, stream), listMarkets(this.dataDir!, family, stream), parquetDates(this.dataDir!, family, stream)])
-      .then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
+    const held: { at: number; state: Promise<StreamState>; value?: StreamState } = {
+      at: now,
+      state: null as unknown as Promise<StreamState>,
+    };
+    held.state = Promise.all([
+      parquetStamp(this.dataDir!, family, stream),
+      listMarkets(this.dataDir!, family, stream),
+      parquetDates(this.dataDir!, family, stream),
+    ]).then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
     held.state.catch(() => this.streams.delete(key));
     this.streams.set(key, held);
     return held.state;
@@ -237,7 +259,13 @@ export class CoverageCache {
    * First/last of one log: from the cache while its stamp holds. `fresh`: the stamp is compared
    * now whatever its age (one market's coverage: one listing and stat a log).
    */
-  async span(family: Family, stream: SpanStream, market: string, reader: (s: StreamName) => Promise<LogReader>, fresh = false): Promise<DatasetSpan | null> {
+  async span(
+    family: Family,
+    stream: SpanStream,
+    market: string,
+    reader: (s: StreamName) => Promise<LogReader>,
+    fresh = false,
+  ): Promise<DatasetSpan | null> {
     if (this.dataDir === null) {
       this.reads++;
       return datasetSpan(await reader(stream));
@@ -274,7 +302,9 @@ export class CoverageCache {
 
   /** Spans of every dataset; the books' gaps too when `withGaps` (incremental scan of the books log). */
   async get(family: Family, market: string, reader: (s: StreamName) => Promise<LogReader>, withGaps = true): Promise<MarketCoverage> {
-    const [b, m, c] = await Promise.all((['books', 'metrics', 'catalog'] as const).map((s) => this.span(family, s, market, reader, withGaps)));
+    const [b, m, c] = await Promise.all(
+      (['books', 'metrics', 'catalog'] as const).map((s) => this.span(family, s, market, reader, withGaps)),
+    );
     const datasets = { books: b, metrics: m, catalog: c };
     if (!withGaps || !b) return { datasets, gaps: [] };
     const books = await reader('books');
@@ -291,11 +321,15 @@ export class CoverageCache {
  * The recorded intervals split by the recorder they came from (a merged history, docs/redundancy.md):
  * `intervals` cut at every recorder switch within [from, to).
  */
-export function clipSources(intervals: readonly { start: string; end: string }[], switches: readonly { start: number; recorder: string | null }[]): { start: string; end: string; recorder: string | null }[] {
+export function clipSources(
+  intervals: readonly { start: string; end: string }[],
+  switches: readonly { start: number; recorder: string | null }[],
+): { start: string; end: string; recorder: string | null }[] {
   if (switches.length === 0) return [];
   const out: { start: string; end: string; recorder: string | null }[] = [];
   for (const iv of intervals) {
-    const a = Date.parse(iv.start), b = Date.parse(iv.end);
+    const a = Date.parse(iv.start),
+      b = Date.parse(iv.end);
     let i = -1;
     while (i + 1 < switches.length && switches[i + 1].start <= a) i++;
     let cur = a;
@@ -312,7 +346,11 @@ export function clipSources(intervals: readonly { start: string; end: string }[]
 }
 
 /** Gaps and covered intervals of the books within [from, to). */
-export function clipCoverage(gaps: Span[], from: number, to: number): { intervals: { start: string; end: string }[]; gaps: { start: string; end: string | null; reason: GapReason }[] } {
+export function clipCoverage(
+  gaps: Span[],
+  from: number,
+  to: number,
+): { intervals: { start: string; end: string }[]; gaps: { start: string; end: string | null; reason: GapReason }[] } {
   const intervals: { start: string; end: string }[] = [];
   const outGaps: { start: string; end: string | null; reason: GapReason }[] = [];
   let cur = from;

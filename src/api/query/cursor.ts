@@ -52,7 +52,9 @@ export async function loadCursorSecret(dataDir: string): Promise<Buffer> {
 
 /** Canonical digest of a query: sorted keys, `limit` and `cursor` left out. */
 export function queryDigest(route: string, query: Record<string, unknown>): string {
-  const keys = Object.keys(query).filter((k) => k !== 'limit' && k !== 'cursor' && query[k] !== undefined).sort();
+  const keys = Object.keys(query)
+    .filter((k) => k !== 'limit' && k !== 'cursor' && query[k] !== undefined)
+    .sort();
   const canon = JSON.stringify([route, keys.map((k) => [k, String(query[k])])]);
   return createHash('sha256').update(canon).digest('base64url').slice(0, 22);
 }

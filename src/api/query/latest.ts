@@ -105,10 +105,12 @@ export class LatestBooks {
       });
       return e.running;
     }
-    e.queued ??= e.running.catch(() => undefined).then(() => {
-      e.queued = null;
-      return this.lookup(key, e, reader, model);
-    });
+    e.queued ??= e.running
+      .catch(() => undefined)
+      .then(() => {
+        e.queued = null;
+        return this.lookup(key, e, reader, model);
+      });
     return e.queued;
   }
 
@@ -121,7 +123,18 @@ export class LatestBooks {
   async get(cacheKey: string, reader: LogReader, model: BookModel): Promise<BookPoint | null> {
     let e = this.cache.get(cacheKey);
     if (!e) {
-      e = { tracker: new BookTracker(model), running: null, queued: null, sub: null, dirty: true, checkedAt: 0, refusedAt: 0, netCheck: false, reader, model };
+      e = {
+        tracker: new BookTracker(model),
+        running: null,
+        queued: null,
+        sub: null,
+        dirty: true,
+        checkedAt: 0,
+        refusedAt: 0,
+        netCheck: false,
+        reader,
+        model,
+      };
       this.cache.set(cacheKey, e);
     }
     e.reader = reader;

@@ -9,7 +9,9 @@ import type { IndexedMarket } from './markets-index.js';
 
 /** `entries` as of `t`: each market's entry from its newest catalogue event with recv_ts ≤ t. */
 export async function catalogAsOf(
-  entries: readonly IndexedMarket[], t: number, reader: (family: Family, id: string) => Promise<LogReader>,
+  entries: readonly IndexedMarket[],
+  t: number,
+  reader: (family: Family, id: string) => Promise<LogReader>,
 ): Promise<IndexedMarket[]> {
   const out: IndexedMarket[] = [];
   for (const e of entries) {

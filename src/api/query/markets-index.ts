@@ -76,7 +76,12 @@ export class MarketsIndex {
    * `now` is the clock of the view's age and of the periodic checks (tests); `maxWatches` the most
    * market folders watched at once (inotify watches; past it, recent markets are stamped each refresh).
    */
-  constructor(private readonly dataDir: string, private readonly ttlMs = 1000, private readonly now: () => number = Date.now, opts: { readonly maxWatches?: number } = {}) {
+  constructor(
+    private readonly dataDir: string,
+    private readonly ttlMs = 1000,
+    private readonly now: () => number = Date.now,
+    opts: { readonly maxWatches?: number } = {},
+  ) {
     this.watch = new CatalogWatch(dataDir, opts.maxWatches);
   }
 
@@ -112,7 +117,12 @@ export class MarketsIndex {
     }
   }
 
-  private async refreshWith(family: Family, prev: FamilyIndex | undefined, mode: RefreshMode, changed: ReadonlySet<string>): Promise<FamilyIndex> {
+  private async refreshWith(
+    family: Family,
+    prev: FamilyIndex | undefined,
+    mode: RefreshMode,
+    changed: ReadonlySet<string>,
+  ): Promise<FamilyIndex> {
     const now = this.now();
     const [ids, bookIds, parquet] = await Promise.all([
       this.watch.markets(family, 'catalog', now, RECHECK_MS),
@@ -143,7 +153,8 @@ export class MarketsIndex {
       const rolling = isRecent && i % FULL_ROUNDS === round % FULL_ROUNDS;
       // Nothing to do without a file system call: checked lately, not reported, and either watched
       // or quiet for two days (a new event would make a new day file: its periodic check sees it).
-      if (rolling || at === undefined || now - at >= RECHECK_MS || changed.has(id) || (isRecent && live.get(id)?.live !== true)) todo.push({ i, force: rolling });
+      if (rolling || at === undefined || now - at >= RECHECK_MS || changed.has(id) || (isRecent && live.get(id)?.live !== true))
+        todo.push({ i, force: rolling });
     }
     const updates = new Map<string, IndexedMarket | undefined>();
     const checked: [string, number][] = [];
@@ -184,7 +195,10 @@ export class MarketsIndex {
    * the same markets listed, each replaced entry keeping its first capture (so its place) and its
    * aliases. Null when a full build is needed.
    */
-  private patched(prev: FamilyIndex, updates: ReadonlyMap<string, IndexedMarket | undefined>): Pick<FamilyIndex, 'byId' | 'alias' | 'sorted'> | null {
+  private patched(
+    prev: FamilyIndex,
+    updates: ReadonlyMap<string, IndexedMarket | undefined>,
+  ): Pick<FamilyIndex, 'byId' | 'alias' | 'sorted'> | null {
     if (updates.size === 0) return prev;
     for (const [id, e] of updates) {
       const old = prev.byId.get(id);
@@ -205,7 +219,10 @@ export class MarketsIndex {
   }
 
   /** The view from scratch: in id order, as one market after the other made it. */
-  private built(ids: readonly string[], entryOf: (id: string) => IndexedMarket | undefined): Pick<FamilyIndex, 'byId' | 'alias' | 'sorted'> {
+  private built(
+    ids: readonly string[],
+    entryOf: (id: string) => IndexedMarket | undefined,
+  ): Pick<FamilyIndex, 'byId' | 'alias' | 'sorted'> {
     const byId = new Map<string, IndexedMarket>();
     for (const id of ids) {
       const e = entryOf(id);
@@ -216,12 +233,20 @@ export class MarketsIndex {
     for (const [id, m] of byId) {
       for (const n of familyOf(m.market.family).aliases(m.market)) if (n && !byId.has(n)) alias.set(n, id);
     }
-    const sorted = [...byId.values()].sort((a, b) => a.first_ts - b.first_ts || (a.market.market_id < b.market.market_id ? -1 : a.market.market_id > b.market.market_id ? 1 : 0));
+    const sorted = [...byId.values()].sort(
+      (a, b) => a.first_ts - b.first_ts || (a.market.market_id < b.market.market_id ? -1 : a.market.market_id > b.market.market_id ? 1 : 0),
+    );
     return { byId, alias, sorted };
   }
 
   /** The market's entry for `stamp`: the old one when nothing changed, else from its newest event. */
-  private async entry(family: Family, id: string, old: IndexedMarket | undefined, stamp: LogStamp, force: boolean): Promise<{ e: IndexedMarket | undefined; read: boolean }> {
+  private async entry(
+    family: Family,
+    id: string,
+    old: IndexedMarket | undefined,
+    stamp: LogStamp,
+    force: boolean,
+  ): Promise<{ e: IndexedMarket | undefined; read: boolean }> {
     if (old && !force && sameStamp(old.stamp, stamp)) return { e: old, read: false };
     const r = await this.reader(family, 'catalog', id);
     const last = await r.latest();
@@ -280,7 +305,7 @@ export class MarketsIndex {
   async resolve(family: Family, pathId: string): Promise<IndexedMarket | null> {
     const idx = await this.get(family);
     const id = idx.byId.has(pathId) ? pathId : idx.alias.get(pathId);
-    return id === undefined ? null : idx.byId.get(id) ?? null;
+    return id === undefined ? null : (idx.byId.get(id) ?? null);
   }
 
   /**
@@ -296,7 +321,7 @@ export class MarketsIndex {
     if (age > this.ttlMs * 5) return undefined;
     if (age > this.ttlMs) this.get(family).catch(() => undefined); // answers `idx` itself meanwhile
     const id = idx.byId.has(pathId) ? pathId : idx.alias.get(pathId);
-    return id === undefined ? null : idx.byId.get(id) ?? null;
+    return id === undefined ? null : (idx.byId.get(id) ?? null);
   }
 
   /** True when the family has a books log for this exact market id. */

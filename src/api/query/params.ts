@@ -31,7 +31,8 @@ export function timeParam<K extends string>(query: { readonly [k in K]?: unknown
   const v = query[name];
   if (v === undefined) return undefined;
   const t = typeof v === 'string' ? parseTimeParam(v) : null;
-  if (t === null && typeof v === 'string' && isTimeShaped(v)) throw invalidParameter(name, 'is not a real UTC time: a field is out of range (check the day of the month and the hour)');
+  if (t === null && typeof v === 'string' && isTimeShaped(v))
+    throw invalidParameter(name, 'is not a real UTC time: a field is out of range (check the day of the month and the hour)');
   if (t === null) throw invalidParameter(name, 'must be an ISO 8601 UTC time (2026-07-26T12:00:00.000Z) or integer epoch milliseconds');
   return t;
 }

@@ -37,7 +37,11 @@ export async function resolveMarketId(app: FastifyInstance, d: FamilyDescriptor,
 }
 
 /** The market a route's path names: its scope checked first (unknown coin), then its id. */
-export async function resolvePathMarket(app: FastifyInstance, d: FamilyDescriptor, params: Record<string, string>): Promise<ResolvedMarket> {
+export async function resolvePathMarket(
+  app: FastifyInstance,
+  d: FamilyDescriptor,
+  params: Record<string, string>,
+): Promise<ResolvedMarket> {
   const r = d.routes;
   const scope = r.scope ? params[r.scope.param] : undefined;
   if (scope !== undefined) await checkScope(app, d, scope);

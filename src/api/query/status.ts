@@ -33,7 +33,11 @@ export class StatusBoard {
   private loading: Promise<void> | null = null;
 
   /** `now` is the clock of the view's age and of recorder liveness (tests). */
-  constructor(private readonly dataDir: string, private readonly ttlMs = 1000, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly ttlMs = 1000,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   private async load(): Promise<void> {
     const dir = join(this.dataDir, 'status');
@@ -48,8 +52,8 @@ export class StatusBoard {
         const updated = Number(raw.updated_ts);
         if (!Number.isFinite(updated)) continue;
         const alive = now - updated <= STATUS_DEAD_AFTER_MS;
-        const connected = (raw.connected && typeof raw.connected === 'object' ? raw.connected : {});
-        const kinds = (raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {});
+        const connected = raw.connected && typeof raw.connected === 'object' ? raw.connected : {};
+        const kinds = raw.kinds && typeof raw.kinds === 'object' ? raw.kinds : {};
         list.push({ pid: Number(raw.pid), updated_ts: updated, kinds, connected, alive, storage: storageOf(raw.storage) });
         if (!alive) continue;
         for (const [family, ids] of Object.entries(connected)) {

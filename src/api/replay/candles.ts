@@ -45,7 +45,15 @@ export async function* candleLines(req: CandleLinesRequest): AsyncGenerator<Repl
       if (req.after !== null && compareKeys(key, req.after) <= 0) continue;
       const data = { start: replayIso.format(start), candles: cs.map((c) => candleJson(m.family, c)) };
       const src = at.source_ts === null ? null : replayIso.format(at.source_ts);
-      const text = JSON.stringify({ type: CANDLE_LINE, family: m.family, [m.idField]: m.id, seq: at.seq, receive_time: replayIso.format(start + I), source_time: src, data });
+      const text = JSON.stringify({
+        type: CANDLE_LINE,
+        family: m.family,
+        [m.idField]: m.id,
+        seq: at.seq,
+        receive_time: replayIso.format(start + I),
+        source_time: src,
+        data,
+      });
       out.push({ ...key, text });
     }
     if (out.length > 0) yield out.sort(compareKeys);

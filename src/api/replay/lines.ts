@@ -35,7 +35,6 @@ export interface SourceRequest {
   readonly after: LineKey | null;
 }
 
-
 function lineText(m: ReplayMarket, type: string, seq: number, recvMs: number, sourceTs: number | null, data: unknown): string {
   return lineOf(m, type, seq, recvMs, sourceTs, JSON.stringify(data));
 }
@@ -47,7 +46,8 @@ function headOf(m: ReplayMarket, type: string): string {
   let byType = HEADS.get(m);
   if (!byType) HEADS.set(m, (byType = new Map<string, string>()));
   let head = byType.get(type);
-  if (head === undefined) byType.set(type, (head = `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":`));
+  if (head === undefined)
+    byType.set(type, (head = `{"type":${JSON.stringify(type)},"family":"${m.family}","${m.idField}":${JSON.stringify(m.id)},"seq":`));
   return head;
 }
 
@@ -91,7 +91,16 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
   const { market: m, types } = req;
   const book = m.newBook();
   const ahead = new GapLookahead();
-  const samplers = types.snapshots.map((s) => ({ name: s.name, sampler: new IntervalSampler(s.intervalMs, s.depth, Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from), req.sampleStop, ahead) }));
+  const samplers = types.snapshots.map((s) => ({
+    name: s.name,
+    sampler: new IntervalSampler(
+      s.intervalMs,
+      s.depth,
+      Math.max(alignUp(Math.max(req.start, req.firstRecv), s.intervalMs), req.from),
+      req.sampleStop,
+      ahead,
+    ),
+  }));
   const due: { name: string; s: Sample }[] = [];
   const sampleLines = (t: number, spoiledFrom = Infinity): ReplayLine[] => {
     for (const { name, sampler } of samplers) {
@@ -100,14 +109,24 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
       for (const s of out) due.push({ name, s });
     }
     if (due.length === 0) return [];
-    const lines = due.map(({ name, s }) => ({ t: s.bucketEnd, market: m.id, seq: s.seq, type: name, text: lineText(m, name, s.seq, s.bucketEnd, null, s.data) }));
+    const lines = due.map(({ name, s }) => ({
+      t: s.bucketEnd,
+      market: m.id,
+      seq: s.seq,
+      type: name,
+      text: lineText(m, name, s.seq, s.bucketEnd, null, s.data),
+    }));
     due.length = 0;
     return lines.sort(compareKeys);
   };
   const batch = new Batcher(req.after);
   let opened = req.from > req.start; // a resumed replay warmed up later than start: its opening state was sent before
   // Interval samples read GAP_LOOKAHEAD_MS past the range for gaps noticed late; those records make no line.
-  const chunks = marketRecords(req.reader, { from: req.from, end: samplers.length > 0 ? req.end + GAP_LOOKAHEAD_MS : req.end, warmUp: true });
+  const chunks = marketRecords(req.reader, {
+    from: req.from,
+    end: samplers.length > 0 ? req.end + GAP_LOOKAHEAD_MS : req.end,
+    warmUp: true,
+  });
   for await (const chunk of samplers.length > 0 ? lookedAhead(chunks, ahead, req.end) : chunks) {
     for (let i = 0; i < chunk.length; i++) {
       const rec = chunk.record(i);
@@ -119,7 +138,14 @@ export async function* bookLines(req: SourceRequest): AsyncGenerator<ReplayLine[
       if (!opened) {
         opened = true;
         const state = types.bookChange && book.lastSeq >= 0 ? book.state() : null;
-        if (state) batch.add({ t: req.start, market: m.id, seq: book.lastSeq, type: 'book_change', text: lineText(m, 'book_change', book.lastSeq, req.start, null, state) });
+        if (state)
+          batch.add({
+            t: req.start,
+            market: m.id,
+            seq: book.lastSeq,
+            type: 'book_change',
+            text: lineText(m, 'book_change', book.lastSeq, req.start, null, state),
+          });
       }
       if (samplers.length > 0) for (const l of sampleLines(t, rec.type === 'gap' ? rec.start_ts : Infinity)) batch.add(l);
       const wasValid = book.valid();
@@ -146,7 +172,11 @@ interface OneRecord {
 }
 
 /** The chunks' records one by one, each once the records GAP_LOOKAHEAD_MS after it were noted; none from `end` on. */
-async function* lookedAhead(chunks: AsyncIterable<{ readonly length: number; record(i: number): Recorded }>, ahead: GapLookahead, end: number): AsyncGenerator<OneRecord> {
+async function* lookedAhead(
+  chunks: AsyncIterable<{ readonly length: number; record(i: number): Recorded }>,
+  ahead: GapLookahead,
+  end: number,
+): AsyncGenerator<OneRecord> {
   async function* records(): AsyncGenerator<Recorded> {
     for await (const c of chunks) for (let i = 0; i < c.length; i++) yield c.record(i);
   }
@@ -177,12 +207,16 @@ function recordLines(req: SourceRequest, book: ReplayBook, rec: Recorded, change
   }
   if (types.book) {
     const text = book.snapshotText(rec, changed, req.depth);
-    if (text !== null) out.add({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
+    if (text !== null)
+      out.add({ t, market: m.id, seq: rec.seq, type: 'book', text: lineOf(m, 'book', rec.seq, rec.recv_ts, rec.source_ts, text) });
   }
   if (types.trade && rec.type === 'trade') {
     push('trade', {
-      token_id: rec.token_id, outcome: book.outcome(rec.token_id), price: Number(rec.price),
-      size: rec.size === undefined ? null : Number(rec.size), side: rec.side ?? null,
+      token_id: rec.token_id,
+      outcome: book.outcome(rec.token_id),
+      price: Number(rec.price),
+      size: rec.size === undefined ? null : Number(rec.size),
+      side: rec.side ?? null,
     });
   }
 }
@@ -195,7 +229,13 @@ export async function* metricLines(req: SourceRequest): AsyncGenerator<ReplayLin
     for (let i = 0; i < chunk.length; i++) {
       const rec = chunk.record(i);
       if (rec.type !== 'metric') continue;
-      batch.add({ t: Math.floor(rec.recv_ts), market: m.id, seq: rec.seq, type: 'metric', text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }) });
+      batch.add({
+        t: Math.floor(rec.recv_ts),
+        market: m.id,
+        seq: rec.seq,
+        type: 'metric',
+        text: lineText(m, 'metric', rec.seq, rec.recv_ts, rec.source_ts, { metric: rec.metric, outcome: rec.outcome, value: rec.value }),
+      });
       const full = batch.take();
       if (full) yield full;
     }

@@ -8,7 +8,10 @@
 /** Min-heap of source numbers ordered by their current head (`heads[src]`) by `cmp`, then by number. */
 class HeadHeap<T> {
   private readonly a: number[] = [];
-  constructor(private readonly heads: readonly T[], private readonly cmp: (x: T, y: T) => number) {}
+  constructor(
+    private readonly heads: readonly T[],
+    private readonly cmp: (x: T, y: T) => number,
+  ) {}
 
   private less(i: number, j: number): boolean {
     const x = this.a[i];

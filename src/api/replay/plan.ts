@@ -33,10 +33,21 @@ const MAX_TYPES = 12;
 /** Parses `types` (comma list); every unknown or misplaced name is a 400 naming it. */
 export function parseTypes(
   text: string | undefined,
-  family: { readonly name: Family; readonly maxDepth: number; /** Families that record metric samples. */ readonly metricFamilies: readonly Family[] },
+  family: {
+    readonly name: Family;
+    readonly maxDepth: number;
+    /** Families that record metric samples. */ readonly metricFamilies: readonly Family[];
+  },
 ): ReplayTypes {
   const { maxDepth } = family;
-  const names = [...new Set((text ?? 'book').split(',').map((s) => s.trim()).filter((s) => s !== ''))];
+  const names = [
+    ...new Set(
+      (text ?? 'book')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    ),
+  ];
   if (names.length === 0) throw invalidParameter('types', 'must name at least one type');
   if (names.length > MAX_TYPES) throw invalidParameter('types', `must name at most ${MAX_TYPES} types`);
   const snapshots: SnapshotType[] = [];
@@ -48,11 +59,15 @@ export function parseTypes(
     }
     const m = SNAPSHOT_RE.exec(n);
     if (!m) {
-      throw invalidParameter('types', `has an unknown type '${n.slice(0, 60)}'; use book, book_change, book_snapshot_<depth>_<interval>, trade, gap, metric, candle_1m`);
+      throw invalidParameter(
+        'types',
+        `has an unknown type '${n.slice(0, 60)}'; use book, book_change, book_snapshot_<depth>_<interval>, trade, gap, metric, candle_1m`,
+      );
     }
     const depth = Number(m[1]);
     const intervalMs = INTERVAL_MS[m[2]];
-    if (intervalMs === undefined) throw invalidParameter('types', `has '${n}' with an unknown interval; use one of ${Object.keys(INTERVAL_MS).join(', ')}`);
+    if (intervalMs === undefined)
+      throw invalidParameter('types', `has '${n}' with an unknown interval; use one of ${Object.keys(INTERVAL_MS).join(', ')}`);
     if (depth > maxDepth) throw invalidParameter('types', `has '${n}' deeper than ${maxDepth} levels per side`);
     snapshots.push({ name: n, depth, intervalMs });
   }
@@ -61,8 +76,13 @@ export function parseTypes(
   }
   snapshots.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return {
-    book: plain.has('book'), bookChange: plain.has('book_change'), trade: plain.has('trade'),
-    gap: plain.has('gap'), metric: plain.has('metric'), candle: plain.has('candle_1m'), snapshots,
+    book: plain.has('book'),
+    bookChange: plain.has('book_change'),
+    trade: plain.has('trade'),
+    gap: plain.has('gap'),
+    metric: plain.has('metric'),
+    candle: plain.has('candle_1m'),
+    snapshots,
   };
 }
 
@@ -78,12 +98,18 @@ export interface LineKey {
 /** Within one (time, market, seq): the order of the lines one record makes. */
 function rank(type: string): number {
   switch (type) {
-    case 'gap': return 0;
-    case 'book_change': return 1;
-    case 'book': return 2;
-    case 'trade': return 3;
-    case 'metric': return 4;
-    default: return 5; // interval snapshots never share a seq with a record's own lines
+    case 'gap':
+      return 0;
+    case 'book_change':
+      return 1;
+    case 'book':
+      return 2;
+    case 'trade':
+      return 3;
+    case 'metric':
+      return 4;
+    default:
+      return 5; // interval snapshots never share a seq with a record's own lines
   }
 }
 
@@ -98,7 +124,10 @@ export function encodeToken(k: LineKey): string {
 }
 
 const badToken = (): PmtapeError =>
-  new PmtapeError('invalid_cursor', "Parameter 'after' is not a replay token; pass the 'next' of an end line, or base64url([receive_time_ms, market, seq, type]) of the last line read.");
+  new PmtapeError(
+    'invalid_cursor',
+    "Parameter 'after' is not a replay token; pass the 'next' of an end line, or base64url([receive_time_ms, market, seq, type]) of the last line read.",
+  );
 
 export function decodeToken(text: string): LineKey {
   if (text.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(text)) throw badToken();

@@ -36,7 +36,11 @@ const WARM_TYPES = 'book,book_change,trade,gap,book_snapshot_25_1s';
 export async function warmReplay(
   app: FastifyInstance,
   dataDir: string,
-  at: { readonly family: Family; readonly market: string; /** Receive time (ms) of the market's first records there. */ readonly from: number },
+  at: {
+    readonly family: Family;
+    readonly market: string;
+    /** Receive time (ms) of the market's first records there. */ readonly from: number;
+  },
   opts: { readonly rounds?: number; readonly budgetMs?: number } = {},
 ): Promise<ReplayWarmUp> {
   const t0 = performance.now();

@@ -20,15 +20,24 @@ import { resolvePathMarket, type ResolvedMarket } from '../query/resolve-market.
 
 /** Every parameter any family's snapshots route takes; each family accepts its own subset. */
 const SNAPSHOTS_QUERY = typedQuery({
-  start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
-  cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order), depth: Type.Optional(queryParam.depth),
-  include_orderbook: Type.Optional(queryParam.include_orderbook), outcome: Type.Optional(queryParam.outcome), interval: Type.Optional(Type.String()),
+  start_time: Type.Optional(queryParam.start_time),
+  end_time: Type.Optional(queryParam.end_time),
+  limit: Type.Optional(queryParam.limit),
+  cursor: Type.Optional(queryParam.cursor),
+  order: Type.Optional(queryParam.order),
+  depth: Type.Optional(queryParam.depth),
+  include_orderbook: Type.Optional(queryParam.include_orderbook),
+  outcome: Type.Optional(queryParam.outcome),
+  interval: Type.Optional(Type.String()),
 });
 
 /** Every parameter any family's latest route takes. */
 const LATEST_QUERY = typedQuery({
-  depth: Type.Optional(queryParam.depth), as_of: Type.Optional(queryParam.as_of), clock: Type.Optional(queryParam.clock),
-  include_orderbook: Type.Optional(queryParam.include_orderbook), outcome: Type.Optional(queryParam.outcome),
+  depth: Type.Optional(queryParam.depth),
+  as_of: Type.Optional(queryParam.as_of),
+  clock: Type.Optional(queryParam.clock),
+  include_orderbook: Type.Optional(queryParam.include_orderbook),
+  outcome: Type.Optional(queryParam.outcome),
 });
 
 /** `outcome` must be one of the market's labels (400 naming them). */
@@ -81,7 +90,12 @@ function bodyKeyOf(k: LatestKeys, depth: number | undefined, includeOrderbook: b
  * and belongs to the path's scope proves the scope known (its check passes for a scope that holds
  * a market), so that check is skipped here.
  */
-function latestNow(app: FastifyInstance, descriptor: FamilyDescriptor, params: Record<string, string>, query: { depth?: number; include_orderbook?: boolean; outcome?: string }): Buffer | undefined {
+function latestNow(
+  app: FastifyInstance,
+  descriptor: FamilyDescriptor,
+  params: Record<string, string>,
+  query: { depth?: number; include_orderbook?: boolean; outcome?: string },
+): Buffer | undefined {
   const routes = descriptor.routes;
   const pathId = params[routes.idParam];
   const hit = app.pmtape.markets.resolveNow(descriptor.family, pathId);
@@ -94,7 +108,12 @@ function latestNow(app: FastifyInstance, descriptor: FamilyDescriptor, params: R
   if (point === undefined) return undefined;
   const live = app.pmtape.status.connectedNow(descriptor.family, market.market_id);
   if (live === undefined) return undefined;
-  return app.pmtape.latestBodies.peek(bodyKeyOf(keys, query.depth, query.include_orderbook, query.outcome), point.rec, market, point.gapOpen || !live);
+  return app.pmtape.latestBodies.peek(
+    bodyKeyOf(keys, query.depth, query.include_orderbook, query.outcome),
+    point.rec,
+    market,
+    point.gapOpen || !live,
+  );
 }
 
 /** Registers the family's book routes on `app` (mounted under each of the family's prefixes). */
@@ -107,88 +126,128 @@ export function bookRoutes(app: FastifyInstance, descriptor: FamilyDescriptor): 
   const route = `${routes.name}.snapshots`;
   const sampling = descriptor.sampling;
 
-  api.get(`${routes.marketPath}/snapshots`, {
-    config,
-    schema: {
-      description: routes.describe.snapshots,
-      params,
-      querystring: narrowQuery(SNAPSHOTS_QUERY, {
-        depth: routes.depth,
-        include_orderbook: Type.Boolean({ default: routes.includeOrderbook.snapshots }),
-        outcome: routes.outcomes ? queryParam.outcome : false,
-        interval: sampling ? oneOf(['raw', ...Object.keys(sampling.intervals)], { default: 'raw' }) : false,
-      }),
-      response: { 200: routes.schemas.snapshotsPage ?? listOf(routes.schemas.snapshot) },
+  api.get(
+    `${routes.marketPath}/snapshots`,
+    {
+      config,
+      schema: {
+        description: routes.describe.snapshots,
+        params,
+        querystring: narrowQuery(SNAPSHOTS_QUERY, {
+          depth: routes.depth,
+          include_orderbook: Type.Boolean({ default: routes.includeOrderbook.snapshots }),
+          outcome: routes.outcomes ? queryParam.outcome : false,
+          interval: sampling ? oneOf(['raw', ...Object.keys(sampling.intervals)], { default: 'raw' }) : false,
+        }),
+        response: { 200: routes.schemas.snapshotsPage ?? listOf(routes.schemas.snapshot) },
+      },
     },
-  }, async (req) => {
-    const query = req.query;
-    const list = listParams(query);
-    const target = await resolvePathMarket(app, descriptor, req.params);
-    const view = { depth: query.depth, outcome: outcomeOr400(target.market, query.outcome), includeOrderbook: query.include_orderbook ?? true };
-    // The cursor is bound to the query and the market (one cursor never serves another market).
-    const cursorScope = { ...query, _market: target.id };
-    const reader = await app.pmtape.markets.reader(descriptor.family, 'books', target.id);
-    if (sampling === undefined || query.interval === 'raw' || query.interval === undefined) {
-      const resume = resumeOf(app, route, cursorScope, list);
-      const page = await snapshotPage(reader, modelOf(descriptor, target, view), { order: list.order, limit: list.limit, start: list.start, end: list.end, resume });
-      // `mk` names the market for the stream's `from`, which cannot check the query digest (protocol.ts).
-      return { data: page.items, next_cursor: nextCursor(app, route, cursorScope, page.next && { ...page.next, mk: cursorMarket(descriptor.family, target.id) }) };
-    }
-    let resume: number | undefined;
-    if (list.cursor !== undefined) {
-      const pos = app.pmtape.cursors.decode(list.cursor, route, cursorScope);
-      if (typeof pos.bucket !== 'number') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
-      resume = pos.bucket;
-    }
-    const page = await sampling.page(reader, target.market!, {
-      intervalMs: sampling.intervals[query.interval], order: list.order, limit: list.limit, start: list.start, end: list.end, resume,
-      now: Date.now(), connected: await app.pmtape.status.isConnected(descriptor.family, target.id),
-    }, view);
-    return { data: page.items, next_cursor: nextCursor(app, route, cursorScope, page.next), gaps: page.gaps };
-  });
-
-  api.get(`${routes.marketPath}/orderbook/latest`, {
-    config,
-    schema: {
-      description: routes.describe.latest,
-      params,
-      querystring: narrowQuery(LATEST_QUERY, {
-        depth: routes.depth,
-        include_orderbook: routes.includeOrderbook.latest === null ? false : Type.Boolean({ default: routes.includeOrderbook.latest }),
-        outcome: routes.outcomes ? queryParam.outcome : false,
-      }),
-      response: { 200: single(routes.schemas.snapshot) },
-    },
-  }, (req, reply) => {
-    // Not an async function: an unchanged market is answered synchronously, with no promise and
-    // no microtask; everything else takes the async full path below.
-    const query = req.query;
-    const asOf = query.as_of === undefined ? undefined : asOfParam(query);
-    if (asOf === undefined) {
-      const body = latestNow(app, descriptor, req.params, query);
-      if (body !== undefined) return void reply.type(JSON_TYPE).send(body);
-    }
-    return (async () => {
+    async (req) => {
+      const query = req.query;
+      const list = listParams(query);
       const target = await resolvePathMarket(app, descriptor, req.params);
-      const outcome = outcomeOr400(target.market, query.outcome);
-      const model = modelOf(descriptor, target, { depth: query.depth, outcome, includeOrderbook: query.include_orderbook ?? true });
+      const view = {
+        depth: query.depth,
+        outcome: outcomeOr400(target.market, query.outcome),
+        includeOrderbook: query.include_orderbook ?? true,
+      };
+      // The cursor is bound to the query and the market (one cursor never serves another market).
+      const cursorScope = { ...query, _market: target.id };
       const reader = await app.pmtape.markets.reader(descriptor.family, 'books', target.id);
-      const key = `${descriptor.family}|${target.id}`;
-      const point = asOf === undefined
-        ? await app.pmtape.latest.get(key, reader, modelOf(descriptor, target, {}))
-        : await bookAsOf(reader, model, asOf, query.clock === 'source' ? 'source' : 'receive');
-      if (!point) {
-        throw notFound(asOf === undefined
-          ? `No book recorded yet for ${routes.noun} '${target.id}'.`
-          : `No book recorded for ${routes.noun} '${target.id}' target or before ${toIso(asOf)}.`);
+      if (sampling === undefined || query.interval === 'raw' || query.interval === undefined) {
+        const resume = resumeOf(app, route, cursorScope, list);
+        const page = await snapshotPage(reader, modelOf(descriptor, target, view), {
+          order: list.order,
+          limit: list.limit,
+          start: list.start,
+          end: list.end,
+          resume,
+        });
+        // `mk` names the market for the stream's `from`, which cannot check the query digest (protocol.ts).
+        return {
+          data: page.items,
+          next_cursor: nextCursor(app, route, cursorScope, page.next && { ...page.next, mk: cursorMarket(descriptor.family, target.id) }),
+        };
       }
-      const live = asOf === undefined ? await app.pmtape.status.isConnected(descriptor.family, target.id) : true;
-      const stale = point.gapOpen || !live;
-      if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
-      // The newest book is shaped and serialized (by this route's response schema) once per change.
-      const text = app.pmtape.latestBodies.body(bodyKey(key, query.depth, query.include_orderbook, outcome), point.rec, target.market, stale,
-        () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string); // fast-json-stringify: a string
-      return reply.type(JSON_TYPE).send(text);
-    })();
-  });
+      let resume: number | undefined;
+      if (list.cursor !== undefined) {
+        const pos = app.pmtape.cursors.decode(list.cursor, route, cursorScope);
+        if (typeof pos.bucket !== 'number') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
+        resume = pos.bucket;
+      }
+      const page = await sampling.page(
+        reader,
+        target.market!,
+        {
+          intervalMs: sampling.intervals[query.interval],
+          order: list.order,
+          limit: list.limit,
+          start: list.start,
+          end: list.end,
+          resume,
+          now: Date.now(),
+          connected: await app.pmtape.status.isConnected(descriptor.family, target.id),
+        },
+        view,
+      );
+      return { data: page.items, next_cursor: nextCursor(app, route, cursorScope, page.next), gaps: page.gaps };
+    },
+  );
+
+  api.get(
+    `${routes.marketPath}/orderbook/latest`,
+    {
+      config,
+      schema: {
+        description: routes.describe.latest,
+        params,
+        querystring: narrowQuery(LATEST_QUERY, {
+          depth: routes.depth,
+          include_orderbook: routes.includeOrderbook.latest === null ? false : Type.Boolean({ default: routes.includeOrderbook.latest }),
+          outcome: routes.outcomes ? queryParam.outcome : false,
+        }),
+        response: { 200: single(routes.schemas.snapshot) },
+      },
+    },
+    (req, reply) => {
+      // Not an async function: an unchanged market is answered synchronously, with no promise and
+      // no microtask; everything else takes the async full path below.
+      const query = req.query;
+      const asOf = query.as_of === undefined ? undefined : asOfParam(query);
+      if (asOf === undefined) {
+        const body = latestNow(app, descriptor, req.params, query);
+        if (body !== undefined) return void reply.type(JSON_TYPE).send(body);
+      }
+      return (async () => {
+        const target = await resolvePathMarket(app, descriptor, req.params);
+        const outcome = outcomeOr400(target.market, query.outcome);
+        const model = modelOf(descriptor, target, { depth: query.depth, outcome, includeOrderbook: query.include_orderbook ?? true });
+        const reader = await app.pmtape.markets.reader(descriptor.family, 'books', target.id);
+        const key = `${descriptor.family}|${target.id}`;
+        const point =
+          asOf === undefined
+            ? await app.pmtape.latest.get(key, reader, modelOf(descriptor, target, {}))
+            : await bookAsOf(reader, model, asOf, query.clock === 'source' ? 'source' : 'receive');
+        if (!point) {
+          throw notFound(
+            asOf === undefined
+              ? `No book recorded yet for ${routes.noun} '${target.id}'.`
+              : `No book recorded for ${routes.noun} '${target.id}' target or before ${toIso(asOf)}.`,
+          );
+        }
+        const live = asOf === undefined ? await app.pmtape.status.isConnected(descriptor.family, target.id) : true;
+        const stale = point.gapOpen || !live;
+        if (asOf !== undefined) return { data: { ...model.shape(point.rec, point.books), stale } };
+        // The newest book is shaped and serialized (by this route's response schema) once per change.
+        const text = app.pmtape.latestBodies.body(
+          bodyKey(key, query.depth, query.include_orderbook, outcome),
+          point.rec,
+          target.market,
+          stale,
+          () => reply.serialize({ data: { ...model.shape(point.rec, point.books), stale } }) as string,
+        ); // fast-json-stringify: a string
+        return reply.type(JSON_TYPE).send(text);
+      })();
+    },
+  );
 }

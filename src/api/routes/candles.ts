@@ -26,52 +26,68 @@ export function candleRoutes(app: FastifyInstance, d: FamilyDescriptor): void {
   const route = `${r.name}.candles`;
   const querystring = typedQuery({
     interval: oneOf(INTERVALS, { description: 'candle length (required)' }),
-    start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
-    cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order), outcome: Type.Optional(queryParam.outcome),
+    start_time: Type.Optional(queryParam.start_time),
+    end_time: Type.Optional(queryParam.end_time),
+    limit: Type.Optional(queryParam.limit),
+    cursor: Type.Optional(queryParam.cursor),
+    order: Type.Optional(queryParam.order),
+    outcome: Type.Optional(queryParam.outcome),
   });
 
-  api.get(`${r.marketPath}/candles`, {
-    config: { plan: d.plan },
-    schema: {
-      description: [
-        `Candles of one ${r.noun} (${INTERVALS.join(', ')}): open/high/low/close of the mid and of the last trade,`,
-        'best bid and ask target the close, volume, trade count and the seconds of the candle the book was not valid;',
-        "a candle wholly inside a gap is absent. The market's status, resolution and winning outcome are beside them.",
-      ].join(' '),
-      params: typedParams([...(r.scope ? [r.scope.param] : []), r.idParam]),
-      querystring,
-      // The assertion keeps the type provider from typing the handler's reply from this JSON schema (the build's tsc needs it).
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
-      response: { 200: candlesPageSchema as object },
+  api.get(
+    `${r.marketPath}/candles`,
+    {
+      config: { plan: d.plan },
+      schema: {
+        description: [
+          `Candles of one ${r.noun} (${INTERVALS.join(', ')}): open/high/low/close of the mid and of the last trade,`,
+          'best bid and ask target the close, volume, trade count and the seconds of the candle the book was not valid;',
+          "a candle wholly inside a gap is absent. The market's status, resolution and winning outcome are beside them.",
+        ].join(' '),
+        params: typedParams([...(r.scope ? [r.scope.param] : []), r.idParam]),
+        querystring,
+        // The assertion keeps the type provider from typing the handler's reply from this JSON schema (the build's tsc needs it).
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+        response: { 200: candlesPageSchema as object },
+      },
     },
-  }, async (req) => {
-    const query = req.query;
-    const list = listParams(query);
-    const target = await resolvePathMarket(app, d, req.params);
-    // Candles are per outcome in every family (coin snapshots carry every book target once); a yes/no
-    // market's one series is its `yes` side.
-    const outcome = outcomeOr400(target.market, query.outcome);
-    if (outcome !== undefined && (target.market === null || !('outcomes' in target.market)) && outcome !== 'yes') {
-      throw invalidParameter('outcome', "must be 'yes' (a yes/no market's candles are of its yes side)");
-    }
-    const cursorScope = { ...query, _market: target.id };
-    let resume: number | undefined;
-    if (list.cursor !== undefined) {
-      const pos = app.pmtape.cursors.decode(list.cursor, route, cursorScope);
-      if (typeof pos.bucket !== 'number') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
-      resume = pos.bucket;
-    }
-    const reader = await app.pmtape.markets.reader(d.family, 'books', target.id);
-    const outcomes = target.market !== null && 'outcomes' in target.market ? target.market.outcomes : [];
-    const page = await candlePage(await reader.view(), {
-      family: d.family, market: target.id, outcomes, outcome, intervalMs: CANDLE_INTERVALS[query.interval], order: list.order, limit: list.limit,
-      start: list.start, end: list.end, resume,
-    });
-    const o = marketOutcome(target.market);
-    return {
-      data: page.items.map((c) => candleJson(d.family, c)),
-      next_cursor: nextCursor(app, route, cursorScope, page.next),
-      market: { ...o, resolved_time: o.resolved_time === null ? null : toIso(o.resolved_time) },
-    };
-  });
+    async (req) => {
+      const query = req.query;
+      const list = listParams(query);
+      const target = await resolvePathMarket(app, d, req.params);
+      // Candles are per outcome in every family (coin snapshots carry every book target once); a yes/no
+      // market's one series is its `yes` side.
+      const outcome = outcomeOr400(target.market, query.outcome);
+      if (outcome !== undefined && (target.market === null || !('outcomes' in target.market)) && outcome !== 'yes') {
+        throw invalidParameter('outcome', "must be 'yes' (a yes/no market's candles are of its yes side)");
+      }
+      const cursorScope = { ...query, _market: target.id };
+      let resume: number | undefined;
+      if (list.cursor !== undefined) {
+        const pos = app.pmtape.cursors.decode(list.cursor, route, cursorScope);
+        if (typeof pos.bucket !== 'number') throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
+        resume = pos.bucket;
+      }
+      const reader = await app.pmtape.markets.reader(d.family, 'books', target.id);
+      const outcomes = target.market !== null && 'outcomes' in target.market ? target.market.outcomes : [];
+      const page = await candlePage(await reader.view(), {
+        family: d.family,
+        market: target.id,
+        outcomes,
+        outcome,
+        intervalMs: CANDLE_INTERVALS[query.interval],
+        order: list.order,
+        limit: list.limit,
+        start: list.start,
+        end: list.end,
+        resume,
+      });
+      const o = marketOutcome(target.market);
+      return {
+        data: page.items.map((c) => candleJson(d.family, c)),
+        next_cursor: nextCursor(app, route, cursorScope, page.next),
+        market: { ...o, resolved_time: o.resolved_time === null ? null : toIso(o.resolved_time) },
+      };
+    },
+  );
 }

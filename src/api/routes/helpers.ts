@@ -10,7 +10,8 @@ export function resumeOf(app: FastifyInstance, route: string, query: Query, lp: 
   if (lp.cursor === undefined) return undefined;
   const pos = app.pmtape.cursors.decode(lp.cursor, route, query);
   const v = lp.order === 'desc' ? pos.before : pos.after;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
+  if (typeof v !== 'number' || !Number.isSafeInteger(v))
+    throw new PmtapeError('invalid_cursor', "Parameter 'cursor' does not belong to this route.");
   return v;
 }
 

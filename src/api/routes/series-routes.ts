@@ -23,58 +23,73 @@ export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics:
   const config = { plan: d.plan };
   const params = typedParams(['market_id']);
 
-  api.get('/:market_id/timeseries', {
-    config,
-    schema: {
-      description: 'Samples of one metric series of one outcome; the three metrics are never merged.',
-      params,
-      querystring: typedQuery({
-        metric: oneOf(metrics), outcome: Type.Optional(queryParam.outcome),
-        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
-        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
-      }),
-      response: { 200: listOf(sampleSchema) },
-    },
-  }, async (req) => {
-    const qs = req.query;
-    const lp = listParams(qs);
-    const at = await resolvePathMarket(app, d, req.params);
-    const market = at.market!;
-    const label = outcomeOr400(market, qs.outcome) ?? ('outcomes' in market ? market.outcomes[0]?.label : undefined);
-    const metric = qs.metric;
-    const cq = { ...qs, _market: at.id };
-    const resume = resumeOf(app, `${d.routes.name}.timeseries`, cq, lp);
-    const reader = await app.pmtape.markets.reader(d.family, 'metrics', at.id);
-    const model: BookModel = {
-      replay: false,
-      candidate: (rec) => rec.type === 'metric' && rec.metric === metric && rec.outcome === label,
-      produces: () => true,
-      shape: (rec) => {
-        const s = rec as Recorded<MetricSample>;
-        return { time: toIso(s.recv_ts), metric: s.metric, outcome: s.outcome, value: s.value, seq: s.seq };
+  api.get(
+    '/:market_id/timeseries',
+    {
+      config,
+      schema: {
+        description: 'Samples of one metric series of one outcome; the three metrics are never merged.',
+        params,
+        querystring: typedQuery({
+          metric: oneOf(metrics),
+          outcome: Type.Optional(queryParam.outcome),
+          start_time: Type.Optional(queryParam.start_time),
+          end_time: Type.Optional(queryParam.end_time),
+          limit: Type.Optional(queryParam.limit),
+          cursor: Type.Optional(queryParam.cursor),
+          order: Type.Optional(queryParam.order),
+        }),
+        response: { 200: listOf(sampleSchema) },
       },
-    };
-    const page = await snapshotPage(reader, model, { order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume });
-    return { data: page.items, next_cursor: nextCursor(app, `${d.routes.name}.timeseries`, cq, page.next) };
-  });
-
-  api.get('/:market_id/trades', {
-    config,
-    schema: {
-      description: 'Trades are not recorded for this family: always the empty dataset for a known market.',
-      params,
-      querystring: typedQuery({
-        start_time: Type.Optional(queryParam.start_time), end_time: Type.Optional(queryParam.end_time), limit: Type.Optional(queryParam.limit),
-        cursor: Type.Optional(queryParam.cursor), order: Type.Optional(queryParam.order),
-      }),
-      response: { 200: listOf({ type: 'object' }) },
     },
-  }, async (req) => {
-    const qs = req.query;
-    const lp = listParams(qs);
-    const at = await resolvePathMarket(app, d, req.params);
-    // No cursor is ever issued here, so any cursor is checked (and refused when foreign).
-    if (lp.cursor !== undefined) app.pmtape.cursors.decode(lp.cursor, `${d.routes.name}.trades`, { ...qs, _market: at.id });
-    return { data: [], next_cursor: null };
-  });
+    async (req) => {
+      const qs = req.query;
+      const lp = listParams(qs);
+      const at = await resolvePathMarket(app, d, req.params);
+      const market = at.market!;
+      const label = outcomeOr400(market, qs.outcome) ?? ('outcomes' in market ? market.outcomes[0]?.label : undefined);
+      const metric = qs.metric;
+      const cq = { ...qs, _market: at.id };
+      const resume = resumeOf(app, `${d.routes.name}.timeseries`, cq, lp);
+      const reader = await app.pmtape.markets.reader(d.family, 'metrics', at.id);
+      const model: BookModel = {
+        replay: false,
+        candidate: (rec) => rec.type === 'metric' && rec.metric === metric && rec.outcome === label,
+        produces: () => true,
+        shape: (rec) => {
+          const s = rec as Recorded<MetricSample>;
+          return { time: toIso(s.recv_ts), metric: s.metric, outcome: s.outcome, value: s.value, seq: s.seq };
+        },
+      };
+      const page = await snapshotPage(reader, model, { order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume });
+      return { data: page.items, next_cursor: nextCursor(app, `${d.routes.name}.timeseries`, cq, page.next) };
+    },
+  );
+
+  api.get(
+    '/:market_id/trades',
+    {
+      config,
+      schema: {
+        description: 'Trades are not recorded for this family: always the empty dataset for a known market.',
+        params,
+        querystring: typedQuery({
+          start_time: Type.Optional(queryParam.start_time),
+          end_time: Type.Optional(queryParam.end_time),
+          limit: Type.Optional(queryParam.limit),
+          cursor: Type.Optional(queryParam.cursor),
+          order: Type.Optional(queryParam.order),
+        }),
+        response: { 200: listOf({ type: 'object' }) },
+      },
+    },
+    async (req) => {
+      const qs = req.query;
+      const lp = listParams(qs);
+      const at = await resolvePathMarket(app, d, req.params);
+      // No cursor is ever issued here, so any cursor is checked (and refused when foreign).
+      if (lp.cursor !== undefined) app.pmtape.cursors.decode(lp.cursor, `${d.routes.name}.trades`, { ...qs, _market: at.id });
+      return { data: [], next_cursor: null };
+    },
+  );
 }

@@ -10,7 +10,14 @@ import { streamClients, streamDisconnects } from '../../metrics.js';
 import type { Family } from '../../schema/observation.js';
 import type { FeedSubscriber, MarketFeed, StreamHub } from './hub.js';
 import type { ModelFactory, StreamTarget } from './market.js';
-import { errorMessage, parseClientMessage, subscribedMessage, unsubscribedMessage, type PreparedMessage, type StreamRequest } from './protocol.js';
+import {
+  errorMessage,
+  parseClientMessage,
+  subscribedMessage,
+  unsubscribedMessage,
+  type PreparedMessage,
+  type StreamRequest,
+} from './protocol.js';
 import { handover, type StartPoint } from './handover.js';
 
 export interface StreamLimits {
@@ -164,12 +171,20 @@ export class StreamClient {
       const key = `${target.family}\u0000${target.logMarket}\u0000${req.outcome ?? ''}`;
       if (req.op === 'unsubscribe') {
         const sub = this.subs.get(key);
-        if (!sub) throw new PmtapeError('not_found', `This connection has no subscription to ${target.family} ${target.id}${req.outcome ? ` (outcome ${req.outcome})` : ''}.`);
+        if (!sub)
+          throw new PmtapeError(
+            'not_found',
+            `This connection has no subscription to ${target.family} ${target.id}${req.outcome ? ` (outcome ${req.outcome})` : ''}.`,
+          );
         this.unsubscribe(sub);
         this.send(unsubscribedMessage(req.id));
         return;
       }
-      if (this.subs.has(key)) throw new PmtapeError('invalid_parameter', `Already subscribed to ${target.family} ${target.id}; unsubscribe first to start again from another point.`);
+      if (this.subs.has(key))
+        throw new PmtapeError(
+          'invalid_parameter',
+          `Already subscribed to ${target.family} ${target.id}; unsubscribe first to start again from another point.`,
+        );
       if (this.subs.size >= this.svc.limits.maxSubscriptions) {
         throw new PmtapeError('invalid_parameter', `A connection may hold at most ${this.svc.limits.maxSubscriptions} subscriptions.`);
       }

@@ -13,9 +13,7 @@ import { StreamTracker, type ModelFactory } from './market.js';
 
 /** Where a subscription starts, once `from` has been resolved (a cursor resolves to a seq). */
 export type StartPoint =
-  | { readonly kind: 'live' }
-  | { readonly kind: 'time'; readonly t: number }
-  | { readonly kind: 'seq'; readonly startSeq: number };
+  { readonly kind: 'live' } | { readonly kind: 'time'; readonly t: number } | { readonly kind: 'seq'; readonly startSeq: number };
 
 export interface HandoverIo {
   /** Sends one message to the client. */
@@ -45,7 +43,13 @@ function attachLive(feed: MarketFeed, sub: FeedSubscriber, io: HandoverIo): void
  * Runs the handover; resolves once `sub` is attached to the follower (or the client went away).
  * Live-only subscriptions, and resume points past the end of the log, attach at once.
  */
-export async function handover(feed: MarketFeed, sub: FeedSubscriber, start: StartPoint, modelFor: ModelFactory, io: HandoverIo): Promise<void> {
+export async function handover(
+  feed: MarketFeed,
+  sub: FeedSubscriber,
+  start: StartPoint,
+  modelFor: ModelFactory,
+  io: HandoverIo,
+): Promise<void> {
   await feed.ready;
   const reader = await feed.getReader();
   if (io.cancelled() || feed.stopped) return;

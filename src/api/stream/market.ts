@@ -38,7 +38,10 @@ export class StreamTracker {
   openGap: Recorded<Gap> | null = null;
   private readonly models = new Map<string | undefined, BookModel>();
 
-  constructor(readonly target: StreamTarget, private readonly modelFor: ModelFactory) {}
+  constructor(
+    readonly target: StreamTarget,
+    private readonly modelFor: ModelFactory,
+  ) {}
 
   model(variant: string | undefined): BookModel {
     let m = this.models.get(variant);

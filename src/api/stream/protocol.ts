@@ -75,7 +75,8 @@ function parseFrom(o: Record<string, unknown>): StreamFrom {
   const f = o.from;
   if (f === undefined || f === null) return { kind: 'live' };
   if (typeof f === 'number') {
-    if (!Number.isSafeInteger(f) || f < 0) throw invalidParameter('from', 'must be epoch milliseconds, an ISO 8601 UTC time or a snapshots next_cursor');
+    if (!Number.isSafeInteger(f) || f < 0)
+      throw invalidParameter('from', 'must be epoch milliseconds, an ISO 8601 UTC time or a snapshots next_cursor');
     return { kind: 'time', t: f };
   }
   if (typeof f !== 'string' || f.length === 0 || f.length > 4096) {
@@ -93,16 +94,25 @@ export function parseClientMessage(raw: string): ParseResult {
   try {
     msg = JSON.parse(raw);
   } catch {
-    return { ok: false, id: null, error: new PmtapeError('invalid_parameter', 'The message is not valid JSON; send one JSON object per frame.') };
+    return {
+      ok: false,
+      id: null,
+      error: new PmtapeError('invalid_parameter', 'The message is not valid JSON; send one JSON object per frame.'),
+    };
   }
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
-    return { ok: false, id: null, error: new PmtapeError('invalid_parameter', 'The message must be a JSON object with "op", "id" and "channel".') };
+    return {
+      ok: false,
+      id: null,
+      error: new PmtapeError('invalid_parameter', 'The message must be a JSON object with "op", "id" and "channel".'),
+    };
   }
   const o = msg as Record<string, unknown>;
   const rawId = o.id;
-  const id = (typeof rawId === 'number' && Number.isSafeInteger(rawId)) || (typeof rawId === 'string' && rawId.length > 0 && rawId.length <= 64)
-    ? (rawId)
-    : null;
+  const id =
+    (typeof rawId === 'number' && Number.isSafeInteger(rawId)) || (typeof rawId === 'string' && rawId.length > 0 && rawId.length <= 64)
+      ? rawId
+      : null;
   try {
     if (id === null) throw invalidParameter('id', 'is required: an integer (or a string of at most 64 characters) echoed in the reply');
     if (o.op !== 'subscribe' && o.op !== 'unsubscribe') throw invalidParameter('op', 'must be "subscribe" or "unsubscribe"');
@@ -112,21 +122,28 @@ export function parseClientMessage(raw: string): ParseResult {
     }
     const family = o.family as Family;
     for (const k of Object.keys(o)) {
-      if (!FIELDS[family].includes(k)) throw invalidParameter(k, `is not a field of a ${family} book subscription (allowed: ${FIELDS[family].join(', ')})`);
+      if (!FIELDS[family].includes(k))
+        throw invalidParameter(k, `is not a field of a ${family} book subscription (allowed: ${FIELDS[family].join(', ')})`);
     }
     const d = familyOf(family);
     let market: string;
     // The scope (the coin of the coin family) is lower case, as in REST paths.
     const coin = d.routes.scope ? text(o, d.routes.scope.param, true)!.toLowerCase() : undefined;
     if (d.idField === 'ticker') {
-      if (o.ticker !== undefined && o.market_id !== undefined) throw invalidParameter('ticker', 'and market_id name the same thing; give one');
-      market = text(o, o.ticker !== undefined ? 'ticker' : 'market_id', false) ?? (() => { throw invalidParameter('ticker', 'is required'); })();
+      if (o.ticker !== undefined && o.market_id !== undefined)
+        throw invalidParameter('ticker', 'and market_id name the same thing; give one');
+      market =
+        text(o, o.ticker !== undefined ? 'ticker' : 'market_id', false) ??
+        (() => {
+          throw invalidParameter('ticker', 'is required');
+        })();
     } else {
       market = text(o, 'market_id', true)!;
     }
     const outcome = text(o, 'outcome', false);
     const from = parseFrom(o);
-    if (o.op === 'unsubscribe' && from.kind !== 'live') throw invalidParameter(o.from !== undefined ? 'from' : 'after_seq', 'only applies to subscribe');
+    if (o.op === 'unsubscribe' && from.kind !== 'live')
+      throw invalidParameter(o.from !== undefined ? 'from' : 'after_seq', 'only applies to subscribe');
     return { ok: true, req: { op: o.op, id, channel: 'book', family, coin, market, outcome, from } };
   } catch (e) {
     if (e instanceof PmtapeError) return { ok: false, id, error: e };
@@ -228,6 +245,9 @@ export function cursorStartSeq(secret: Buffer, text: string, market: string): nu
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < -1) {
     throw invalidCursor('is not an ascending snapshots cursor (a descending page cannot be resumed forward)');
   }
-  if (pos.mk !== market) throw invalidCursor(`is a cursor of another market (or of a page made before cursors named their market; fetch a fresh page of ${market})`);
+  if (pos.mk !== market)
+    throw invalidCursor(
+      `is a cursor of another market (or of a page made before cursors named their market; fetch a fresh page of ${market})`,
+    );
   return after + 1;
 }

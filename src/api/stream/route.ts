@@ -101,15 +101,18 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== path) return refuse(socket, new PmtapeError('not_found', `No WebSocket at ${url.pathname}; the stream is ${path}.`));
+    if (url.pathname !== path)
+      return refuse(socket, new PmtapeError('not_found', `No WebSocket at ${url.pathname}; the stream is ${path}.`));
     for (const k of url.searchParams.keys()) {
-      if (k !== 'api_key' && k !== 'family') return refuse(socket, new PmtapeError('invalid_parameter', `Parameter '${k}' is not known here (api_key, family).`));
+      if (k !== 'api_key' && k !== 'family')
+        return refuse(socket, new PmtapeError('invalid_parameter', `Parameter '${k}' is not known here (api_key, family).`));
     }
     // `?family=` (optional, comma-separated) declares the families the client will subscribe to,
     // so a plan that does not include one is refused on the upgrade with 403 as on REST.
     const families = url.searchParams.getAll('family').flatMap((f) => f.split(','));
     const unknown = families.find((f) => !FAMILIES.includes(f as Family));
-    if (unknown !== undefined) return refuse(socket, new PmtapeError('invalid_parameter', `Parameter 'family' must be one of ${FAMILIES.join(', ')}.`));
+    if (unknown !== undefined)
+      return refuse(socket, new PmtapeError('invalid_parameter', `Parameter 'family' must be one of ${FAMILIES.join(', ')}.`));
     const presented = bearerOf(req.headers.authorization) ?? url.searchParams.get('api_key');
     let plan: string;
     try {
@@ -145,11 +148,13 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
   const recheck = setInterval(() => {
     for (const c of clients) {
       if (c.closing || keys.verify(c.apiKey)) continue;
-      c.send(JSON.stringify({
-        type: 'error',
-        id: null,
-        error: envelope('unauthorized', 'The API key was revoked; this stream is closed.', randomUUID()).error,
-      }));
+      c.send(
+        JSON.stringify({
+          type: 'error',
+          id: null,
+          error: envelope('unauthorized', 'The API key was revoked; this stream is closed.', randomUUID()).error,
+        }),
+      );
       streamDisconnects.inc({ reason: 'key_revoked' });
       c.kick(1008, 'api key revoked');
     }
@@ -158,23 +163,28 @@ export default async function streamPlugin(app: FastifyInstance, opts: StreamPlu
 
   // A plain GET (no upgrade) gets a pointer instead of a bare 404. Its schema documents the
   // upgrade in the OpenAPI document; unknown parameters are left to the pointer (no additionalProperties).
-  app.get('/stream', {
-    schema: {
-      description: 'WebSocket (API.md §7): send Upgrade: websocket; subscribe with {"op": "subscribe", "channel": "book", "family", ' +
-        '"market_id" | "ticker", "coin"}. The key is the Bearer header or api_key. A refused upgrade answers the status and the error ' +
-        'envelope; a plain GET answers 400 with this pointer.',
-      querystring: {
-        type: 'object',
-        properties: {
-          api_key: { type: 'string', description: 'the API key, for clients that cannot set the Authorization header' },
-          family: { type: 'string', description: 'comma list of the families to be subscribed (a plan without one is refused with 403)' },
+  app.get(
+    '/stream',
+    {
+      schema: {
+        description:
+          'WebSocket (API.md §7): send Upgrade: websocket; subscribe with {"op": "subscribe", "channel": "book", "family", ' +
+          '"market_id" | "ticker", "coin"}. The key is the Bearer header or api_key. A refused upgrade answers the status and the error ' +
+          'envelope; a plain GET answers 400 with this pointer.',
+        querystring: {
+          type: 'object',
+          properties: {
+            api_key: { type: 'string', description: 'the API key, for clients that cannot set the Authorization header' },
+            family: { type: 'string', description: 'comma list of the families to be subscribed (a plan without one is refused with 403)' },
+          },
         },
+        response: { 101: { description: 'Switching Protocols: the WebSocket stream' }, ...errorResponses([400, 401, 403]) },
       },
-      response: { 101: { description: 'Switching Protocols: the WebSocket stream' }, ...errorResponses([400, 401, 403]) },
     },
-  }, async () => {
-    throw new PmtapeError('invalid_parameter', `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).`);
-  });
+    async () => {
+      throw new PmtapeError('invalid_parameter', `${path} is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket).`);
+    },
+  );
 
   // preClose: open sockets would otherwise keep the HTTP server from closing.
   app.addHook('preClose', async () => {

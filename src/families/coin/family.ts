@@ -59,7 +59,11 @@ export class CoinReplayBook extends ReplayBook {
       const levels = this.levelsText(token, depth);
       if (levels === null) continue;
       let part = this.bookTexts.get(token);
-      if (part?.levels !== levels) this.bookTexts.set(token, (part = { levels, text: `{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${levels.text}}` }));
+      if (part?.levels !== levels)
+        this.bookTexts.set(
+          token,
+          (part = { levels, text: `{"outcome":${JSON.stringify(label)},"token_id":${JSON.stringify(token)},${levels.text}}` }),
+        );
       books += books === '' ? part.text : `,${part.text}`;
     }
     return books === '' ? null : `{"market_id":${this.idJson},${this.timesText(rec)},"books":[${books}]}`;
@@ -85,8 +89,12 @@ export const coinFamily: FamilyDescriptor = {
   marketRecord: (m) => coinMarketRecord(coin(m)),
   keep: (m, f) => {
     const c = coin(m);
-    return (f.coin === undefined || c.coin === f.coin) && (f.status === undefined || c.status === f.status) &&
-      (f.window === undefined || c.window === f.window) && overlaps(c.start_time, c.end_time, f.start, f.end);
+    return (
+      (f.coin === undefined || c.coin === f.coin) &&
+      (f.status === undefined || c.status === f.status) &&
+      (f.window === undefined || c.window === f.window) &&
+      overlaps(c.start_time, c.end_time, f.start, f.end)
+    );
   },
   bookModel: (_id, market, view) => (market?.family === 'coin' ? coinModel(market, view) : null),
   replay: { idParam: 'market_id', byCoin: true, metrics: false, maxDepth: 1000, book: (m) => new CoinReplayBook(m) },
@@ -105,7 +113,9 @@ export const coinFamily: FamilyDescriptor = {
         if (!known) throw notFound(`Unknown coin '${value.slice(0, 50)}'; recorded coins: ${app.pmtape.config.coins.join(', ')}.`);
       },
       mismatch: (m, value, pathId) =>
-        coin(m).coin === value ? null : `Market '${pathId.slice(0, 200)}' is not a ${value.slice(0, 50)} market; see /v3/${coin(m).coin}/markets.`,
+        coin(m).coin === value
+          ? null
+          : `Market '${pathId.slice(0, 200)}' is not a ${value.slice(0, 50)} market; see /v3/${coin(m).coin}/markets.`,
     },
     listUrl: (c) => `/v3/${c}/markets`,
     noun: 'market',
@@ -126,4 +136,3 @@ export const coinFamily: FamilyDescriptor = {
     },
   },
 };
-

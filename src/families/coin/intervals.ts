@@ -16,10 +16,19 @@ import { coinSnapshot } from './shapes.js';
 
 /** Buckets [b0, bEnd) forward; stops after `maxData` served buckets (returns where it stopped). */
 async function sweep(
-  view: LogView, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions,
-  b0: number, bEnd: number, dataEnd: number, maxData: number,
+  view: LogView,
+  market: CoinMarket,
+  req: IntervalRequest,
+  shape: BookShapeOptions,
+  b0: number,
+  bEnd: number,
+  dataEnd: number,
+  maxData: number,
 ): Promise<{ items: Record<string, unknown>[]; gaps: GapOut[]; stoppedAt: number | null }> {
-  const state = new SampledBooks('every_outcome', market.outcomes.map((o) => o.token_id));
+  const state = new SampledBooks(
+    'every_outcome',
+    market.outcomes.map((o) => o.token_id),
+  );
   let reason: GapReason = 'not_recording';
   /** The reason of the gap record about to be applied (it spoils buckets written before it). */
   let spoiling: GapReason = 'not_recording';
@@ -37,18 +46,24 @@ async function sweep(
   let stoppedAt: number | null = null;
   // Buckets ending after dataEnd are not known: the recorder has not reported past it.
   const ahead = new GapLookahead();
-  const grid = new IntervalGrid(req.intervalMs, b0, Math.min(bEnd, dataEnd), {
-    served: (bs) => {
-      if (items.length === maxData) {
-        stoppedAt = bs; // the next page starts here
-        return false;
-      }
-      const snap = state.lastBook && coinSnapshot(market, state.lastBook, state.books, shape);
-      if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
-      else addGap(bs, bs + req.intervalMs, reason);
+  const grid = new IntervalGrid(
+    req.intervalMs,
+    b0,
+    Math.min(bEnd, dataEnd),
+    {
+      served: (bs) => {
+        if (items.length === maxData) {
+          stoppedAt = bs; // the next page starts here
+          return false;
+        }
+        const snap = state.lastBook && coinSnapshot(market, state.lastBook, state.books, shape);
+        if (snap) items.push({ ...snap, bucket_start: toIso(bs) });
+        else addGap(bs, bs + req.intervalMs, reason);
+      },
+      unserved: (from, to, spoiled, why) => addGap(from, to, spoiled ? (why ?? spoiling) : everValid || cp ? reason : 'not_recording'),
     },
-    unserved: (from, to, spoiled, why) => addGap(from, to, spoiled ? why ?? spoiling : everValid || cp ? reason : 'not_recording'),
-  }, ahead);
+    ahead,
+  );
   // Read past bEnd up to one record: a gap written after the page's range may still spoil its end.
   const records = view.replay(cp ? { pos: cp.pos } : 'start', { until: dataEnd });
   for await (const { rec } of readingAhead(records, (x) => x.rec, ahead)) {
@@ -67,7 +82,12 @@ async function sweep(
   return { items, gaps, stoppedAt: null };
 }
 
-export async function intervalPage(reader: LogReader, market: CoinMarket, req: IntervalRequest, shape: BookShapeOptions): Promise<IntervalPage> {
+export async function intervalPage(
+  reader: LogReader,
+  market: CoinMarket,
+  req: IntervalRequest,
+  shape: BookShapeOptions,
+): Promise<IntervalPage> {
   const I = req.intervalMs;
   const view = await reader.view(); // the days are listed once for the whole page
   const first = await view.first();

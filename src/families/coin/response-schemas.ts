@@ -6,15 +6,25 @@ import { gapSchema, numLevels, outcomes, str, strOrNull } from '../json-parts.js
 export const coinMarketSchema = {
   type: 'object',
   properties: {
-    market_id: str, event_id: strOrNull, condition_id: str, question: str, outcomes,
-    start_time: strOrNull, end_time: strOrNull, status: str, native: {},
+    market_id: str,
+    event_id: strOrNull,
+    condition_id: str,
+    question: str,
+    outcomes,
+    start_time: strOrNull,
+    end_time: strOrNull,
+    status: str,
+    native: {},
   },
 } as const;
 
 export const coinSnapshotSchema = {
   type: 'object',
   properties: {
-    market_id: str, source_time: strOrNull, receive_time: str, seq: { type: 'integer' },
+    market_id: str,
+    source_time: strOrNull,
+    receive_time: str,
+    seq: { type: 'integer' },
     books: {
       type: 'array',
       items: { type: 'object', properties: { outcome: str, token_id: str, bids: numLevels, asks: numLevels } },
@@ -26,7 +36,10 @@ export const coinSnapshotSchema = {
 export const coinSnapshotsPageSchema = {
   type: 'object',
   properties: {
-    data: { type: 'array', items: { ...coinSnapshotSchema, properties: { ...coinSnapshotSchema.properties, bucket_start: { type: 'string' } } } },
+    data: {
+      type: 'array',
+      items: { ...coinSnapshotSchema, properties: { ...coinSnapshotSchema.properties, bucket_start: { type: 'string' } } },
+    },
     next_cursor: { type: ['string', 'null'] },
     gaps: { type: 'array', items: gapSchema },
   },

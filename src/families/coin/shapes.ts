@@ -10,7 +10,12 @@ import { toIso, toIsoOrNull } from '../../schema/time.js';
  * A coin-family snapshot: every valid outcome book of the market in catalogue order (an
  * invalidated book is left out, never served stale). Null when no outcome has a valid book.
  */
-export function coinSnapshot(market: CoinMarket, at: SnapshotPoint, books: BookSource, opts: BookShapeOptions = {}): Record<string, unknown> | null {
+export function coinSnapshot(
+  market: CoinMarket,
+  at: SnapshotPoint,
+  books: BookSource,
+  opts: BookShapeOptions = {},
+): Record<string, unknown> | null {
   const list: { outcome: string; token_id: string; bids: NumLevel[]; asks: NumLevel[] }[] = [];
   for (const o of market.outcomes) {
     const v = books.view(o.token_id, opts.depth);

@@ -76,8 +76,12 @@ export const walletFamily: FamilyDescriptor = {
   marketRecord: (m) => walletMarketRecord(wallet(m)),
   keep: (m, f) => {
     const w = wallet(m);
-    return (f.coin === undefined || w.coin === f.coin) && (f.window === undefined || w.window === f.window) &&
-      (f.status === undefined || w.status === f.status) && overlaps(w.start_time, w.end_time, f.start, f.end);
+    return (
+      (f.coin === undefined || w.coin === f.coin) &&
+      (f.window === undefined || w.window === f.window) &&
+      (f.status === undefined || w.status === f.status) &&
+      overlaps(w.start_time, w.end_time, f.start, f.end)
+    );
   },
   bookModel: (_id, market, view) => (market?.family === 'wallet-prediction' ? walletModel(market, view) : null),
   replay: { idParam: 'market_id', byCoin: true, metrics: true, maxDepth: 1000, book: (m) => new WalletReplayBook(m) },

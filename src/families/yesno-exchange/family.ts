@@ -81,8 +81,11 @@ export const yesnoFamily: FamilyDescriptor = {
   marketRecord: (m) => yesnoMarketRecord(yesno(m)),
   keep: (m, f) => {
     const y = yesno(m);
-    return (f.series === undefined || y.series_ticker === f.series) && (f.status === undefined || y.status === f.status) &&
-      overlaps(y.open_time, y.close_time, f.start, f.end);
+    return (
+      (f.series === undefined || y.series_ticker === f.series) &&
+      (f.status === undefined || y.status === f.status) &&
+      overlaps(y.open_time, y.close_time, f.start, f.end)
+    );
   },
   bookModel: (id, _market, view) => yesnoModel(id, view),
   replay: { idParam: 'ticker', byCoin: false, metrics: false, maxDepth: YESNO_MAX_DEPTH, book: (m) => new YesNoReplayBook(m) },

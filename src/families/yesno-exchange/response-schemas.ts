@@ -6,8 +6,15 @@ import { str, strOrNull } from '../json-parts.js';
 export const yesnoMarketSchema = {
   type: 'object',
   properties: {
-    ticker: str, event_ticker: str, series_ticker: str, title: str, status: str,
-    open_time: strOrNull, close_time: strOrNull, result: str, native: {},
+    ticker: str,
+    event_ticker: str,
+    series_ticker: str,
+    title: str,
+    status: str,
+    open_time: strOrNull,
+    close_time: strOrNull,
+    result: str,
+    native: {},
   },
 } as const;
 
@@ -16,8 +23,13 @@ const ladderText = { type: 'object', properties: { prices: { type: 'array', item
 export const yesnoSnapshotSchema = {
   type: 'object',
   properties: {
-    ticker: str, observed_time: str, receive_time: str, seq: { type: 'integer' }, units: str,
-    yes: ladderText, no: ladderText,
+    ticker: str,
+    observed_time: str,
+    receive_time: str,
+    seq: { type: 'integer' },
+    units: str,
+    yes: ladderText,
+    no: ladderText,
     levels: { type: 'object', properties: { yes: { type: 'integer' }, no: { type: 'integer' } } },
     stale: { type: 'boolean' },
   },

@@ -74,7 +74,8 @@ export class CatalogRecorder extends Recorder {
   }
 
   private async run(firstDone: () => void): Promise<void> {
-    const poll = (): Promise<void> => this.pollOnce().catch((e: unknown) => this.reportError('internal', `poll failed: ${(e as Error).message}`));
+    const poll = (): Promise<void> =>
+      this.pollOnce().catch((e: unknown) => this.reportError('internal', `poll failed: ${(e as Error).message}`));
     await poll();
     firstDone();
     while (!this.stopping) {
@@ -178,7 +179,7 @@ export class CatalogRecorder extends Recorder {
 
   private async record(m: CoinMarket, recvTs: number): Promise<void> {
     const key = catalogKey(m.market_id);
-    let prev = this.unwritten.stale(m.market_id) ? null : this.known.get(m.market_id) ?? null;
+    let prev = this.unwritten.stale(m.market_id) ? null : (this.known.get(m.market_id) ?? null);
     if (!prev) {
       const last = await this.deps.sink.lastRecord(key);
       if (last?.type === 'catalog' && last.market.family === 'coin') prev = last.market;

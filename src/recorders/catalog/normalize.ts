@@ -6,13 +6,39 @@ import type { CoinMarket, Resolution, MarketStatus } from '../../schema/market.j
 import type { CatalogRules } from '../catalog-diff.js';
 
 // ---- raw upstream shapes (private to this file) ----
-interface RawSeries { slug?: unknown; recurrence?: unknown }
-interface RawEvent { id?: unknown; slug?: unknown; startTime?: unknown; series?: RawSeries[]; markets?: unknown }
+interface RawSeries {
+  slug?: unknown;
+  recurrence?: unknown;
+}
+interface RawEvent {
+  id?: unknown;
+  slug?: unknown;
+  startTime?: unknown;
+  series?: RawSeries[];
+  markets?: unknown;
+}
 interface RawMarket {
-  id?: unknown; question?: unknown; conditionId?: unknown; slug?: unknown; outcomes?: unknown; outcomePrices?: unknown;
-  clobTokenIds?: unknown; volume?: unknown; volumeNum?: unknown; liquidity?: unknown; liquidityNum?: unknown;
-  startDate?: unknown; endDate?: unknown; eventStartTime?: unknown; closedTime?: unknown; createdAt?: unknown;
-  updatedAt?: unknown; active?: unknown; closed?: unknown; umaResolutionStatus?: unknown; events?: RawEvent[];
+  id?: unknown;
+  question?: unknown;
+  conditionId?: unknown;
+  slug?: unknown;
+  outcomes?: unknown;
+  outcomePrices?: unknown;
+  clobTokenIds?: unknown;
+  volume?: unknown;
+  volumeNum?: unknown;
+  liquidity?: unknown;
+  liquidityNum?: unknown;
+  startDate?: unknown;
+  endDate?: unknown;
+  eventStartTime?: unknown;
+  closedTime?: unknown;
+  createdAt?: unknown;
+  updatedAt?: unknown;
+  active?: unknown;
+  closed?: unknown;
+  umaResolutionStatus?: unknown;
+  events?: RawEvent[];
 }
 
 const UPDOWN_SLUG = /^([a-z0-9]+)-updown-(\d+[smhd])-(\d{9,11})$/;
@@ -132,7 +158,11 @@ export function normalizeCatalogMarket(raw: unknown, nowMs: number): CoinMarket 
 
 /** Markets inside a response: an array of markets, of events with `markets`, or one object. */
 export function marketsIn(body: unknown): unknown[] {
-  const list = Array.isArray(body) ? body : body && typeof body === 'object' && Array.isArray((body as { data?: unknown }).data) ? (body as { data: unknown[] }).data : [body];
+  const list = Array.isArray(body)
+    ? body
+    : body && typeof body === 'object' && Array.isArray((body as { data?: unknown }).data)
+      ? (body as { data: unknown[] }).data
+      : [body];
   const out: unknown[] = [];
   for (const x of list) {
     if (x && typeof x === 'object' && Array.isArray((x as RawEvent).markets)) {
@@ -152,8 +182,22 @@ export function marketsIn(body: unknown): unknown[] {
 /** Fields whose change is a catalogue event (`native` and `updated_time` alone are not). */
 export const COIN_CATALOG: CatalogRules<CoinMarket> = {
   tracked: [
-    'event_id', 'condition_id', 'slug', 'question', 'outcomes', 'coin', 'window', 'start_time', 'end_time',
-    'created_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity',
+    'event_id',
+    'condition_id',
+    'slug',
+    'question',
+    'outcomes',
+    'coin',
+    'window',
+    'start_time',
+    'end_time',
+    'created_time',
+    'status',
+    'resolution',
+    'winning_outcome',
+    'resolved_time',
+    'volume',
+    'liquidity',
   ],
   resolves: (prev, next) => next.status === 'resolved' && prev.status !== 'resolved',
   sourceTs: (m) => m.updated_time,

@@ -51,8 +51,13 @@ export class ClobRecorder extends Recorder {
         onError: (code, msg) => this.reportError(code, msg),
       },
       {
-        kind: 'clob', pingText: 'PING', pongText: 'PONG', pingIntervalMs: c.recorders.pingIntervalMs,
-        staleAfterMs: c.staleAfterMs, backoffMinMs: c.recorders.backoffMinMs, backoffMaxMs: c.recorders.backoffMaxMs,
+        kind: 'clob',
+        pingText: 'PING',
+        pongText: 'PONG',
+        pingIntervalMs: c.recorders.pingIntervalMs,
+        staleAfterMs: c.staleAfterMs,
+        backoffMinMs: c.recorders.backoffMinMs,
+        backoffMaxMs: c.recorders.backoffMaxMs,
       },
     );
   }
@@ -110,7 +115,9 @@ export class ClobRecorder extends Recorder {
 
   /** Reconciles tracked markets with the directory (serialized: one sync at a time). */
   private sync(): Promise<void> {
-    this.syncing = this.syncing.then(() => this.syncOnce()).catch((e: unknown) => this.reportError('internal', `sync failed: ${(e as Error).message}`));
+    this.syncing = this.syncing
+      .then(() => this.syncOnce())
+      .catch((e: unknown) => this.reportError('internal', `sync failed: ${(e as Error).message}`));
     return this.syncing;
   }
 
@@ -127,7 +134,10 @@ export class ClobRecorder extends Recorder {
       const t: Tracked = {
         market: m,
         key: booksKey(m.market_id),
-        books: new RecorderBooks(m.outcomes.map((o) => o.token_id), { everyDeltas: this.deps.config.storage.checkpointEveryDeltas, everyMs: this.deps.config.storage.checkpointEveryMs }),
+        books: new RecorderBooks(
+          m.outcomes.map((o) => o.token_id),
+          { everyDeltas: this.deps.config.storage.checkpointEveryDeltas, everyMs: this.deps.config.storage.checkpointEveryMs },
+        ),
         ready: false,
         resnapshotAt: 0,
       };
@@ -137,9 +147,16 @@ export class ClobRecorder extends Recorder {
       if (this.stopping) return;
       t.ready = true;
     }
-    if (add.length > 0) this.send('subscribe', add.flatMap((m) => m.outcomes.map((o) => o.token_id)));
+    if (add.length > 0)
+      this.send(
+        'subscribe',
+        add.flatMap((m) => m.outcomes.map((o) => o.token_id)),
+      );
     if (remove.length > 0) {
-      this.send('unsubscribe', remove.flatMap((t) => t.market.outcomes.map((o) => o.token_id)));
+      this.send(
+        'unsubscribe',
+        remove.flatMap((t) => t.market.outcomes.map((o) => o.token_id)),
+      );
       for (const t of remove) {
         this.markets.delete(t.market.market_id);
         for (const o of t.market.outcomes) this.byToken.delete(o.token_id);
@@ -286,7 +303,13 @@ export class ClobRecorder extends Recorder {
         this.deps.sink.write(t.key, o);
         if (r === 'mismatch') {
           this.reportError('sequence_gap', `top of book of ${o.token_id} disagrees with the venue; resnapshotting`);
-          this.invalidate(t, 'sequence_gap', t.books.verifiedSince(o.token_id, recvTs), recvTs, 'top of book disagreed with the venue after a change');
+          this.invalidate(
+            t,
+            'sequence_gap',
+            t.books.verifiedSince(o.token_id, recvTs),
+            recvTs,
+            'top of book disagreed with the venue after a change',
+          );
           this.resnapshot([t]);
           return;
         }

@@ -6,12 +6,56 @@
 import type { BookDelta, BookSnapshot, Level, Observation, TickSizeChange, Trade } from '../../schema/observation.js';
 
 // ---- raw upstream shapes (private to this file) ----
-interface RawLevel { price?: unknown; size?: unknown }
-interface RawBook { event_type: 'book'; asset_id?: unknown; market?: unknown; bids?: unknown; asks?: unknown; buys?: unknown; sells?: unknown; timestamp?: unknown; hash?: unknown }
-interface RawChange { asset_id?: unknown; price?: unknown; size?: unknown; side?: unknown; best_bid?: unknown; best_ask?: unknown; hash?: unknown }
-interface RawPriceChange { event_type: 'price_change'; market?: unknown; asset_id?: unknown; timestamp?: unknown; hash?: unknown; price_changes?: unknown; changes?: unknown }
-interface RawTrade { event_type: 'last_trade_price'; asset_id?: unknown; price?: unknown; size?: unknown; side?: unknown; fee_rate_bps?: unknown; timestamp?: unknown; transaction_hash?: unknown }
-interface RawTick { event_type: 'tick_size_change'; asset_id?: unknown; old_tick_size?: unknown; new_tick_size?: unknown; timestamp?: unknown }
+interface RawLevel {
+  price?: unknown;
+  size?: unknown;
+}
+interface RawBook {
+  event_type: 'book';
+  asset_id?: unknown;
+  market?: unknown;
+  bids?: unknown;
+  asks?: unknown;
+  buys?: unknown;
+  sells?: unknown;
+  timestamp?: unknown;
+  hash?: unknown;
+}
+interface RawChange {
+  asset_id?: unknown;
+  price?: unknown;
+  size?: unknown;
+  side?: unknown;
+  best_bid?: unknown;
+  best_ask?: unknown;
+  hash?: unknown;
+}
+interface RawPriceChange {
+  event_type: 'price_change';
+  market?: unknown;
+  asset_id?: unknown;
+  timestamp?: unknown;
+  hash?: unknown;
+  price_changes?: unknown;
+  changes?: unknown;
+}
+interface RawTrade {
+  event_type: 'last_trade_price';
+  asset_id?: unknown;
+  price?: unknown;
+  size?: unknown;
+  side?: unknown;
+  fee_rate_bps?: unknown;
+  timestamp?: unknown;
+  transaction_hash?: unknown;
+}
+interface RawTick {
+  event_type: 'tick_size_change';
+  asset_id?: unknown;
+  old_tick_size?: unknown;
+  new_tick_size?: unknown;
+  timestamp?: unknown;
+}
 
 /** Per-frame tallies the feed turns into counters. */
 export interface ClobStats {
@@ -65,13 +109,27 @@ function mapBook(m: RawBook, recvTs: number, s: ClobStats): BookSnapshot[] {
     return [];
   }
   s.ok++;
-  return [{
-    type: 'book', recv_ts: recvTs, source_ts: ms(m.timestamp), origin: 'ws', token_id: m.asset_id, units: 'decimal',
-    bids, asks, ...(typeof m.hash === 'string' ? { hash: m.hash } : {}),
-  }];
+  return [
+    {
+      type: 'book',
+      recv_ts: recvTs,
+      source_ts: ms(m.timestamp),
+      origin: 'ws',
+      token_id: m.asset_id,
+      units: 'decimal',
+      bids,
+      asks,
+      ...(typeof m.hash === 'string' ? { hash: m.hash } : {}),
+    },
+  ];
 }
 
-interface PriceGroup { token: string; changes: BookDelta['changes'][number][]; best_bid: string | undefined; best_ask: string | undefined }
+interface PriceGroup {
+  token: string;
+  changes: BookDelta['changes'][number][];
+  best_bid: string | undefined;
+  best_ask: string | undefined;
+}
 
 function side(v: unknown): 'bid' | 'ask' | null {
   return v === 'BUY' ? 'bid' : v === 'SELL' ? 'ask' : null;
@@ -109,7 +167,14 @@ function mapPriceChange(m: RawPriceChange, recvTs: number, s: ClobStats, out: Ob
   }
   s.ok++;
   for (const g of groups) {
-    const d: { -readonly [K in keyof BookDelta]: BookDelta[K] } = { type: 'book_delta', recv_ts: recvTs, source_ts: sourceTs, origin: 'ws', token_id: g.token, changes: g.changes };
+    const d: { -readonly [K in keyof BookDelta]: BookDelta[K] } = {
+      type: 'book_delta',
+      recv_ts: recvTs,
+      source_ts: sourceTs,
+      origin: 'ws',
+      token_id: g.token,
+      changes: g.changes,
+    };
     if (g.best_bid !== undefined) d.best_bid = g.best_bid;
     if (g.best_ask !== undefined) d.best_ask = g.best_ask;
     out.push(d);
@@ -123,13 +188,20 @@ function mapTrade(m: RawTrade, recvTs: number, s: ClobStats): Trade[] {
   }
   s.ok++;
   const sd = m.side === 'BUY' ? 'buy' : m.side === 'SELL' ? 'sell' : undefined;
-  return [{
-    type: 'trade', recv_ts: recvTs, source_ts: ms(m.timestamp), origin: 'ws', token_id: m.asset_id, price: m.price,
-    ...(typeof m.size === 'string' ? { size: m.size } : {}),
-    ...(sd ? { side: sd } : {}),
-    ...(typeof m.fee_rate_bps === 'string' ? { fee_rate_bps: m.fee_rate_bps } : {}),
-    ...(typeof m.transaction_hash === 'string' ? { tx_hash: m.transaction_hash } : {}),
-  }];
+  return [
+    {
+      type: 'trade',
+      recv_ts: recvTs,
+      source_ts: ms(m.timestamp),
+      origin: 'ws',
+      token_id: m.asset_id,
+      price: m.price,
+      ...(typeof m.size === 'string' ? { size: m.size } : {}),
+      ...(sd ? { side: sd } : {}),
+      ...(typeof m.fee_rate_bps === 'string' ? { fee_rate_bps: m.fee_rate_bps } : {}),
+      ...(typeof m.transaction_hash === 'string' ? { tx_hash: m.transaction_hash } : {}),
+    },
+  ];
 }
 
 function mapTick(m: RawTick, recvTs: number, s: ClobStats): TickSizeChange[] {
@@ -138,7 +210,17 @@ function mapTick(m: RawTick, recvTs: number, s: ClobStats): TickSizeChange[] {
     return [];
   }
   s.ok++;
-  return [{ type: 'tick_size', recv_ts: recvTs, source_ts: ms(m.timestamp), origin: 'ws', token_id: m.asset_id, old_tick_size: m.old_tick_size, new_tick_size: m.new_tick_size }];
+  return [
+    {
+      type: 'tick_size',
+      recv_ts: recvTs,
+      source_ts: ms(m.timestamp),
+      origin: 'ws',
+      token_id: m.asset_id,
+      old_tick_size: m.old_tick_size,
+      new_tick_size: m.new_tick_size,
+    },
+  ];
 }
 
 function mapEvent(ev: unknown, recvTs: number, s: ClobStats, out: Observation[]): void {
@@ -148,10 +230,18 @@ function mapEvent(ev: unknown, recvTs: number, s: ClobStats, out: Observation[])
   }
   const type = (ev as { event_type?: unknown }).event_type;
   switch (type) {
-    case 'book': out.push(...mapBook(ev as RawBook, recvTs, s)); return;
-    case 'price_change': mapPriceChange(ev as RawPriceChange, recvTs, s, out); return;
-    case 'last_trade_price': out.push(...mapTrade(ev as RawTrade, recvTs, s)); return;
-    case 'tick_size_change': out.push(...mapTick(ev as RawTick, recvTs, s)); return;
+    case 'book':
+      out.push(...mapBook(ev as RawBook, recvTs, s));
+      return;
+    case 'price_change':
+      mapPriceChange(ev as RawPriceChange, recvTs, s, out);
+      return;
+    case 'last_trade_price':
+      out.push(...mapTrade(ev as RawTrade, recvTs, s));
+      return;
+    case 'tick_size_change':
+      out.push(...mapTick(ev as RawTick, recvTs, s));
+      return;
     default:
       if (typeof type === 'string' && IGNORED_TYPES.has(type)) s.ignored++;
       else if (typeof type === 'string') s.unknown++;

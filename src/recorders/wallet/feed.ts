@@ -12,11 +12,25 @@ import { RestClient } from '../rest.js';
 import { WsConnection } from '../ws-connection.js';
 import type { RecorderKind } from '../recorder.js';
 import { API_KEY_HEADER, PATHS, QUERY, TOPIC, UP_DOWN_VARIANT, WS, bookTopic } from './fields.js';
-import { WALLET_CATALOG, frameKind, frameMarketId, listPage, normalizeFrame, normalizeMetrics, normalizeRestBook, normalizeWalletMarket, topicMarketId } from './normalize.js';
+import {
+  WALLET_CATALOG,
+  frameKind,
+  frameMarketId,
+  listPage,
+  normalizeFrame,
+  normalizeMetrics,
+  normalizeRestBook,
+  normalizeWalletMarket,
+  topicMarketId,
+} from './normalize.js';
 import { VersionGate } from './order.js';
 import { catalogChange, UnwrittenCatalog } from '../catalog-diff.js';
 
-export const walletKey = (marketId: string, stream: 'books' | 'metrics' | 'catalog'): LogKey => ({ family: 'wallet-prediction', stream, market: marketId });
+export const walletKey = (marketId: string, stream: 'books' | 'metrics' | 'catalog'): LogKey => ({
+  family: 'wallet-prediction',
+  stream,
+  market: marketId,
+});
 
 export interface WalletFeedOptions {
   /** Metric sample period (default: the catalogue poll period). */
@@ -44,7 +58,10 @@ export class WalletRecorder extends Recorder {
   books = 0;
   snapshots = 0;
 
-  constructor(deps: RecorderDeps, private readonly opts: WalletFeedOptions = {}) {
+  constructor(
+    deps: RecorderDeps,
+    private readonly opts: WalletFeedOptions = {},
+  ) {
     super(deps);
     const up = deps.config.upstreams.wallet;
     const headers = up.api_key ? { [API_KEY_HEADER]: up.api_key } : undefined;
@@ -71,7 +88,14 @@ export class WalletRecorder extends Recorder {
       },
       // The venue's heartbeat is server-initiated (echoed in onText): no client ping. A socket
       // that stays silent past staleAfterMs (heartbeats included) is stale and recycled.
-      { pingIntervalMs: t.pingIntervalMs, staleAfterMs: deps.config.staleAfterMs, backoffMinMs: t.backoffMinMs, backoffMaxMs: t.backoffMaxMs, pingText: null, kind: 'wallet' },
+      {
+        pingIntervalMs: t.pingIntervalMs,
+        staleAfterMs: deps.config.staleAfterMs,
+        backoffMinMs: t.backoffMinMs,
+        backoffMaxMs: t.backoffMaxMs,
+        pingText: null,
+        kind: 'wallet',
+      },
     );
   }
 
@@ -180,7 +204,8 @@ export class WalletRecorder extends Recorder {
     }
     if (kind === 'reply') {
       const f = frame as Record<string, unknown>;
-      if (f[WS.success] === false) this.reportError('unknown_type', `request ${String(f[WS.requestId])} refused: ${JSON.stringify(f[WS.error]).slice(0, 200)}`);
+      if (f[WS.success] === false)
+        this.reportError('unknown_type', `request ${String(f[WS.requestId])} refused: ${JSON.stringify(f[WS.error]).slice(0, 200)}`);
       this.countMessage('ignored', recvTs);
       return;
     }
@@ -263,7 +288,8 @@ export class WalletRecorder extends Recorder {
       const mid = topicMarketId(t);
       if (mid === null || !byId.has(mid)) continue;
       const m = normalizeWalletMarket(t, byId.get(mid), (w) => this.reportError('malformed', w));
-      if (!m || !cfg.coins.includes(m.coin) || (m.window !== null && !cfg.windows.includes(m.window)) || !this.deps.inShard(m.market_id)) continue;
+      if (!m || !cfg.coins.includes(m.coin) || (m.window !== null && !cfg.windows.includes(m.window)) || !this.deps.inShard(m.market_id))
+        continue;
       seen.add(m.market_id);
       await this.observe(m);
     }
@@ -272,7 +298,7 @@ export class WalletRecorder extends Recorder {
 
   private async observe(m: WalletMarket): Promise<void> {
     const id = m.market_id;
-    let prev = this.unwritten.stale(id) ? null : this.markets.get(id) ?? null;
+    let prev = this.unwritten.stale(id) ? null : (this.markets.get(id) ?? null);
     if (prev === null) {
       const last = await this.deps.sink.lastRecord(walletKey(id, 'catalog'));
       if (last?.type === 'catalog' && last.market.family === 'wallet-prediction') prev = last.market;

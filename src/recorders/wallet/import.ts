@@ -9,7 +9,16 @@ import { recordedMarkets, type ImportSession, type ImportTarget, type Importer }
 import { catalogChange } from '../catalog-diff.js';
 import { BOOK, ENVELOPE, MARKET, METRIC, TOPIC, WS } from './fields.js';
 import { walletKey } from './feed.js';
-import { WALLET_CATALOG, normalizeBookData, normalizeFrame, normalizeMetrics, normalizeWalletMarket, frameMarketId, topicMarketId, bookMarketId } from './normalize.js';
+import {
+  WALLET_CATALOG,
+  normalizeBookData,
+  normalizeFrame,
+  normalizeMetrics,
+  normalizeWalletMarket,
+  frameMarketId,
+  topicMarketId,
+  bookMarketId,
+} from './normalize.js';
 import { VersionGate } from './order.js';
 
 type Obj = Record<string, unknown>;
@@ -39,10 +48,13 @@ export const walletImporter: Importer = {
     };
 
     const book = async (id: string, obs: ReturnType<typeof normalizeBookData>): Promise<{ out: ImportTarget[]; skip?: string }> => {
-      if (obs.length === 0) return { out: [], skip: outcomesOf(id) ? 'malformed book' : 'book of no known market (import or record its catalogue first)' };
+      if (obs.length === 0)
+        return { out: [], skip: outcomesOf(id) ? 'malformed book' : 'book of no known market (import or record its catalogue first)' };
       if (!seeded.has(id)) {
         seeded.add(id);
-        const last = await openReader(dataDir, walletKey(id, 'books')).latest().catch(() => null);
+        const last = await openReader(dataDir, walletKey(id, 'books'))
+          .latest()
+          .catch(() => null);
         if (last?.rec.type === 'book') gate.seed(id, { version: last.rec.version ?? null, ts: last.rec.source_ts });
       }
       const b = obs[0];
@@ -57,7 +69,10 @@ export const walletImporter: Importer = {
           const obs = normalizeFrame(msg, recvTs, outcomesOf);
           const id = frameMarketId(msg);
           if (id === null) return { out: [], skip: msg[WS.type] === WS.reply ? 'reply' : 'heartbeat or unknown topic' };
-          return book(id, obs.filter((o): o is BookSnapshot => o.type === 'book'));
+          return book(
+            id,
+            obs.filter((o): o is BookSnapshot => o.type === 'book'),
+          );
         }
         if (isObj(msg) && isObj(msg.topic) && isObj(msg.market)) {
           const id = topicMarketId(msg.topic);
@@ -95,7 +110,9 @@ export const walletImporter: Importer = {
         if (isObj(data) && METRIC.outcomes in data && METRIC.timestampMs in data) {
           const samples = normalizeMetrics(msg, recvTs, outcomesOf);
           const id = String(data[METRIC.marketId]);
-          return samples.length ? { out: samples.map((s) => ({ key: walletKey(id, 'metrics'), obs: s })) } : { out: [], skip: 'malformed stats' };
+          return samples.length
+            ? { out: samples.map((s) => ({ key: walletKey(id, 'metrics'), obs: s })) }
+            : { out: [], skip: 'malformed stats' };
         }
         if (isObj(data) && MARKET.conditionId in data) {
           const id = String(data[MARKET.id]);

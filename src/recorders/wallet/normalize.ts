@@ -90,16 +90,18 @@ export function normalizeBookData(data: unknown, recvTs: number, outcomesOf: Out
     return [];
   }
   const version = finite(data[BOOK.version]);
-  return [{
-    type: 'book',
-    recv_ts: recvTs,
-    source_ts: timeMs(data[BOOK.updateTimestampMs]),
-    token_id: outcomes[0].token_id,
-    units: 'decimal',
-    bids,
-    asks,
-    ...(version !== null ? { version } : {}),
-  }];
+  return [
+    {
+      type: 'book',
+      recv_ts: recvTs,
+      source_ts: timeMs(data[BOOK.updateTimestampMs]),
+      token_id: outcomes[0].token_id,
+      units: 'decimal',
+      bids,
+      asks,
+      ...(version !== null ? { version } : {}),
+    },
+  ];
 }
 
 /** REST `GET /v1/markets/{id}/orderbook` body → book record. */
@@ -184,7 +186,14 @@ export function normalizeMetrics(body: unknown, recvTs: number, outcomesOf: Outc
     const last = finite(o[METRIC.lastTradePrice]);
     if (chance !== null) out.push({ type: 'metric', metric: 'chance', source_ts: sourceTs, value: chance, ...base });
     if (price !== null) out.push({ type: 'metric', metric: 'price', source_ts: sourceTs, value: price, ...base });
-    if (last !== null) out.push({ type: 'metric', metric: 'last_trade', source_ts: timeMs(o[METRIC.lastTradeTimestampMs]) ?? sourceTs, value: last, ...base });
+    if (last !== null)
+      out.push({
+        type: 'metric',
+        metric: 'last_trade',
+        source_ts: timeMs(o[METRIC.lastTradeTimestampMs]) ?? sourceTs,
+        value: last,
+        ...base,
+      });
   }
   return out;
 }
@@ -192,7 +201,7 @@ export function normalizeMetrics(body: unknown, recvTs: number, outcomesOf: Outc
 // ---- catalogue ----------------------------------------------------------------------------------
 
 function statusOf(v: unknown): MarketStatus | null {
-  return typeof v === 'string' ? STATUS_WORDS[v.toUpperCase()] ?? null : null;
+  return typeof v === 'string' ? (STATUS_WORDS[v.toUpperCase()] ?? null) : null;
 }
 
 /** Coin and window from the topic, else from a slug like `btc-updown-15m-1785067200`. */
@@ -200,7 +209,7 @@ function coinWindow(topic: Obj): { coin: string; window: string | null } {
   const slug = typeof topic[TOPIC.slug] === 'string' ? (topic[TOPIC.slug] as string) : '';
   const m = /^([a-z0-9]+)-updown-(\d+[mhd])-/i.exec(slug);
   const asset = typeof topic[TOPIC.asset] === 'string' ? (topic[TOPIC.asset] as string).toLowerCase() : m?.[1]?.toLowerCase();
-  const interval = typeof topic[TOPIC.interval] === 'string' ? (topic[TOPIC.interval] as string) : m?.[2] ?? null;
+  const interval = typeof topic[TOPIC.interval] === 'string' ? (topic[TOPIC.interval] as string) : (m?.[2] ?? null);
   return { coin: asset ?? '', window: interval };
 }
 
@@ -228,7 +237,11 @@ export function normalizeWalletMarket(topic: unknown, market: unknown, onBad: On
       onBad(`market ${marketId} has a malformed outcome`);
       return null;
     }
-    outcomes.push({ label: o[OUTCOME.label] as string, token_id: idText(o[OUTCOME.tokenId])!, idx: finite(o[OUTCOME.indexSet]) ?? outcomes.length + 1 });
+    outcomes.push({
+      label: o[OUTCOME.label] as string,
+      token_id: idText(o[OUTCOME.tokenId])!,
+      idx: finite(o[OUTCOME.indexSet]) ?? outcomes.length + 1,
+    });
   }
   outcomes.sort((a, b) => a.idx - b.idx); // indexSet 1 (the book's outcome) first
   const status = statusOf(market[MARKET.status]) ?? statusOf(topic[TOPIC.status]);
@@ -237,9 +250,10 @@ export function normalizeWalletMarket(topic: unknown, market: unknown, onBad: On
     return null;
   }
   const res = isObj(market[MARKET.resolution]) ? (market[MARKET.resolution] as Obj) : null;
-  const resolution: Resolution | null = res && typeof res[RESOLUTION.status] === 'string' ? RESOLUTION_WORDS[(res[RESOLUTION.status] as string).toUpperCase()] ?? null : null;
+  const resolution: Resolution | null =
+    res && typeof res[RESOLUTION.status] === 'string' ? (RESOLUTION_WORDS[(res[RESOLUTION.status] as string).toUpperCase()] ?? null) : null;
   const winIdx = res ? finite(res[RESOLUTION.winningIndexSet]) : null;
-  const winning = resolution === 'resolved' && winIdx !== null ? outcomes.find((o) => o.idx === winIdx)?.label ?? null : null;
+  const winning = resolution === 'resolved' && winIdx !== null ? (outcomes.find((o) => o.idx === winIdx)?.label ?? null) : null;
   const chainId = finite(market[MARKET.chainId]);
   const contract = idText(market[MARKET.exchangeContract]);
   const { coin, window } = coinWindow(topic);
@@ -272,7 +286,24 @@ export function normalizeWalletMarket(topic: unknown, market: unknown, onBad: On
 
 /** Catalogue rules (`native` and `updated_time` alone are not events); settling is a resolution or winner. */
 export const WALLET_CATALOG: CatalogRules<WalletMarket> = {
-  tracked: ['topic_id', 'condition_id', 'slug', 'outcomes', 'start_time', 'end_time', 'status', 'resolution', 'winning_outcome', 'resolved_time', 'volume', 'liquidity', 'participants', 'chain', 'start_price', 'end_price'],
+  tracked: [
+    'topic_id',
+    'condition_id',
+    'slug',
+    'outcomes',
+    'start_time',
+    'end_time',
+    'status',
+    'resolution',
+    'winning_outcome',
+    'resolved_time',
+    'volume',
+    'liquidity',
+    'participants',
+    'chain',
+    'start_price',
+    'end_price',
+  ],
   resolves: (_prev, _next, changed) => changed.includes('resolution') || changed.includes('winning_outcome'),
   sourceTs: (m) => m.updated_time,
 };

@@ -9,7 +9,10 @@ export class PollCadence {
    * @param ratePerS the upstream's whole REST budget (requests/s)
    * @param bookShare the part of it books may use; the rest is left to the catalogue
    */
-  constructor(private readonly ratePerS: number, private readonly bookShare = 0.9) {}
+  constructor(
+    private readonly ratePerS: number,
+    private readonly bookShare = 0.9,
+  ) {}
 
   /** The per-market interval for `active` markets: they must fit in the book budget together. */
   intervalMs(active: number): number {

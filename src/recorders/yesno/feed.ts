@@ -50,7 +50,10 @@ export class YesNoRecorder extends Recorder {
   polls = 0;
   books = 0;
 
-  constructor(deps: RecorderDeps, private readonly opts: YesNoFeedOptions = {}) {
+  constructor(
+    deps: RecorderDeps,
+    private readonly opts: YesNoFeedOptions = {},
+  ) {
     super(deps);
     const up = deps.config.upstreams.yesno;
     const rate = up.rate_per_s ?? 10;
@@ -167,7 +170,11 @@ export class YesNoRecorder extends Recorder {
     for (const { series, raws, complete } of listed) {
       const seen = new Set<string>();
       for (const raw of raws) {
-        const m = normalizeMarket(raw, (e) => this.eventSeriesMap.get(e), (w) => this.reportError('malformed', w));
+        const m = normalizeMarket(
+          raw,
+          (e) => this.eventSeriesMap.get(e),
+          (w) => this.reportError('malformed', w),
+        );
         if (!m || !this.deps.inShard(m.ticker)) continue;
         seen.add(m.ticker);
         await this.observeMarket(m);
@@ -195,7 +202,7 @@ export class YesNoRecorder extends Recorder {
 
   private async observeMarket(m: YesNoMarket): Promise<void> {
     const recv = Date.now();
-    let prev = this.unwritten.stale(m.ticker) ? null : this.markets.get(m.ticker) ?? null;
+    let prev = this.unwritten.stale(m.ticker) ? null : (this.markets.get(m.ticker) ?? null);
     if (prev === null) {
       const last = await this.deps.sink.lastRecord(yesnoCatalogKey(m.ticker));
       if (last?.type === 'catalog' && last.market.family === 'yesno-exchange') prev = last.market;

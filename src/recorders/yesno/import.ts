@@ -17,7 +17,11 @@ export const yesnoImporter: Importer = {
       const out: ImportTarget[] = [];
       let bad = 0;
       for (const raw of raws) {
-        const m = normalizeMarket(raw, (e) => seriesOfEvent.get(e), () => bad++);
+        const m = normalizeMarket(
+          raw,
+          (e) => seriesOfEvent.get(e),
+          () => bad++,
+        );
         if (!m) continue;
         const ev = catalogChange(YESNO_CATALOG, state.get(m.ticker) ?? null, m, recvTs);
         state.set(m.ticker, m);

@@ -83,7 +83,7 @@ function side(raw: unknown, units: 'dollars' | 'cents', name: string): Ladder | 
   for (const lv of raw as unknown[]) {
     if (!Array.isArray(lv) || lv.length < 2) return `${name} has a level that is not [price, size]`;
     const price = units === 'cents' ? intText(lv[0]) : typeof lv[0] === 'string' && DOLLARS.test(lv[0]) ? lv[0] : null;
-    const size = units === 'cents' ? intText(lv[1]) ?? sizeText(lv[1]) : sizeText(lv[1]);
+    const size = units === 'cents' ? (intText(lv[1]) ?? sizeText(lv[1])) : sizeText(lv[1]);
     if (price === null || size === null) return `${name} has a malformed level ${JSON.stringify(lv).slice(0, 60)}`;
     const p = Number(price);
     if (units === 'cents' ? p < 0 || p > 100 : p < 0 || p > 1) return `${name} has a price out of range: ${price}`;
@@ -218,9 +218,24 @@ export function eventSeries(raw: unknown): Array<[string, string]> {
 
 /** Catalogue rules: prices and volumes move every poll and are not events; settling is a result or settlement. */
 export const YESNO_CATALOG: CatalogRules<YesNoMarket> = {
-  tracked: ['status', 'result', 'settlement_value_dollars', 'settlement_ts', 'open_time', 'close_time', 'title', 'event_ticker', 'series_ticker'],
+  tracked: [
+    'status',
+    'result',
+    'settlement_value_dollars',
+    'settlement_ts',
+    'open_time',
+    'close_time',
+    'title',
+    'event_ticker',
+    'series_ticker',
+  ],
   // Settlement fields exist only in the native object.
-  value: (m, f) => (f === 'settlement_value_dollars' || f === 'settlement_ts' ? (isObj(m.native) ? (m.native)[f] ?? null : null) : m[f as keyof YesNoMarket]),
+  value: (m, f) =>
+    f === 'settlement_value_dollars' || f === 'settlement_ts'
+      ? isObj(m.native)
+        ? (m.native[f] ?? null)
+        : null
+      : m[f as keyof YesNoMarket],
   resolves: (_prev, next, changed) => {
     const settled = changed.includes('result') || changed.includes('settlement_value_dollars') || changed.includes('settlement_ts');
     return settled && (next.result !== '' || YESNO_CATALOG.value!(next, 'settlement_ts') !== null);

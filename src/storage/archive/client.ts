@@ -32,15 +32,18 @@ export function archiveClient(a: ArchiveConfig, o: ClientOptions = {}): S3Client
   const onError = o.onAttemptError;
   if (onError) {
     // The deserialize step runs once per attempt, inside the SDK's retry loop.
-    s3.middlewareStack.add((next) => async (args) => {
-      try {
-        return await next(args);
-      } catch (e) {
-        const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (status !== 404) onError(e as Error); // a HEAD of an object not yet uploaded is no error
-        throw e;
-      }
-    }, { step: 'deserialize', name: 'pmtapeAttemptErrors' });
+    s3.middlewareStack.add(
+      (next) => async (args) => {
+        try {
+          return await next(args);
+        } catch (e) {
+          const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+          if (status !== 404) onError(e as Error); // a HEAD of an object not yet uploaded is no error
+          throw e;
+        }
+      },
+      { step: 'deserialize', name: 'pmtapeAttemptErrors' },
+    );
   }
   return s3;
 }
@@ -57,8 +60,14 @@ export const DEFAULT_RETRY: RetryOptions = { attempts: 8, baseMs: 250, maxMs: 15
 
 /** Errors no retry can fix: wrong credentials, no bucket, no permission. */
 const FATAL = new Set([
-  'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'NoSuchBucket', 'CredentialsProviderError',
-  'InvalidBucketName', 'AuthorizationHeaderMalformed', 'PermanentRedirect',
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'NoSuchBucket',
+  'CredentialsProviderError',
+  'InvalidBucketName',
+  'AuthorizationHeaderMalformed',
+  'PermanentRedirect',
   'LocalMismatch', // a local file unlike its manifest (objects.ts)
 ]);
 
@@ -72,11 +81,15 @@ export function explain(e: unknown, a: ArchiveConfig): Error {
   const err = e as Error & { name?: string };
   const msg = err.message || err.name || String(e);
   if (/Could not load credentials/i.test(msg)) {
-    return new Error(`archive ${a.url}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (the AWS SDK's usual chain)`);
+    return new Error(
+      `archive ${a.url}: no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (the AWS SDK's usual chain)`,
+    );
   }
-  if (err.name === 'NoSuchBucket') return new Error(`archive ${a.url}: bucket "${a.bucket}" does not exist (create it, or fix storage.archive.url)`);
+  if (err.name === 'NoSuchBucket')
+    return new Error(`archive ${a.url}: bucket "${a.bucket}" does not exist (create it, or fix storage.archive.url)`);
   if (err.name === 'LocalMismatch') return new Error(msg);
-  if (err.name === 'InvalidAccessKeyId' || err.name === 'SignatureDoesNotMatch') return new Error(`archive ${a.url}: the credentials were refused (${err.name})`);
+  if (err.name === 'InvalidAccessKeyId' || err.name === 'SignatureDoesNotMatch')
+    return new Error(`archive ${a.url}: the credentials were refused (${err.name})`);
   return new Error(`archive ${a.url}: ${msg}`);
 }
 

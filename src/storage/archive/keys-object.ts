@@ -17,7 +17,11 @@ export const keysObjectKey = (a: ArchiveConfig): string => objectKey(a, '_archiv
 const status = (e: unknown): number | undefined => (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 
 /** The keys object and its ETag; null when absent; 'unchanged' when it still has `ifNoneMatch`. */
-export async function readKeysObject(s3: S3Client, a: ArchiveConfig, ifNoneMatch?: string): Promise<{ body: string; etag: string } | null | 'unchanged'> {
+export async function readKeysObject(
+  s3: S3Client,
+  a: ArchiveConfig,
+  ifNoneMatch?: string,
+): Promise<{ body: string; etag: string } | null | 'unchanged'> {
   try {
     const r = await s3.send(new GetObjectCommand({ Bucket: a.bucket, Key: keysObjectKey(a), IfNoneMatch: ifNoneMatch }));
     return { body: await r.Body!.transformToString('utf8'), etag: r.ETag ?? '' };
@@ -41,10 +45,15 @@ export async function publishKeys(a: ArchiveConfig, merge: (current: string | nu
       const have = cur === 'unchanged' ? null : cur;
       const body = await merge(have?.body ?? null);
       try {
-        await s3.send(new PutObjectCommand({
-          Bucket: a.bucket, Key: keysObjectKey(a), Body: body, ContentType: 'application/json',
-          ...(have ? { IfMatch: have.etag } : { IfNoneMatch: '*' }),
-        }));
+        await s3.send(
+          new PutObjectCommand({
+            Bucket: a.bucket,
+            Key: keysObjectKey(a),
+            Body: body,
+            ContentType: 'application/json',
+            ...(have ? { IfMatch: have.etag } : { IfNoneMatch: '*' }),
+          }),
+        );
         return body;
       } catch (e) {
         // 412: another host wrote it since we read it; 409: a concurrent conditional write.

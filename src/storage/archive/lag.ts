@@ -27,7 +27,8 @@ export async function dayPartitions(dataDir: string, day: string): Promise<Map<s
 /** Compacted days not yet published to `a` (or rebuilt locally since they were). */
 export async function unpublishedDays(dataDir: string, a: ArchiveConfig): Promise<string[]> {
   const out: string[] = [];
-  for (const day of await compactedDays(dataDir)) if (!(await isPublished(dataDir, publishTarget(a).url, day, await dayPartitions(dataDir, day)))) out.push(day);
+  for (const day of await compactedDays(dataDir))
+    if (!(await isPublished(dataDir, publishTarget(a).url, day, await dayPartitions(dataDir, day)))) out.push(day);
   return out;
 }
 
@@ -47,7 +48,10 @@ export async function archiveLag(dataDir: string, a: ArchiveConfig): Promise<Arc
     for (const dir of (await dayPartitions(dataDir, day)).values()) {
       const m = await readManifest(dir);
       bytes += (m?.files ?? []).reduce((n, f) => n + f.bytes, 0);
-      bytes += await stat(join(dir, MANIFEST)).then((s) => s.size, () => 0);
+      bytes += await stat(join(dir, MANIFEST)).then(
+        (s) => s.size,
+        () => 0,
+      );
     }
   }
   const pendingSet = new Set(pending);

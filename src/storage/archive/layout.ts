@@ -18,7 +18,12 @@ export const dayRecordsPrefix = (a: ArchiveConfig): string => objectKey(a, '_arc
 /** The day record: deterministic bytes (no timestamp), so a rerun finds it unchanged and skips it. */
 export interface DayRecord {
   readonly date: string;
-  readonly partitions: readonly { readonly path: string; readonly manifest_sha256: string; readonly files: number; readonly bytes: number }[];
+  readonly partitions: readonly {
+    readonly path: string;
+    readonly manifest_sha256: string;
+    readonly files: number;
+    readonly bytes: number;
+  }[];
 }
 
 /** What this data dir published of a day, to which archive, and each partition's manifest sha256. */
@@ -44,7 +49,10 @@ export async function writePublished(dataDir: string, s: PublishedState): Promis
 }
 
 export async function publishedDays(dataDir: string): Promise<string[]> {
-  return (await readdirOrEmpty(stateDir(dataDir))).filter((n) => /^\d{4}-\d{2}-\d{2}\.json$/.test(n)).map((n) => n.slice(0, 10)).sort();
+  return (await readdirOrEmpty(stateDir(dataDir)))
+    .filter((n) => /^\d{4}-\d{2}-\d{2}\.json$/.test(n))
+    .map((n) => n.slice(0, 10))
+    .sort();
 }
 
 export const sha256Hex = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');

@@ -46,7 +46,9 @@ async function listDays(s3: S3Client, a: ArchiveConfig): Promise<string[]> {
   let token: string | undefined;
   const prefix = dayRecordsPrefix(a);
   do {
-    const r = await withRetries(`LIST ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })));
+    const r = await withRetries(`LIST ${prefix}`, () =>
+      s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
+    );
     for (const o of r.Contents ?? []) {
       const m = /(\d{4}-\d{2}-\d{2})\.json$/.exec(o.Key ?? '');
       if (m) out.push(m[1]);
@@ -62,7 +64,12 @@ async function listDays(s3: S3Client, a: ArchiveConfig): Promise<string[]> {
  * listed (no credentials, no bucket); a day whose manifest does not match its record is skipped
  * with a warning, never served.
  */
-export async function mountArchive(dataDir: string, a: ArchiveConfig, cacheBytes: number, warn: (msg: string) => void = () => undefined): Promise<ArchiveMount> {
+export async function mountArchive(
+  dataDir: string,
+  a: ArchiveConfig,
+  cacheBytes: number,
+  warn: (msg: string) => void = () => undefined,
+): Promise<ArchiveMount> {
   const s3 = archiveClient(a);
   const cache = await RangeCache.open(s3, a.bucket, rangeCacheDir(dataDir), cacheBytes);
   const files = new Map<string, RemoteFile>();
@@ -73,7 +80,8 @@ export async function mountArchive(dataDir: string, a: ArchiveConfig, cacheBytes
     const manifests: { path: string; bytes: Uint8Array; m: Manifest }[] = [];
     for (const p of rec.partitions) {
       const bytes = await getBytes(s3, a, objectKey(a, `${p.path}/${MANIFEST}`));
-      if (sha256Hex(bytes) !== p.manifest_sha256) throw new Error(`${objectKey(a, `${p.path}/${MANIFEST}`)} does not match the sha256 its day record names`);
+      if (sha256Hex(bytes) !== p.manifest_sha256)
+        throw new Error(`${objectKey(a, `${p.path}/${MANIFEST}`)} does not match the sha256 its day record names`);
       manifests.push({ path: p.path, bytes, m: JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest });
     }
     for (const { path, m } of manifests) {
@@ -82,7 +90,8 @@ export async function mountArchive(dataDir: string, a: ArchiveConfig, cacheBytes
         files.set(join(dataDir, path, f.file), { size: f.bytes, id: f.sha256, read: (s, e) => cache.read(key, f.sha256, f.bytes, s, e) });
       }
       const stream = streamOfDataset(m.dataset);
-      for (const market of Object.keys(m.sources)) await mkdir(join(streamDir(dataDir, m.family, stream), encodeMarket(market)), { recursive: true });
+      for (const market of Object.keys(m.sources))
+        await mkdir(join(streamDir(dataDir, m.family, stream), encodeMarket(market)), { recursive: true });
     }
     // Manifests last: a partition appears to the read side only once its files resolve.
     for (const { path, bytes } of manifests) {

@@ -80,7 +80,9 @@ export async function withEtags(o: LocalObject): Promise<LocalObject> {
 }
 
 const mismatch = (path: string, why: string): LocalMismatch =>
-  new LocalMismatch(`${path} does not match its manifest (${why}): run \`pmtape verify --repair\` and compact again; its day was not published`);
+  new LocalMismatch(
+    `${path} does not match its manifest (${why}): run \`pmtape verify --repair\` and compact again; its day was not published`,
+  );
 
 export function digestBytes(b: Uint8Array): { sha256: string; size: number; etags: string[] } {
   const d = new Digest();
@@ -125,7 +127,8 @@ export async function getBytes(s3: S3Client, bucket: string, key: string): Promi
   const chunks: Buffer[] = [];
   for await (const chunk of r.Body as Readable) chunks.push(chunk as Buffer);
   const out = Buffer.concat(chunks);
-  if (r.ContentLength !== undefined && out.length !== r.ContentLength) throw new Error(`read of ${key} truncated: ${out.length} of ${r.ContentLength} bytes`);
+  if (r.ContentLength !== undefined && out.length !== r.ContentLength)
+    throw new Error(`read of ${key} truncated: ${out.length} of ${r.ContentLength} bytes`);
   return out;
 }
 

@@ -63,18 +63,39 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string): P
     const files: LocalObject[] = [];
     for (const f of m.files) {
       const path = join(dir, f.file);
-      const size = await stat(path).then((s) => s.size, () => null);
+      const size = await stat(path).then(
+        (s) => s.size,
+        () => null,
+      );
       if (size !== f.bytes) {
-        throw new Error(`${path} does not match its manifest (${size === null ? 'missing' : 'size differs'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`);
+        throw new Error(
+          `${path} does not match its manifest (${size === null ? 'missing' : 'size differs'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`,
+        );
       }
-      files.push({ key: objectKey(a, `parquet/${rel}/${f.file}`), path, size, sha256: f.sha256, contentType: 'application/vnd.apache.parquet' });
+      files.push({
+        key: objectKey(a, `parquet/${rel}/${f.file}`),
+        path,
+        size,
+        sha256: f.sha256,
+        contentType: 'application/vnd.apache.parquet',
+      });
     }
-    const manifest: LocalObject = { key: objectKey(a, `parquet/${rel}/${MANIFEST}`), body: mBytes, ...digestBytes(mBytes), contentType: 'application/json' };
+    const manifest: LocalObject = {
+      key: objectKey(a, `parquet/${rel}/${MANIFEST}`),
+      body: mBytes,
+      ...digestBytes(mBytes),
+      contentType: 'application/json',
+    };
     partitions.push({ rel, dir, files, manifest });
   }
   const rec: DayRecord = {
     date: day,
-    partitions: partitions.map((p) => ({ path: `parquet/${p.rel}`, manifest_sha256: p.manifest.sha256, files: p.files.length, bytes: p.files.reduce((n, f) => n + f.size, 0) })),
+    partitions: partitions.map((p) => ({
+      path: `parquet/${p.rel}`,
+      manifest_sha256: p.manifest.sha256,
+      files: p.files.length,
+      bytes: p.files.reduce((n, f) => n + f.size, 0),
+    })),
   };
   const body = json(rec);
   return { day, partitions, record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' } };
@@ -106,7 +127,11 @@ function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOpti
     const found: Listing = new Map();
     let token: string | undefined;
     do {
-      const r = await withRetries(`list ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })), retry);
+      const r = await withRetries(
+        `list ${prefix}`,
+        () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
+        retry,
+      );
       for (const o of r.Contents ?? []) if (o.Key) found.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
       token = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (token);
@@ -132,7 +157,13 @@ export interface DayResult extends SyncCounts {
  * waits for). Never throws for an object that would not upload: `failed` counts them and a rerun
  * resumes; it throws only for what no retry fixes (credentials, no bucket).
  */
-export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string, plan: DayPlan, hooks: PublishHooks = {}): Promise<DayResult> {
+export async function publishDay(
+  s3: S3Client,
+  a: ArchiveConfig,
+  dataDir: string,
+  plan: DayPlan,
+  hooks: PublishHooks = {},
+): Promise<DayResult> {
   const c: DayResult = { ...zeroCounts(), days: 1, errors: [] };
   const retry = hooks.retry ?? DEFAULT_RETRY;
   let fatal: unknown = null;
@@ -145,17 +176,21 @@ export async function publishDay(s3: S3Client, a: ArchiveConfig, dataDir: string
     let o = planned;
     try {
       const listed = await listings.get(listingPrefix(o.key, plan))!;
-      const outcome = await withRetries(o.key, async () => {
-        const l = first ? listed.get(o.key) : undefined;
-        // Only an object already there needs the local ETags before sending (a read of the file).
-        if (l && l.size === o.size) o = await withEtags(o);
-        const known = first && (!l || (l.size === o.size && (o.etags ?? []).includes(l.etag)));
-        first = false;
-        if (known && l) return 'skipped' as const;
-        if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
-        await upload(s3, a.bucket, o);
-        return 'uploaded' as const;
-      }, retry);
+      const outcome = await withRetries(
+        o.key,
+        async () => {
+          const l = first ? listed.get(o.key) : undefined;
+          // Only an object already there needs the local ETags before sending (a read of the file).
+          if (l && l.size === o.size) o = await withEtags(o);
+          const known = first && (!l || (l.size === o.size && (o.etags ?? []).includes(l.etag)));
+          first = false;
+          if (known && l) return 'skipped' as const;
+          if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
+          await upload(s3, a.bucket, o);
+          return 'uploaded' as const;
+        },
+        retry,
+      );
       if (outcome === 'uploaded') {
         c.uploaded++;
         c.bytes += o.size;

@@ -35,7 +35,12 @@ export class RangeCache {
   /** Fetches in flight, so concurrent readers of one block make one request. */
   private readonly pending = new Map<string, Promise<Uint8Array>>();
 
-  private constructor(private readonly s3: S3Client, private readonly bucket: string, private readonly dir: string, maxBytes: number) {
+  private constructor(
+    private readonly s3: S3Client,
+    private readonly bucket: string,
+    private readonly dir: string,
+    maxBytes: number,
+  ) {
     this.disk = new LRUCache<string, number>({
       maxSize: Math.max(1, maxBytes),
       sizeCalculation: (n) => Math.max(1, n),
@@ -117,7 +122,10 @@ export class RangeCache {
       } else if (this.disk.get(name) !== undefined) {
         flush();
         this.stats.hits++;
-        blocks[k - first] = readFile(join(this.dir, name)).then((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength), () => this.refetch(key, size, k, name));
+        blocks[k - first] = readFile(join(this.dir, name)).then(
+          (b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength),
+          () => this.refetch(key, size, k, name),
+        );
       } else {
         run.push(k);
       }
@@ -157,7 +165,8 @@ export class RangeCache {
       this.stats.requests++;
       const r = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end - 1}` }));
       const b = await r.Body!.transformToByteArray();
-      if (b.length !== end - start) throw new Error(`archive: ${key} bytes=${start}-${end - 1} gave ${b.length} bytes (the object changed or the reply was cut)`);
+      if (b.length !== end - start)
+        throw new Error(`archive: ${key} bytes=${start}-${end - 1} gave ${b.length} bytes (the object changed or the reply was cut)`);
       this.stats.bytes += b.length;
       return b;
     });

@@ -32,7 +32,6 @@ export interface ObjectBody {
   readonly body: AsyncIterable<Uint8Array>;
 }
 
-
 export interface ArchiveReader {
   readonly archive: ArchiveConfig;
   /** True when no credentials were found and requests go unsigned (a public bucket). */
@@ -58,16 +57,24 @@ async function readerClient(a: ArchiveConfig): Promise<{ s3: S3Client; anonymous
   // No credentials: requests go out unsigned, which is what a public bucket accepts. The SDK always
   // signs, so it signs with a placeholder and the signature is taken off again before sending.
   const anon = new S3Client({
-    region: a.region, endpoint: a.endpoint ?? undefined, forcePathStyle: a.pathStyle, maxAttempts: 3,
+    region: a.region,
+    endpoint: a.endpoint ?? undefined,
+    forcePathStyle: a.pathStyle,
+    maxAttempts: 3,
     credentials: { accessKeyId: 'anonymous', secretAccessKey: 'anonymous' },
-    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   });
   type Args = { request: { headers?: Record<string, string> } };
-  const unsign = (next: (args: Args) => Promise<unknown>) => async (args: Args): Promise<unknown> => {
-    const headers = args.request.headers;
-    if (headers) for (const h of Object.keys(headers)) if (/^(authorization|x-amz-date|x-amz-security-token|x-amz-content-sha256)$/i.test(h)) delete headers[h];
-    return next(args);
-  };
+  const unsign =
+    (next: (args: Args) => Promise<unknown>) =>
+    async (args: Args): Promise<unknown> => {
+      const headers = args.request.headers;
+      if (headers)
+        for (const h of Object.keys(headers))
+          if (/^(authorization|x-amz-date|x-amz-security-token|x-amz-content-sha256)$/i.test(h)) delete headers[h];
+      return next(args);
+    };
   anon.middlewareStack.addRelativeTo(unsign as never, { relation: 'after', toMiddleware: 'httpSigningMiddleware', name: 'pmtapeUnsigned' });
   return { s3: anon, anonymous: true };
 }
@@ -105,7 +112,9 @@ export async function openArchiveReader(a: ArchiveConfig): Promise<ArchiveReader
             const mBytes = await withRetries(mKey, () => getBytes(s3, a.bucket, mKey), retry);
             if (!mBytes) throw new Error(`archive ${a.url}: ${mKey} is missing though ${recKey} lists it (run pmtape archive verify)`);
             if (sha256Hex(mBytes) !== p.manifest_sha256) {
-              throw new Error(`archive ${a.url}: ${mKey} does not match the sha256 its day record ${recKey} names (run pmtape archive verify)`);
+              throw new Error(
+                `archive ${a.url}: ${mKey} does not match the sha256 its day record ${recKey} names (run pmtape archive verify)`,
+              );
             }
             const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
             const rel = p.path.replace(/^parquet\//, '');
@@ -121,9 +130,14 @@ export async function openArchiveReader(a: ArchiveConfig): Promise<ArchiveReader
       const Key = objectKey(a, `parquet/${path}`);
       try {
         const ranged = from > 0 && etag !== null;
-        const r = await s3.send(new GetObjectCommand({
-          Bucket: a.bucket, Key, ...(ranged ? { Range: `bytes=${from}-`, IfMatch: etag } : {}),
-        }), { abortSignal: signal });
+        const r = await s3.send(
+          new GetObjectCommand({
+            Bucket: a.bucket,
+            Key,
+            ...(ranged ? { Range: `bytes=${from}-`, IfMatch: etag } : {}),
+          }),
+          { abortSignal: signal },
+        );
         return {
           status: r.ContentRange ? 206 : 200,
           etag: r.ETag ?? null,
@@ -133,7 +147,8 @@ export async function openArchiveReader(a: ArchiveConfig): Promise<ArchiveReader
       } catch (e) {
         const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
         if (status === 412) throw Object.assign(new Error(`${Key} changed since its download started`), { changed: true });
-        if (status === 404 || (e as Error).name === 'NoSuchKey') throw Object.assign(new Error(`${Key} is missing from the bucket though its manifest lists it`), { fatal: true });
+        if (status === 404 || (e as Error).name === 'NoSuchKey')
+          throw Object.assign(new Error(`${Key} is missing from the bucket though its manifest lists it`), { fatal: true });
         if (isFatal(e)) throw Object.assign(explain(e, a), { fatal: true });
         throw e;
       }

@@ -24,7 +24,12 @@ export interface SyncResult extends SyncCounts {
 
 export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: SyncOptions = {}): Promise<SyncResult> {
   const a = publishTarget(shared); // a recorder with an id publishes under recorders/<id>/
-  const days = o.days === undefined || o.days === 'pending' ? await unpublishedDays(dataDir, a) : o.days === 'all' ? await compactedDays(dataDir) : o.days;
+  const days =
+    o.days === undefined || o.days === 'pending'
+      ? await unpublishedDays(dataDir, a)
+      : o.days === 'all'
+        ? await compactedDays(dataDir)
+        : o.days;
   const plans = [];
   for (const day of days) {
     const plan = await planDay(dataDir, a, day);
@@ -34,7 +39,10 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     }
     plans.push(plan);
   }
-  o.onPlanned?.(plans.reduce((n, p) => n + planSize(p), 0), plans.length);
+  o.onPlanned?.(
+    plans.reduce((n, p) => n + planSize(p), 0),
+    plans.length,
+  );
   const total: SyncResult = { ...zeroCounts(), errors: [] };
   if (plans.length === 0) return total;
   // Every failed request attempt counts (pmtape_archive_upload_errors_total), retried or not,
@@ -42,10 +50,13 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
   let errors = 0;
   const s3 = archiveClient(a, { ...o.client, onAttemptError: () => void errors++ });
   const base = o.retry ?? DEFAULT_RETRY;
-  const retry: RetryOptions = { ...base, onRetry: (what, err, n) => {
-    if (!(err as { $metadata?: unknown }).$metadata) errors++; // not already counted as a request's
-    base.onRetry?.(what, err, n);
-  } };
+  const retry: RetryOptions = {
+    ...base,
+    onRetry: (what, err, n) => {
+      if (!(err as { $metadata?: unknown }).$metadata) errors++; // not already counted as a request's
+      base.onRetry?.(what, err, n);
+    },
+  };
   try {
     for (const plan of plans) {
       const r = await publishDay(s3, a, dataDir, plan, { ...o, retry });

@@ -23,7 +23,11 @@ export async function archivedDays(s3: S3Client, a: ArchiveConfig, retry: RetryO
   const out: string[] = [];
   let token: string | undefined;
   do {
-    const r = await withRetries('list day records', () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })), retry);
+    const r = await withRetries(
+      'list day records',
+      () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
+      retry,
+    );
     for (const o of r.Contents ?? []) {
       const m = /^(\d{4}-\d{2}-\d{2})\.json$/.exec((o.Key ?? '').slice(prefix.length));
       if (m) out.push(m[1]);
@@ -45,7 +49,12 @@ export interface VerifyHooks {
  * Day records and manifests are read (and checked) first, so the number of objects is known
  * before the data files, the bulk of the bytes, are read back.
  */
-export async function verifyArchive(s3: S3Client, a: ArchiveConfig, days: readonly string[] | null, hooks: VerifyHooks = {}): Promise<VerifyCounts> {
+export async function verifyArchive(
+  s3: S3Client,
+  a: ArchiveConfig,
+  days: readonly string[] | null,
+  hooks: VerifyHooks = {},
+): Promise<VerifyCounts> {
   const retry = hooks.retry ?? DEFAULT_RETRY;
   const c: VerifyCounts = { days: 0, files: 0, ok: 0, bytes: 0, failed: 0, problems: [] };
   const seen: [string, boolean][] = [];
@@ -104,7 +113,8 @@ export async function verifyArchive(s3: S3Client, a: ArchiveConfig, days: readon
       c.files++;
       const d = await withRetries(f.key, () => remoteDigest(s3, a.bucket, f.key), retry);
       if (!d) bad(f.key, 'missing');
-      else if (d.size !== f.bytes || d.sha256 !== f.sha256) bad(f.key, `sha256 ${d.sha256} (${d.size} bytes) differs from the manifest's ${f.sha256} (${f.bytes} bytes)`);
+      else if (d.size !== f.bytes || d.sha256 !== f.sha256)
+        bad(f.key, `sha256 ${d.sha256} (${d.size} bytes) differs from the manifest's ${f.sha256} (${f.bytes} bytes)`);
       else good(f.key, d.size);
     }
   } catch (e) {

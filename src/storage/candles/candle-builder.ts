@@ -60,7 +60,10 @@ export interface CandleSpec {
 }
 
 /** The outcomes a candle set is made of, from the catalogue's (token, label) list in its order. */
-export function candleOutcomes(mode: SampledMarket, outcomes: readonly { readonly label: string; readonly token_id: string }[]): CandleOutcome[] {
+export function candleOutcomes(
+  mode: SampledMarket,
+  outcomes: readonly { readonly label: string; readonly token_id: string }[],
+): CandleOutcome[] {
   if (mode === 'yesno') return [{ label: 'yes', token: null, source: '', mirror: false }];
   if (mode === 'every_outcome') return outcomes.map((o) => ({ label: o.label, token: o.token_id, source: o.token_id, mirror: false }));
   // first_outcome: the venue prices the book in the first outcome; the others are its mirror.
@@ -120,7 +123,18 @@ export class CandleBuilder {
     spec.outcomes.forEach((o, i) => {
       if (o.token !== null) this.byToken.set(o.token, i);
       if (!this.sources.has(o.source)) {
-        this.sources.set(o.source, { valid: false, bidLevel: null, askLevel: null, bid: null, ask: null, one, units: null, invalidSince: spec.lo, invalid: [], at: null });
+        this.sources.set(o.source, {
+          valid: false,
+          bidLevel: null,
+          askLevel: null,
+          bid: null,
+          ask: null,
+          one,
+          units: null,
+          invalidSince: spec.lo,
+          invalid: [],
+          at: null,
+        });
       }
     });
   }
@@ -273,7 +287,19 @@ export class CandleBuilder {
         let gap = 0;
         for (let k = j; k < spans.length && spans[k][0] < end; k++) gap += Math.min(end, spans[k][1]) - Math.max(start, spans[k][0]);
         if (gap >= end - start) continue; // wholly inside a gap: absent
-        out.push({ start, outcome: o, mid: st.mid, last: st.last, bestBid: st.bid, bestAsk: st.ask, volume: st.volume, trades: st.trades, gapMs: gap, units: st.units, at: st.at });
+        out.push({
+          start,
+          outcome: o,
+          mid: st.mid,
+          last: st.last,
+          bestBid: st.bid,
+          bestAsk: st.ask,
+          volume: st.volume,
+          trades: st.trades,
+          gapMs: gap,
+          units: st.units,
+          at: st.at,
+        });
       }
     });
     return out.sort((a, b) => a.start - b.start || (a.outcome.label < b.outcome.label ? -1 : a.outcome.label > b.outcome.label ? 1 : 0));

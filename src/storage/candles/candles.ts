@@ -56,10 +56,21 @@ export async function candlesOf(view: LogView, q: CandleQuery): Promise<Candle[]
 }
 
 /** Appends the market's `candles` rows (1 m) of the UTC day to `sink`; returns the number of rows. */
-export async function candleRows(view: LogView, input: { family: Family; market: string; day: string; outcomes: ReadonlyMap<string, string> }, sink: RowSink): Promise<number> {
+export async function candleRows(
+  view: LogView,
+  input: { family: Family; market: string; day: string; outcomes: ReadonlyMap<string, string> },
+  sink: RowSink,
+): Promise<number> {
   const dayStart = dayStartMs(input.day)!;
   const outcomes = [...input.outcomes].map(([token_id, label]) => ({ token_id, label }));
-  const candles = await candlesOf(view, { family: input.family, market: input.market, outcomes, intervalMs: CANDLE_DATASET_INTERVAL_MS, start: dayStart, end: dayStart + DAY_MS });
+  const candles = await candlesOf(view, {
+    family: input.family,
+    market: input.market,
+    outcomes,
+    intervalMs: CANDLE_DATASET_INTERVAL_MS,
+    start: dayStart,
+    end: dayStart + DAY_MS,
+  });
   const yn = snapshotBooksOf(input.family) === 'yesno';
   for (const c of candles) {
     sink.reset();
@@ -71,7 +82,10 @@ export async function candleRows(view: LogView, input: { family: Family; market:
     sink.set('token_id', c.outcome.token);
     sink.set('outcome', c.outcome.label);
     if (yn) sink.set('units', c.units);
-    for (const [k, o] of [['mid', c.mid], ['last', c.last]] as const) {
+    for (const [k, o] of [
+      ['mid', c.mid],
+      ['last', c.last],
+    ] as const) {
       sink.set(`${k}_open`, o?.open ?? null);
       sink.set(`${k}_high`, o?.high ?? null);
       sink.set(`${k}_low`, o?.low ?? null);

@@ -24,7 +24,12 @@ const TICK_MS = 60_000;
  * `observe`: every message of the worker (the service counts set-aside records and failed partitions
  * in /metrics with it; storage does not load the metrics module).
  */
-export function startAutoCompaction(config: Config, logger: Logger, tickMs = TICK_MS, observe?: (m: WorkerMessage) => void): { stop(): Promise<void> } {
+export function startAutoCompaction(
+  config: Config,
+  logger: Logger,
+  tickMs = TICK_MS,
+  observe?: (m: WorkerMessage) => void,
+): { stop(): Promise<void> } {
   let worker: Worker | null = null;
   let running: Promise<void> | null = null;
   let stopped = false;
@@ -35,7 +40,10 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
     new Promise((resolve) => {
       finishing = false;
       const input: WorkerInput = {
-        dataDir: config.dataDir, graceMs: config.storage.compactGraceMs, retentionDays: config.storage.retentionDays, settled,
+        dataDir: config.dataDir,
+        graceMs: config.storage.compactGraceMs,
+        retentionDays: config.storage.retentionDays,
+        settled,
         // One thread unless the config says 2: the day has a day to be compacted, and the recorders beside it need a core.
         threads: config.storage.compactionThreads ?? 1,
         archive: config.storage.archive,
@@ -44,18 +52,35 @@ export function startAutoCompaction(config: Config, logger: Logger, tickMs = TIC
       // The worker reports through messages only. Its stdout is its own, never the process's: `start`'s
       // stdout carries the ready line and the request log, and a test runner's protocol (tap) would be
       // corrupted by whatever a preloaded module prints in the thread when it is terminated.
-      const w = new Worker(new URL('./worker.js', import.meta.url), { workerData: input, resourceLimits: { maxYoungGenerationSizeMb: 96 }, stdout: true });
+      const w = new Worker(new URL('./worker.js', import.meta.url), {
+        workerData: input,
+        resourceLimits: { maxYoungGenerationSizeMb: 96 },
+        stdout: true,
+      });
       w.stdout.resume();
       worker = w;
       w.on('message', (m: WorkerMessage) => {
         observe?.(m);
         if (m.type === 'compacted') logger.info({ day: m.day, partitions: m.partitions, rows: m.rows, threads: m.threads }, 'compacted');
         else if (m.type === 'partitions') {
-          for (const p of m.failed) logger.error({ day: m.day, family: p.family, dataset: p.dataset, err: p.error }, 'partition failed; the rest of the day was compacted, retrying later');
-          for (const p of m.quarantined) logger.error({ day: m.day, family: p.family, dataset: p.dataset, records: p.quarantined }, 'records set aside in the partition\'s _quarantine.jsonl');
-        } else if (m.type === 'day-failed') logger.error({ day: m.day, err: m.error }, 'compaction of the day failed; the days after it went on, retrying later');
+          for (const p of m.failed)
+            logger.error(
+              { day: m.day, family: p.family, dataset: p.dataset, err: p.error },
+              'partition failed; the rest of the day was compacted, retrying later',
+            );
+          for (const p of m.quarantined)
+            logger.error(
+              { day: m.day, family: p.family, dataset: p.dataset, records: p.quarantined },
+              "records set aside in the partition's _quarantine.jsonl",
+            );
+        } else if (m.type === 'day-failed')
+          logger.error({ day: m.day, err: m.error }, 'compaction of the day failed; the days after it went on, retrying later');
         else if (m.type === 'archived') {
-          if (m.failed) logger.error({ days: m.days, uploaded: m.uploaded, failed: m.failed, errors: m.errors }, 'archive publish incomplete; retrying later');
+          if (m.failed)
+            logger.error(
+              { days: m.days, uploaded: m.uploaded, failed: m.failed, errors: m.errors },
+              'archive publish incomplete; retrying later',
+            );
           else logger.info({ days: m.days, uploaded: m.uploaded, bytes: m.bytes }, 'published to the archive');
         } else if (m.type === 'archive-error') logger.error({ err: m.error }, 'archive publish failed; retrying later');
         else if (m.type === 'retention') {

@@ -46,7 +46,10 @@ async function sourcesOf(dataDir: string, family: Family, stream: Stream, day: s
  * 'rebuild' otherwise; 'blocked' when it would have to be rebuilt but some market it holds has no
  * log any more (retention already deleted it), so a rebuild would lose rows.
  */
-async function stateOf(dir: string, sources: Record<string, number>): Promise<{ state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }> {
+async function stateOf(
+  dir: string,
+  sources: Record<string, number>,
+): Promise<{ state: 'done' | 'rebuild' | 'blocked'; m: Manifest | null }> {
   const m = await readManifest(dir);
   if (!m) return { state: 'rebuild', m };
   if (manifestVersion(m) < SCHEMA_VERSION) return { state: 'rebuild', m }; // migrated (from its logs or itself)
@@ -72,7 +75,12 @@ async function stateOf(dir: string, sources: Record<string, number>): Promise<{ 
  * next streams' work (derived-split.ts), published after its records.
  */
 export async function compactStream(
-  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions, helper: DerivedHelper,
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  opts: CompactOptions,
+  helper: DerivedHelper,
 ): Promise<{ now: PartitionResult[]; later: Promise<PartitionResult[]> | null }> {
   const records = await planRecords(dataDir, family, stream, day, opts);
   if ('settled' in records) {
@@ -91,7 +99,13 @@ export async function compactStream(
     throw e;
   }
   // The split builds the first derived dataset (book_snapshots) beside the records; the rest after it.
-  if (split) return { now: written, later: split.finish().then(async (r) => [...r, ...(await buildDerived(dataDir, family, stream, day, opts, derivedOfStream(stream).slice(1)))]) };
+  if (split)
+    return {
+      now: written,
+      later: split
+        .finish()
+        .then(async (r) => [...r, ...(await buildDerived(dataDir, family, stream, day, opts, derivedOfStream(stream).slice(1)))]),
+    };
   return { now: [...written, ...(await buildDerived(dataDir, family, stream, day, opts))], later: null };
 }
 
@@ -114,7 +128,11 @@ async function fillEmpty(dataDir: string, family: Family, stream: Stream, day: s
  * built (current, blocked or no logs), otherwise what `buildStream` builds them from.
  */
 async function planRecords(
-  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions,
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  opts: CompactOptions,
 ): Promise<{ settled: PartitionResult[] } | { sources: Record<string, number>; legacy: LegacyPartition | null }> {
   const sources = await sourcesOf(dataDir, family, stream, day);
   const legacy = await legacyPartition(dataDir, family, stream, day);
@@ -128,13 +146,16 @@ async function planRecords(
     states.push({ dataset, ...(await stateOf(dir, sources)) });
   }
   const totals = (m: Manifest | null) => ({
-    rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0, bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0,
+    rows: m?.files.reduce((a, f) => a + f.rows, 0) ?? 0,
+    bytes: m?.files.reduce((a, f) => a + f.bytes, 0) ?? 0,
     ...(m?.quarantine?.records ? { quarantined: m.quarantine.records } : {}),
   });
   // The datasets of one stream share the record index: they are rebuilt together or not at all.
   const migrating = legacy !== null && legacy.version < SCHEMA_VERSION;
-  if (!migrating && states.every((x) => x.state === 'done')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) })) };
-  if (!migrating && states.some((x) => x.state === 'blocked')) return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'blocked', ...totals(x.m) })) };
+  if (!migrating && states.every((x) => x.state === 'done'))
+    return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'unchanged', ...totals(x.m) })) };
+  if (!migrating && states.some((x) => x.state === 'blocked'))
+    return { settled: states.map((x) => ({ family, dataset: x.dataset, date: day, status: 'blocked', ...totals(x.m) })) };
   return { sources, legacy };
 }
 
@@ -160,12 +181,19 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
 
 /** A full or failing disk (by errno code, or by message when a library wrapped it). */
 export function isDiskError(e: unknown): boolean {
-  return DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '');
+  return (
+    DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '')
+  );
 }
 
 /** Results in the order of families, then datasets (as a one-thread compaction finds them). */
-const ORDER = new Map<string, number>(FAMILIES.flatMap((f) => (['books', 'metrics', 'catalog'] as const).flatMap((s) => [...datasetsOfStream(s), ...derivedOfStream(s)].map((d) => `${f}/${d}`))).map((k, i) => [k, i]));
-const byPartition = (a: PartitionResult, b: PartitionResult): number => ORDER.get(`${a.family}/${a.dataset}`)! - ORDER.get(`${b.family}/${b.dataset}`)!;
+const ORDER = new Map<string, number>(
+  FAMILIES.flatMap((f) =>
+    (['books', 'metrics', 'catalog'] as const).flatMap((s) => [...datasetsOfStream(s), ...derivedOfStream(s)].map((d) => `${f}/${d}`)),
+  ).map((k, i) => [k, i]),
+);
+const byPartition = (a: PartitionResult, b: PartitionResult): number =>
+  ORDER.get(`${a.family}/${a.dataset}`)! - ORDER.get(`${b.family}/${b.dataset}`)!;
 
 /**
  * Compacts every (family, dataset) partition of one closed day. One compactor per data dir at a
@@ -201,7 +229,15 @@ export async function compactDay(dataDir: string, day: string, opts: CompactOpti
     // exception: every other partition would fail the same way, so the run stops (nothing is lost).
     const failed = (family: Family, datasets: readonly Dataset[], e: unknown): PartitionResult[] => {
       if (isDiskError(e)) throw e;
-      return datasets.map((dataset) => ({ family, dataset, date: day, status: 'failed', rows: 0, bytes: 0, error: (e as Error)?.message ?? String(e) }));
+      return datasets.map((dataset) => ({
+        family,
+        dataset,
+        date: day,
+        status: 'failed',
+        rows: 0,
+        bytes: 0,
+        error: (e as Error)?.message ?? String(e),
+      }));
     };
     for (const family of FAMILIES) {
       for (const stream of ['books', 'metrics', 'catalog'] as const) {

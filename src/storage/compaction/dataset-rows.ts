@@ -44,7 +44,8 @@ export const IPC_END = Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0);
 /** Bytes of the schema message at the head of an IPC stream (continuation, length, flatbuffer). */
 function schemaMessageBytes(ipc: Uint8Array): number {
   const dv = new DataView(ipc.buffer, ipc.byteOffset, ipc.byteLength);
-  if (ipc.byteLength < 8 || dv.getUint32(0, true) !== 0xffffffff) throw new Error('dataset rows: the decoder wrote an IPC stream without a schema message');
+  if (ipc.byteLength < 8 || dv.getUint32(0, true) !== 0xffffffff)
+    throw new Error('dataset rows: the decoder wrote an IPC stream without a schema message');
   return 8 + dv.getInt32(4, true);
 }
 
@@ -56,7 +57,13 @@ export function schemaMessage(family: Family, dataset: RowDataset): Uint8Array {
   let m = schemas.get(k);
   if (!m) {
     const specs = columnsOf(family, dataset);
-    const ipc = parquetToIPC(encodeParquet(specs, specs.map(() => []), { rowGroupRows: 1024, metadata: new Map() }));
+    const ipc = parquetToIPC(
+      encodeParquet(
+        specs,
+        specs.map(() => []),
+        { rowGroupRows: 1024, metadata: new Map() },
+      ),
+    );
     m = ipc.slice(0, schemaMessageBytes(ipc));
     schemas.set(k, m);
   }
@@ -67,9 +74,10 @@ export function schemaMessage(family: Family, dataset: RowDataset): Uint8Array {
 function batchesOf(ipc: Uint8Array, schema: Uint8Array): Uint8Array {
   const head = schemaMessageBytes(ipc);
   if (head !== schema.byteLength || Buffer.compare(ipc.subarray(0, head), schema) !== 0) {
-    throw new Error('dataset rows: a piece decoded with a schema other than its dataset\'s');
+    throw new Error("dataset rows: a piece decoded with a schema other than its dataset's");
   }
-  const end = ipc.byteLength >= head + 8 && Buffer.compare(ipc.subarray(ipc.byteLength - 8), IPC_END) === 0 ? ipc.byteLength - 8 : ipc.byteLength;
+  const end =
+    ipc.byteLength >= head + 8 && Buffer.compare(ipc.subarray(ipc.byteLength - 8), IPC_END) === 0 ? ipc.byteLength - 8 : ipc.byteLength;
   return ipc.subarray(head, end);
 }
 
@@ -111,7 +119,10 @@ export async function* datasetRowsIPC(dataDir: string, store: ParquetStore, req:
       for (const s of files.segments) {
         if (s.maxRecv < start || s.minRecv >= end) continue;
         const { reader } = files.files.get(s.file)!;
-        const runs = s.minRecv >= start && s.maxRecv < end ? [[s.start, s.start + s.rows] as [number, number]] : await timeRuns(reader, s, start * 1000, end * 1000);
+        const runs =
+          s.minRecv >= start && s.maxRecv < end
+            ? [[s.start, s.start + s.rows] as [number, number]]
+            : await timeRuns(reader, s, start * 1000, end * 1000);
         for (const [a, b] of runs) yield batchesOf(await reader.readRowsIPC(s.rg, a, b - a), schema);
       }
       continue;
@@ -127,7 +138,9 @@ export async function* datasetRowsIPC(dataDir: string, store: ParquetStore, req:
     const specs = columnsOf(family, dataset);
     const sink = new RowSink(specs);
     const piece = (): Uint8Array => {
-      const ipc = parquetToIPC(encodeParquet(specs, sink.cols as readonly ColumnValues[], { rowGroupRows: LOG_PIECE_ROWS, metadata: new Map() }));
+      const ipc = parquetToIPC(
+        encodeParquet(specs, sink.cols as readonly ColumnValues[], { rowGroupRows: LOG_PIECE_ROWS, metadata: new Map() }),
+      );
       sink.clear();
       return batchesOf(ipc, schema);
     };

@@ -72,7 +72,10 @@ export interface DerivedSplit {
 export class DerivedHelper {
   private worker: Worker | null = null;
   private jobs = 0;
-  private readonly waiting = new Map<number, { resolve: (r: HelperResult) => void; reject: (e: Error) => void; onStep?: (s: string) => void }>();
+  private readonly waiting = new Map<
+    number,
+    { resolve: (r: HelperResult) => void; reject: (e: Error) => void; onStep?: (s: string) => void }
+  >();
 
   /** Builds the blocks of `input` the helper claims; resolves with its part files and how many markets it built. */
   run(input: HelperInput, onStep?: (s: string) => void): Promise<HelperResult> {
@@ -86,7 +89,10 @@ export class DerivedHelper {
   private start(): Worker {
     // A young generation of 96 MB, above V8's default: the snapshot rows make a great deal of
     // short-lived garbage, and fewer scavenges shorten the compaction (`npm run bench -- parquet`).
-    const w = new Worker(new URL('./derived-worker.js', import.meta.url), { workerData: 'derived-helper', resourceLimits: { maxYoungGenerationSizeMb: 96 } });
+    const w = new Worker(new URL('./derived-worker.js', import.meta.url), {
+      workerData: 'derived-helper',
+      resourceLimits: { maxYoungGenerationSizeMb: 96 },
+    });
     w.on('message', (m: HelperMessage) => {
       const j = this.waiting.get(m.job);
       if (!j) return;
@@ -120,17 +126,41 @@ export class DerivedHelper {
  * thread asked for, a dry run, or a stream without a derived dataset.
  */
 export async function startDerivedSplit(
-  dataDir: string, family: Family, stream: Stream, day: string, sources: Readonly<Record<string, number>>, opts: CompactOptions, helper: DerivedHelper,
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  sources: Readonly<Record<string, number>>,
+  opts: CompactOptions,
+  helper: DerivedHelper,
 ): Promise<DerivedSplit | null> {
   const derived = derivedOfStream(stream);
   const markets = Object.keys(sources).sort();
-  if ((opts.threads ?? DEFAULT_COMPACTION_THREADS) < 2 || opts.dryRun || derived[0] !== 'book_snapshots' || markets.length === 0) return null;
+  if ((opts.threads ?? DEFAULT_COMPACTION_THREADS) < 2 || opts.dryRun || derived[0] !== 'book_snapshots' || markets.length === 0)
+    return null;
   const dataset = derived[0];
   await settleLeftovers(dataDir, family, dataset, day);
   // This builder clears the staging folder before the helper writes into it.
-  const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows, (n) => `_main-${String(n).padStart(4, '0')}.parquet`);
+  const b = new PartitionBuilder(
+    dataDir,
+    family,
+    dataset,
+    day,
+    opts.onStep,
+    opts.fileRows,
+    (n) => `_main-${String(n).padStart(4, '0')}.parquet`,
+  );
   await b.start();
-  const input: HelperInput = { dataDir, family, stream, dataset, day, blocks: blocksOf(markets, sources), next: new Int32Array(new SharedArrayBuffer(4)), fileRows: opts.fileRows };
+  const input: HelperInput = {
+    dataDir,
+    family,
+    stream,
+    dataset,
+    day,
+    blocks: blocksOf(markets, sources),
+    next: new Int32Array(new SharedArrayBuffer(4)),
+    fileRows: opts.fileRows,
+  };
   const helped = helper.run(input, opts.onStep);
   helped.catch(() => undefined); // awaited in finish; not an unhandled rejection meanwhile
   const abandon = async (): Promise<void> => {
@@ -147,13 +177,24 @@ export async function startDerivedSplit(
         await b.adopt(h.files, markets);
         b.addSetAside(h.setAside);
         const primary = await readManifest(partitionDir(dataDir, family, datasetsOfStream(stream)[0], day));
-        if (!primary || manifestVersion(primary) < SCHEMA_VERSION) throw new Error(`${family} ${day}: the record datasets were not published; ${dataset} is not either`);
+        if (!primary || manifestVersion(primary) < SCHEMA_VERSION)
+          throw new Error(`${family} ${day}: the record datasets were not published; ${dataset} is not either`);
         await b.publish(primary.sources);
       } catch (e) {
         await abandon().catch(() => undefined);
         throw e;
       }
-      return [{ family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) }];
+      return [
+        {
+          family,
+          dataset,
+          date: day,
+          status: b.total > 0 ? 'written' : 'empty',
+          rows: b.total,
+          bytes: b.bytes,
+          ...quarantined(b.setAside),
+        },
+      ];
     },
   };
 }

@@ -26,7 +26,13 @@ export interface HelperInput {
 
 export type HelperMessage =
   | { readonly type: 'step'; readonly job: number; readonly step: string }
-  | { readonly type: 'done'; readonly job: number; readonly files: readonly ManifestFile[]; readonly markets: number; readonly setAside: Readonly<Record<string, number>> }
+  | {
+      readonly type: 'done';
+      readonly job: number;
+      readonly files: readonly ManifestFile[];
+      readonly markets: number;
+      readonly setAside: Readonly<Record<string, number>>;
+    }
   | { readonly type: 'error'; readonly job: number; readonly message: string };
 
 /** What the calling thread posts: a job (one stream's day), and its number. */
@@ -63,7 +69,15 @@ export const helperPartName = (part: number): string => `_helper-${String(part).
 async function run({ job, input }: HelperJob): Promise<void> {
   const post = (m: HelperMessage): void => parentPort!.postMessage(m);
   try {
-    const b = new PartitionBuilder(input.dataDir, input.family, input.dataset, input.day, (step) => post({ type: 'step', job, step }), input.fileRows, helperPartName);
+    const b = new PartitionBuilder(
+      input.dataDir,
+      input.family,
+      input.dataset,
+      input.day,
+      (step) => post({ type: 'step', job, step }),
+      input.fileRows,
+      helperPartName,
+    );
     await b.join();
     const markets = await buildClaimed(input, b);
     post({ type: 'done', job, files: await b.cut(), markets, setAside: b.setAsideBy });

@@ -38,7 +38,12 @@ const sortedKeys = <T>(o: Record<string, T>): [string, T][] => Object.entries(o)
 
 /** Builds (or keeps) every derived dataset of the stream's day; nothing when its records are not compacted. */
 export async function buildDerived(
-  dataDir: string, family: Family, stream: Stream, day: string, opts: CompactOptions, only?: readonly Dataset[],
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  opts: CompactOptions,
+  only?: readonly Dataset[],
 ): Promise<PartitionResult[]> {
   const out: PartitionResult[] = [];
   const derived = only ?? derivedOfStream(stream);
@@ -50,7 +55,15 @@ export async function buildDerived(
     if (!opts.dryRun) await settleLeftovers(dataDir, family, dataset, day);
     const have = await current(dir, primary);
     if (have) {
-      out.push({ family, dataset, date: day, status: 'unchanged', rows: have.files.reduce((a, f) => a + f.rows, 0), bytes: have.files.reduce((a, f) => a + f.bytes, 0), ...quarantined(have.quarantine?.records ?? 0) });
+      out.push({
+        family,
+        dataset,
+        date: day,
+        status: 'unchanged',
+        rows: have.files.reduce((a, f) => a + f.rows, 0),
+        bytes: have.files.reduce((a, f) => a + f.bytes, 0),
+        ...quarantined(have.quarantine?.records ?? 0),
+      });
       continue;
     }
     if (opts.dryRun) {
@@ -63,7 +76,14 @@ export async function buildDerived(
 }
 
 /** One market's rows of the derived dataset (`book_snapshots`, `candles`), into `b` (a part file is written once enough gathered). */
-export async function addMarket(dataDir: string, family: Family, stream: Stream, day: string, market: string, b: PartitionBuilder): Promise<void> {
+export async function addMarket(
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  market: string,
+  b: PartitionBuilder,
+): Promise<void> {
   const key = { family, stream, market };
   const view = await compositeReader(dataDir, key, openLogReader(dataDir, key)).view();
   const { outcomes } = await contextOf(dataDir, family, market);
@@ -86,7 +106,15 @@ export async function addMarket(dataDir: string, family: Family, stream: Stream,
   await b.added();
 }
 
-async function build(dataDir: string, family: Family, stream: Stream, dataset: Dataset, day: string, primary: Manifest, opts: CompactOptions): Promise<PartitionResult> {
+async function build(
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  dataset: Dataset,
+  day: string,
+  primary: Manifest,
+  opts: CompactOptions,
+): Promise<PartitionResult> {
   const b = new PartitionBuilder(dataDir, family, dataset, day, opts.onStep, opts.fileRows);
   await b.start();
   try {
@@ -99,5 +127,13 @@ async function build(dataDir: string, family: Family, stream: Stream, dataset: D
     await b.abandon().catch(() => undefined);
     throw e;
   }
-  return { family, dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) };
+  return {
+    family,
+    dataset,
+    date: day,
+    status: b.total > 0 ? 'written' : 'empty',
+    rows: b.total,
+    bytes: b.bytes,
+    ...quarantined(b.setAside),
+  };
 }

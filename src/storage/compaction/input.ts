@@ -71,14 +71,18 @@ export interface CompactOptions {
   readonly threads?: number;
 }
 
-
 /**
  * The rows of one record in every sink (one per dataset of its stream), or none at all: when a value
  * cannot be stored exactly, every sink is cut back to where it was and the refusal is returned with
  * the index of the dataset that refused it. Any other error (a bug, not a value) is thrown.
  */
 export function rowsOrRefusal(
-  family: Family, datasets: readonly Dataset[], sinks: readonly RowSink[], market: string, sr: SourceRecord, ctx: RowContext,
+  family: Family,
+  datasets: readonly Dataset[],
+  sinks: readonly RowSink[],
+  market: string,
+  sr: SourceRecord,
+  ctx: RowContext,
 ): { readonly dataset: number; readonly reason: string } | null {
   const before = sinks.map((s) => s.length);
   for (let i = 0; i < sinks.length; i++) {
@@ -92,4 +96,3 @@ export function rowsOrRefusal(
   }
   return null;
 }
-

@@ -14,7 +14,11 @@ const field = (m: Market, k: string): unknown => (m as unknown as Record<string,
 
 /** Appends the market's row to `sink` (nothing when neither its catalogue nor its books have a record). */
 export async function marketRow(dataDir: string, family: Family, market: string, sink: RowSink): Promise<number> {
-  const cat = await compositeReader(dataDir, { family, stream: 'catalog', market }, openLogReader(dataDir, { family, stream: 'catalog', market })).latest();
+  const cat = await compositeReader(
+    dataDir,
+    { family, stream: 'catalog', market },
+    openLogReader(dataDir, { family, stream: 'catalog', market }),
+  ).latest();
   const bookKey = { family, stream: 'books', market } as const;
   const books = await compositeReader(dataDir, bookKey, openLogReader(dataDir, bookKey)).view();
   const first = await books.first();
@@ -27,11 +31,18 @@ export async function marketRow(dataDir: string, family: Family, market: string,
   sink.set('source_time', cat?.rec.source_ts ?? null);
   sink.set('seq', cat?.rec.seq ?? 0);
   if (m) {
-    for (const k of ['condition_id', 'event_id', 'topic_id', 'slug', 'ticker', 'event_ticker', 'series_ticker', 'coin', 'window']) sink.set(k, field(m, k));
+    for (const k of ['condition_id', 'event_id', 'topic_id', 'slug', 'ticker', 'event_ticker', 'series_ticker', 'coin', 'window'])
+      sink.set(k, field(m, k));
     sink.set('title', field(m, 'question') ?? field(m, 'title'));
     if ('outcomes' in m) {
-      sink.set('outcome_labels', m.outcomes.map((o) => o.label));
-      sink.set('outcome_token_ids', m.outcomes.map((o) => o.token_id));
+      sink.set(
+        'outcome_labels',
+        m.outcomes.map((o) => o.label),
+      );
+      sink.set(
+        'outcome_token_ids',
+        m.outcomes.map((o) => o.token_id),
+      );
     }
     sink.set('start_time', field(m, 'start_time') ?? field(m, 'open_time'));
     sink.set('end_time', field(m, 'end_time') ?? field(m, 'close_time'));

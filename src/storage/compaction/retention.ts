@@ -39,7 +39,12 @@ export async function partitionMatches(dir: string): Promise<boolean> {
  * recorded as published there with the partitions' current manifests (archive/layout.ts), so the
  * local copy outlives any failed or pending upload.
  */
-export async function deleteExpiredLogs(dataDir: string, now: number, retentionDays: number, archiveUrl: string | null = null): Promise<RetentionResult> {
+export async function deleteExpiredLogs(
+  dataDir: string,
+  now: number,
+  retentionDays: number,
+  archiveUrl: string | null = null,
+): Promise<RetentionResult> {
   const out: RetentionResult = { deleted: [], kept: [] };
   for (const p of await listPartitions(dataDir)) {
     // A stream's primary partition decides (v1: `books`); every v2 dataset of the stream must match.
@@ -53,7 +58,10 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
     const present: { market: string; log: string }[] = [];
     for (const market of Object.keys(m.sources)) {
       const log = logFilePath(dataDir, { family: p.family, stream, market }, p.date);
-      const size = await stat(log).then((s) => s.size, () => null);
+      const size = await stat(log).then(
+        (s) => s.size,
+        () => null,
+      );
       if (size === null) continue;
       if (size !== m.sources[market].bytes) out.kept.push({ file: log, why: 'log differs from what was compacted (run compact again)' });
       else present.push({ market, log });
@@ -67,9 +75,18 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
       continue;
     }
     if (archiveUrl !== null) {
-      const rels = new Map((p.dataset === 'books' ? [p.dataset] : family).map((d) => [partitionRel(p.family, d, p.date), partitionDir(dataDir, p.family, d, p.date)]));
+      const rels = new Map(
+        (p.dataset === 'books' ? [p.dataset] : family).map((d) => [
+          partitionRel(p.family, d, p.date),
+          partitionDir(dataDir, p.family, d, p.date),
+        ]),
+      );
       if (!(await isPublished(dataDir, archiveUrl, p.date, rels))) {
-        for (const x of present) out.kept.push({ file: x.log, why: `${p.date} is not yet published and verified in the archive ${archiveUrl} (run pmtape archive sync)` });
+        for (const x of present)
+          out.kept.push({
+            file: x.log,
+            why: `${p.date} is not yet published and verified in the archive ${archiveUrl} (run pmtape archive sync)`,
+          });
         continue;
       }
     }
@@ -79,12 +96,16 @@ export async function deleteExpiredLogs(dataDir: string, now: number, retentionD
     if (p.dataset !== 'books') {
       for (const dir of siblings) {
         const q = (await readManifest(dir))?.quarantine;
-        if (q?.file) for (const [market, n] of Object.entries(q.markets)) aside.set(market, `${n} record(s) set aside in ${join(dir, q.file)}`);
+        if (q?.file)
+          for (const [market, n] of Object.entries(q.markets)) aside.set(market, `${n} record(s) set aside in ${join(dir, q.file)}`);
       }
     }
     for (const x of present) {
       if (aside.has(x.market)) {
-        out.kept.push({ file: x.log, why: `${aside.get(x.market)!}: the log keeps serving them (delete it by hand once they are not needed)` });
+        out.kept.push({
+          file: x.log,
+          why: `${aside.get(x.market)!}: the log keeps serving them (delete it by hand once they are not needed)`,
+        });
         continue;
       }
       // The log first: from that instant readers serve the day from Parquet; the index is derived data.

@@ -118,14 +118,21 @@ function belongs(stream: Stream, type: string): boolean {
  * new ones replace is retired last (metrics and catalog keep their folder, swapped in place).
  */
 export async function buildStream(
-  dataDir: string, family: Family, stream: Stream, day: string, sources: Record<string, number>,
-  legacy: LegacyPartition | null, opts: CompactOptions,
+  dataDir: string,
+  family: Family,
+  stream: Stream,
+  day: string,
+  sources: Record<string, number>,
+  legacy: LegacyPartition | null,
+  opts: CompactOptions,
 ): Promise<PartitionResult[]> {
   const datasets = datasetsOfStream(stream);
   const builders = datasets.map((d) => new PartitionBuilder(dataDir, family, d, day, opts.onStep, opts.fileRows));
   const sinks = builders.map((b) => b.sink);
   const markets = new Set([...Object.keys(sources), ...Object.keys(legacy?.manifest.sources ?? {})]);
-  const fromLegacy = legacy ? await legacyRecords(legacy, new Set([...markets].filter((m) => sources[m] === undefined))) : new Map<string, SourceRecord[]>();
+  const fromLegacy = legacy
+    ? await legacyRecords(legacy, new Set([...markets].filter((m) => sources[m] === undefined)))
+    : new Map<string, SourceRecord[]>();
   const sourceInfo: Record<string, { bytes: number; last_seq: number }> = {};
   const index: Record<string, RecordChunk[]> = {};
   const dryRows = datasets.map(() => 0);
@@ -141,7 +148,7 @@ export async function buildStream(
       let primaryBefore = sinks[0].length;
       // Record by record, into every dataset of the stream: a day's records are never all held (a
       // day of deep books held whole was most of compaction's garbage-collection time).
-      for await (const sr of fromLog ? readLogDay(dataDir, key, day) : fromLegacy.get(market) ?? []) {
+      for await (const sr of fromLog ? readLogDay(dataDir, key, day) : (fromLegacy.get(market) ?? [])) {
         const { rec } = sr;
         lastSeq = rec.seq;
         const refused = belongs(stream, rec.type)
@@ -175,7 +182,15 @@ export async function buildStream(
         continue;
       }
       await b.publish(sourceInfo, i === 0 ? index : undefined);
-      out.push({ family, dataset: b.dataset, date: day, status: b.total > 0 ? 'written' : 'empty', rows: b.total, bytes: b.bytes, ...quarantined(b.setAside) });
+      out.push({
+        family,
+        dataset: b.dataset,
+        date: day,
+        status: b.total > 0 ? 'written' : 'empty',
+        rows: b.total,
+        bytes: b.bytes,
+        ...quarantined(b.setAside),
+      });
     }
     if (!opts.dryRun && legacy && stream === 'books') await retireLegacy(dataDir, legacy.dir, `${family}.books.${day}`);
     return out;
@@ -187,7 +202,13 @@ export async function buildStream(
 
 /** Moves a migrated v1 folder out of `parquet/` in one rename, then deletes it. */
 async function retireLegacy(dataDir: string, dir: string, name: string): Promise<void> {
-  if (!(await stat(dir).then(() => true, () => false))) return;
+  if (
+    !(await stat(dir).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
   const gone = join(stagingRoot(dataDir), `v1.${name}`);
   await rm(gone, { recursive: true, force: true });
   await rename(dir, gone);

@@ -16,12 +16,23 @@ export interface ParquetWarmUp {
   /** The Parquet modules were loaded (the data dir has a Parquet tree). */
   readonly loaded: boolean;
   /** The chunk decoded, or null when no compacted books partition lists a market. */
-  readonly decoded: { readonly family: Family; readonly date: string; readonly market: string; /** Receive time (ms) the chunk starts at. */ readonly from: number } | null;
+  readonly decoded: {
+    readonly family: Family;
+    readonly date: string;
+    readonly market: string;
+    /** Receive time (ms) the chunk starts at. */ readonly from: number;
+  } | null;
 }
 
 /** Loads the Parquet modules and runs one real decode, when the data dir holds compacted days. */
 export async function warmParquet(dataDir: string): Promise<ParquetWarmUp> {
-  if (!(await stat(parquetRoot(dataDir)).then(() => true, () => false))) return { loaded: false, decoded: null };
+  if (
+    !(await stat(parquetRoot(dataDir)).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return { loaded: false, decoded: null };
   await import('../parquet/file.js');
   const parts = await listPartitions(dataDir, { dataset: 'book_changes' });
   // Newest first: the day a server is most likely to be asked about, and the current schema.
@@ -64,7 +75,14 @@ export async function warmDatasetRows(
     try {
       bytes = 0;
       const start = Math.floor(at.from);
-      for await (const p of datasetRowsIPC(dataDir, store, { family: at.family, dataset: 'book_changes', market: at.market, start, end: start + 3_600_000 })) bytes += p.byteLength;
+      for await (const p of datasetRowsIPC(dataDir, store, {
+        family: at.family,
+        dataset: 'book_changes',
+        market: at.market,
+        start,
+        end: start + 3_600_000,
+      }))
+        bytes += p.byteLength;
     } finally {
       store.close();
     }

@@ -31,9 +31,21 @@ export interface PartitionNote {
 
 export type WorkerMessage =
   | { readonly type: 'compacted'; readonly day: string; readonly partitions: number; readonly rows: number; readonly threads: number }
-  | { readonly type: 'partitions'; readonly day: string; readonly quarantined: readonly PartitionNote[]; readonly failed: readonly PartitionNote[] }
+  | {
+      readonly type: 'partitions';
+      readonly day: string;
+      readonly quarantined: readonly PartitionNote[];
+      readonly failed: readonly PartitionNote[];
+    }
   | { readonly type: 'day-failed'; readonly day: string; readonly error: string }
-  | { readonly type: 'archived'; readonly days: number; readonly uploaded: number; readonly bytes: number; readonly failed: number; readonly errors: string[] }
+  | {
+      readonly type: 'archived';
+      readonly days: number;
+      readonly uploaded: number;
+      readonly bytes: number;
+      readonly failed: number;
+      readonly errors: string[];
+    }
   | { readonly type: 'archive-error'; readonly error: string }
   | { readonly type: 'retention'; readonly deleted: number; readonly kept: { file: string; why: string }[] }
   | { readonly type: 'done'; readonly settled: string[] };
@@ -54,14 +66,22 @@ async function main(input: WorkerInput): Promise<void> {
     }
     const failed = rs.filter((r) => r.status === 'failed');
     // Set-aside records are counted once, when their partition is written (book_snapshots' rows are not records).
-    const quarantined = rs.filter((r) => r.status === 'written' || r.status === 'empty').filter((r) => r.quarantined && r.dataset !== 'book_snapshots');
+    const quarantined = rs
+      .filter((r) => r.status === 'written' || r.status === 'empty')
+      .filter((r) => r.quarantined && r.dataset !== 'book_snapshots');
     if (failed.length || quarantined.length) {
-      const note = (r: (typeof rs)[number]): PartitionNote => ({ family: r.family, dataset: r.dataset, ...(r.quarantined ? { quarantined: r.quarantined } : {}), ...(r.error ? { error: r.error } : {}) });
+      const note = (r: (typeof rs)[number]): PartitionNote => ({
+        family: r.family,
+        dataset: r.dataset,
+        ...(r.quarantined ? { quarantined: r.quarantined } : {}),
+        ...(r.error ? { error: r.error } : {}),
+      });
       post({ type: 'partitions', day, quarantined: quarantined.map(note), failed: failed.map(note) });
     }
     if (failed.length === 0) settled.add(day); // else the failed streams are tried again next tick
     const written = rs.filter((r) => r.status === 'written');
-    if (written.length) post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0), threads: input.threads });
+    if (written.length)
+      post({ type: 'compacted', day, partitions: written.length, rows: written.reduce((a, r) => a + r.rows, 0), threads: input.threads });
   }
   if (input.archive) {
     // Loaded here only: the S3 SDK stays out of processes without an archive. A failure is
@@ -69,12 +89,18 @@ async function main(input: WorkerInput): Promise<void> {
     try {
       const { syncArchive } = await import('../archive/sync.js');
       const r = await syncArchive(input.dataDir, input.archive, { days: 'pending' });
-      if (r.days) post({ type: 'archived', days: r.days, uploaded: r.uploaded, bytes: r.bytes, failed: r.failed, errors: r.errors.slice(0, 5) });
+      if (r.days)
+        post({ type: 'archived', days: r.days, uploaded: r.uploaded, bytes: r.bytes, failed: r.failed, errors: r.errors.slice(0, 5) });
     } catch (e) {
       post({ type: 'archive-error', error: (e as Error).message });
     }
   }
-  const ret = await deleteExpiredLogs(input.dataDir, Date.now(), input.retentionDays, input.archive ? publishTarget(input.archive).url : null);
+  const ret = await deleteExpiredLogs(
+    input.dataDir,
+    Date.now(),
+    input.retentionDays,
+    input.archive ? publishTarget(input.archive).url : null,
+  );
   if (ret.deleted.length || ret.kept.length) post({ type: 'retention', deleted: ret.deleted.length, kept: ret.kept });
   post({ type: 'done', settled: [...settled] });
 }

@@ -115,8 +115,14 @@ export class AppendLog implements LogWriter {
 
   private tailState(): TailState {
     return {
-      day: this.tailDay, size: this.tailSize, indexOffset: this.tailIndexOffset, idxBytes: this.tailIdxBytes,
-      lastSeq: this.lastSeq, lastRecvUs: this.lastRecvUs, last: this.last, lastObs: this.lastObs,
+      day: this.tailDay,
+      size: this.tailSize,
+      indexOffset: this.tailIndexOffset,
+      idxBytes: this.tailIdxBytes,
+      lastSeq: this.lastSeq,
+      lastRecvUs: this.lastRecvUs,
+      last: this.last,
+      lastObs: this.lastObs,
     };
   }
 
@@ -348,12 +354,7 @@ export class AppendLog implements LogWriter {
 
   private due(now: number): boolean {
     const b = this.batch;
-    return (
-      b.records >= this.maxRecords ||
-      now - b.firstAt >= this.intervalMs ||
-      this.unacked > this.highWater ||
-      this.forceNext
-    );
+    return b.records >= this.maxRecords || now - b.firstAt >= this.intervalMs || this.unacked > this.highWater || this.forceNext;
   }
 
   /** Starts a flush when the batch is due, or arms the timer for when it will be. */
@@ -365,10 +366,13 @@ export class AppendLog implements LogWriter {
       this.timer = null;
       void this.runFlush();
     } else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = null;
-        this.schedule(true);
-      }, Math.max(0, this.intervalMs - (now - this.batch.firstAt)));
+      this.timer = setTimeout(
+        () => {
+          this.timer = null;
+          this.schedule(true);
+        },
+        Math.max(0, this.intervalMs - (now - this.batch.firstAt)),
+      );
     }
   }
 

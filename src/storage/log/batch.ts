@@ -52,7 +52,10 @@ export class WriteArena implements Arena {
   /** Bytes the last batch took: a quiet market (most of them) keeps a small arena, a busy one grows. */
   hint = 0;
 
-  constructor(private readonly min: number, private readonly max: number) {}
+  constructor(
+    private readonly min: number,
+    private readonly max: number,
+  ) {}
 
   ensure(size: number): void {
     if (this.buf.length - this.used >= size) return;
@@ -84,7 +87,17 @@ export interface Batch {
   seqs: number[];
 }
 
-export const newBatch = (): Batch => ({ segments: [], records: 0, firstRecvMs: 0, bytes: 0, firstAt: 0, resolves: [], rejects: [], values: [], seqs: [] });
+export const newBatch = (): Batch => ({
+  segments: [],
+  records: 0,
+  firstRecvMs: 0,
+  bytes: 0,
+  firstAt: 0,
+  resolves: [],
+  rejects: [],
+  values: [],
+  seqs: [],
+});
 
 /**
  * `{ ...obs, seq }` falls off V8's fast clone path, once per record appended; assign-then-set stays

@@ -206,7 +206,10 @@ const ARRAY_INLINE = '\u0000array';
 
 const isPlainArray = (v: unknown): v is unknown[] => Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype;
 const isFlatObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && Object.getPrototypeOf(v) === Object.prototype && typeof (v as { toJSON?: unknown }).toJSON !== 'function';
+  typeof v === 'object' &&
+  v !== null &&
+  Object.getPrototypeOf(v) === Object.prototype &&
+  typeof (v as { toJSON?: unknown }).toJSON !== 'function';
 
 /**
  * An array as JSON.stringify writes it, without building its text: elements that are strings,
@@ -224,7 +227,7 @@ function putJsonArray(buf: Buffer, at: number, end: number, a: unknown[]): numbe
     const v = a[i];
     if (typeof v === 'string') at = putJsonString(buf, at, end, v);
     else if (isFlatObject(v)) at = putJsonObject(buf, at, end, v, NO_KEYS);
-    else at = putUtf8(buf, at, end, (JSON.stringify(v)) ?? 'null');
+    else at = putUtf8(buf, at, end, JSON.stringify(v) ?? 'null');
     if (at < 0) return at;
   }
   if (at >= end) return NO_ROOM;
@@ -261,7 +264,14 @@ export function encodePayloadInto(obs: Observation, headroom: number, arena: Are
 }
 
 /** The ladder layout: u32 jsonLen | JSON of the rest | ladders. NOT_BINARY when it does not fit them. */
-function putBinary(buf: Buffer, at: number, end: number, o: Record<string, unknown>, notJson: Set<string>, fields: readonly string[] | undefined): number {
+function putBinary(
+  buf: Buffer,
+  at: number,
+  end: number,
+  o: Record<string, unknown>,
+  notJson: Set<string>,
+  fields: readonly string[] | undefined,
+): number {
   if (end - at < 4) return NO_ROOM;
   const jsonAt = at + 4;
   at = putJsonObject(buf, jsonAt, end, o, notJson);
@@ -293,7 +303,13 @@ function upperBound(o: Record<string, unknown>, fields: readonly string[] | unde
 }
 
 /** Decodes a payload written by encodePayloadInto (`binary` = the frame's ladder flag). */
-export function decodePayload(type: Observation['type'], buf: Buffer, start: number, end: number, binary: boolean): Record<string, unknown> {
+export function decodePayload(
+  type: Observation['type'],
+  buf: Buffer,
+  start: number,
+  end: number,
+  binary: boolean,
+): Record<string, unknown> {
   if (!binary) return JSON.parse(buf.toString('utf8', start, end)) as Record<string, unknown>;
   const jsonBytes = buf.readUInt32LE(start);
   const out = JSON.parse(buf.toString('utf8', start + 4, start + 4 + jsonBytes)) as Record<string, unknown>;

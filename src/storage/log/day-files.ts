@@ -18,7 +18,10 @@ export class DayFiles {
   private log: FileHandle | null = null;
   private idx: FileHandle | null = null;
 
-  constructor(private readonly dataDir: string, private readonly key: LogKey) {}
+  constructor(
+    private readonly dataDir: string,
+    private readonly key: LogKey,
+  ) {}
 
   /** Writes every segment of `b` to its day file and index, then fdatasyncs the log. */
   async writeBatch(b: Batch): Promise<void> {

@@ -52,7 +52,11 @@ export function parseFileStart(head: Buffer, file = 'a log file'): FileStart {
   if (head.length < FILE_HEADER_BYTES) return TORN;
   const version = head.readUInt16LE(6);
   if (version !== FORMAT_VERSION) {
-    throw new StorageError(`${file} has log format version ${version}; this pmtape reads versions up to ${FORMAT_VERSION} (upgrade pmtape to read it)`, file, 6);
+    throw new StorageError(
+      `${file} has log format version ${version}; this pmtape reads versions up to ${FORMAT_VERSION} (upgrade pmtape to read it)`,
+      file,
+      6,
+    );
   }
   if (crc32c(head.subarray(0, 12)) !== head.readUInt32LE(12)) {
     throw new StorageError(`${file} has a damaged file header (checksum mismatch); it was left untouched`, file, 0);

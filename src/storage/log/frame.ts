@@ -23,7 +23,15 @@ export const FLAG_CHECKPOINT = 2;
 export const FLAG_LADDERS = 4;
 
 const TYPE_CODES: Record<ObservationType, number> = {
-  book: 1, book_delta: 2, book_checkpoint: 3, yesno_book: 4, trade: 5, tick_size: 6, gap: 7, metric: 8, catalog: 9,
+  book: 1,
+  book_delta: 2,
+  book_checkpoint: 3,
+  yesno_book: 4,
+  trade: 5,
+  tick_size: 6,
+  gap: 7,
+  metric: 8,
+  catalog: 9,
 };
 const TYPE_NAMES: ObservationType[] = [];
 for (const [name, code] of Object.entries(TYPE_CODES)) TYPE_NAMES[code] = name as ObservationType;
@@ -79,7 +87,8 @@ export function encodeFrame(obs: Observation, seq: number, checkpoint: boolean):
  * Throws StorageError, having committed nothing.
  */
 export function encodeFrameAt(arena: Arena, obs: Observation, seq: number, checkpoint: boolean): number {
-  if (typeof obs !== 'object' || obs === null) throw new StorageError(`a record must be an object, got ${obs === null ? 'null' : typeof obs}`);
+  if (typeof obs !== 'object' || obs === null)
+    throw new StorageError(`a record must be an object, got ${obs === null ? 'null' : typeof obs}`);
   const code = TYPE_CODES[obs.type];
   if (code === undefined) throw new StorageError(`unknown record type ${JSON.stringify(obs.type)}`);
   const recvMs = obs.recv_ts;
@@ -91,7 +100,8 @@ export function encodeFrameAt(arena: Arena, obs: Observation, seq: number, check
   let sourceUs = 0;
   if (hasSource) {
     sourceUs = msToUs(src);
-    if (typeof src !== 'number' || !(Math.abs(sourceUs) <= MAX_INT)) throw new StorageError(`source_ts ${String(src)} is not an epoch ms time`);
+    if (typeof src !== 'number' || !(Math.abs(sourceUs) <= MAX_INT))
+      throw new StorageError(`source_ts ${String(src)} is not an epoch ms time`);
   }
   let size: number;
   try {

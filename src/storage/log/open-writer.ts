@@ -38,11 +38,27 @@ export async function openWriter(dataDir: string, key: LogKey, opts: WriterOptio
   try {
     const every = opts.indexEveryBytes ?? DEFAULT_INDEX_EVERY_BYTES;
     const days = (await listDays(dataDir, key)).reverse();
-    let tail: WriterTail = { day: null, size: 0, indexOffset: -1, indexBytes: 0, last: null as Recorded | null, lastSeq: 0, lastRecvUs: -Infinity };
+    let tail: WriterTail = {
+      day: null,
+      size: 0,
+      indexOffset: -1,
+      indexBytes: 0,
+      last: null as Recorded | null,
+      lastSeq: 0,
+      lastRecvUs: -Infinity,
+    };
     for (const day of days) {
       const r = await recoverLogFile(logFilePath(dataDir, key, day), every);
       if (r.last && r.lastRecord) {
-        tail = { day, size: r.validEnd, indexOffset: r.lastIndexOffset, indexBytes: r.indexEntries * ENTRY_BYTES, last: r.lastRecord, lastSeq: r.last.seq, lastRecvUs: r.last.recvUs };
+        tail = {
+          day,
+          size: r.validEnd,
+          indexOffset: r.lastIndexOffset,
+          indexBytes: r.indexEntries * ENTRY_BYTES,
+          last: r.lastRecord,
+          lastSeq: r.last.seq,
+          lastRecvUs: r.last.recvUs,
+        };
         break;
       }
     }

@@ -13,7 +13,11 @@ import { isFirstFrameOffset, readFileStart } from './file-header.js';
 import type { Recorded } from '../../schema/observation.js';
 
 /** Reads and checks the single frame at `offset`; null when there is no valid frame there. */
-export async function readFrameAt(fh: FileHandle, offset: number, fileEnd: number): Promise<{ head: FrameHead; rec: () => Recorded } | null> {
+export async function readFrameAt(
+  fh: FileHandle,
+  offset: number,
+  fileEnd: number,
+): Promise<{ head: FrameHead; rec: () => Recorded } | null> {
   if (offset < 0 || offset + FRAME_OVERHEAD > fileEnd) return null;
   const pre = Buffer.allocUnsafe(PREFIX_BYTES);
   if ((await fh.read(pre, 0, PREFIX_BYTES, offset)).bytesRead < PREFIX_BYTES) return null;
@@ -40,7 +44,11 @@ export async function readIndexFile(idxPath: string): Promise<Buffer | null> {
  * (64 KiB at a time) so recovery costs the same for a 1 GB log as for a small one. The entries
  * before it are trusted here; `verify` checks them all.
  */
-async function lastGoodEntry(idxPath: string, log: FileHandle, logSize: number): Promise<{ entry: IndexEntry | null; kept: number; idxBytes: number }> {
+async function lastGoodEntry(
+  idxPath: string,
+  log: FileHandle,
+  logSize: number,
+): Promise<{ entry: IndexEntry | null; kept: number; idxBytes: number }> {
   let idx: FileHandle;
   try {
     idx = await open(idxPath, 'r');
@@ -101,12 +109,13 @@ export async function recoverLogFile(logPath: string, everyBytes: number): Promi
     const kept = found.kept; // entries of the index file that stay (the last one is entries[0])
     const start = found.entry ? found.entry.offset : fileStart.dataStart;
     let last: FrameHead | null = null;
-    const stop: ScanStop = fileStart.kind === 'torn'
-      ? { end: 0, reason: 'short' }
-      : await scanFrames(fh, start, size, (head) => {
-        last = head;
-        entries.consider(head, everyBytes);
-      });
+    const stop: ScanStop =
+      fileStart.kind === 'torn'
+        ? { end: 0, reason: 'short' }
+        : await scanFrames(fh, start, size, (head) => {
+            last = head;
+            entries.consider(head, everyBytes);
+          });
     if (stop.reason !== 'eof') {
       await fh.truncate(stop.end);
       await fh.sync();

@@ -124,10 +124,17 @@ export async function* readFrames(
   while (pos < end) {
     const batch: FrameRecord[] = [];
     // Scan one chunk-sized window; a frame crossing the window's end is read whole next round.
-    const s = await scanFrames(fh, pos, end, (head, buf, at) => {
-      batch.push({ head, rec: decodeRecord(buf, at, head) });
-      return head.offset + head.size < chunkEnd;
-    }, prev, chunkBytes);
+    const s = await scanFrames(
+      fh,
+      pos,
+      end,
+      (head, buf, at) => {
+        batch.push({ head, rec: decodeRecord(buf, at, head) });
+        return head.offset + head.size < chunkEnd;
+      },
+      prev,
+      chunkBytes,
+    );
     for (const item of batch) yield item;
     if (batch.length > 0) {
       const last = batch[batch.length - 1].head;
@@ -186,14 +193,23 @@ export async function* readFrameBlocks(fh: FileHandle, start: number, end: numbe
     const ats: number[] = [];
     const offsets: number[] = [];
     const recvs: number[] = [];
-    const s = await scanFrames(fh, pos, end, (head, buf, at) => {
-      bufs.push(buf);
-      ats.push(at);
-      offsets.push(head.offset);
-      recvs.push(head.recvUs);
-      prev = { seq: head.seq, recvUs: head.recvUs };
-      return head.offset + head.size < windowEnd;
-    }, prev, readBytes, true, ring[k % 3]);
+    const s = await scanFrames(
+      fh,
+      pos,
+      end,
+      (head, buf, at) => {
+        bufs.push(buf);
+        ats.push(at);
+        offsets.push(head.offset);
+        recvs.push(head.recvUs);
+        prev = { seq: head.seq, recvUs: head.recvUs };
+        return head.offset + head.size < windowEnd;
+      },
+      prev,
+      readBytes,
+      true,
+      ring[k % 3],
+    );
     if (ats.length > 0) yield new FrameBlock(bufs, ats, offsets, recvs);
     if (s.reason !== 'stopped') return;
     pos = s.end;

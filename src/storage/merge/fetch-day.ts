@@ -26,7 +26,11 @@ export async function recordersOfDay(s3: S3Client, a: ArchiveConfig, day: string
   const ids: string[] = [];
   let token: string | undefined;
   do {
-    const r = await withRetries(`list ${prefix}`, () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token })), retry);
+    const r = await withRetries(
+      `list ${prefix}`,
+      () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token })),
+      retry,
+    );
     for (const p of r.CommonPrefixes ?? []) if (p.Prefix) ids.push(p.Prefix.slice(prefix.length).replace(/\/$/, ''));
     token = r.IsTruncated ? r.NextContinuationToken : undefined;
   } while (token);
@@ -43,19 +47,29 @@ export async function recordersOfDay(s3: S3Client, a: ArchiveConfig, day: string
 export type DayMarkets = Map<`${Family}|${Stream}`, Set<string>>;
 
 async function getChecked(s3: S3Client, a: ArchiveConfig, key: string, sha256: string | null, retry: RetryOptions): Promise<Buffer> {
-  return withRetries(`GET ${key}`, async () => {
-    const b = await getBytes(s3, a.bucket, key);
-    if (!b) throw Object.assign(new Error(`${key} is missing from the archive`), { fatal: true });
-    if (sha256 !== null && sha256Hex(b) !== sha256) throw new Error(`${key} does not match its sha256 (read again)`);
-    return b;
-  }, retry);
+  return withRetries(
+    `GET ${key}`,
+    async () => {
+      const b = await getBytes(s3, a.bucket, key);
+      if (!b) throw Object.assign(new Error(`${key} is missing from the archive`), { fatal: true });
+      if (sha256 !== null && sha256Hex(b) !== sha256) throw new Error(`${key} does not match its sha256 (read again)`);
+      return b;
+    },
+    retry,
+  );
 }
 
 /**
  * Copies the published `day` of archive `a` into `dataDir` (which must be empty). Throws when the
  * day is not published there or an object stays wrong after the retries.
  */
-export async function fetchDay(s3: S3Client, a: ArchiveConfig, day: string, dataDir: string, retry: RetryOptions): Promise<{ markets: DayMarkets; bytes: number }> {
+export async function fetchDay(
+  s3: S3Client,
+  a: ArchiveConfig,
+  day: string,
+  dataDir: string,
+  retry: RetryOptions,
+): Promise<{ markets: DayMarkets; bytes: number }> {
   const recBytes = await getChecked(s3, a, objectKey(a, dayRecordRel(day)), null, retry);
   const rec = JSON.parse(recBytes.toString('utf8')) as DayRecord;
   const markets: DayMarkets = new Map();

@@ -84,7 +84,11 @@ function tradeKey(t: Trade): string | null {
  * recorder (the interval's source when it saw the trade, else the one that saw it most often, so
  * two real fills alike stay two); a trade with no identity only from the source of its instant.
  */
-export function keptTrades(byRecorder: ReadonlyMap<string, readonly Recorded<Trade>[]>, segments: readonly Segment[], order: readonly string[]): Recorded<Trade>[] {
+export function keptTrades(
+  byRecorder: ReadonlyMap<string, readonly Recorded<Trade>[]>,
+  segments: readonly Segment[],
+  order: readonly string[],
+): Recorded<Trade>[] {
   const groups = new Map<string, Map<string, Recorded<Trade>[]>>();
   const out: Recorded<Trade>[] = [];
   for (const id of order) {
@@ -126,7 +130,10 @@ class Cursor {
   units: PriceUnits = 'decimal';
   yesno: Recorded<YesNoBook> | null = null;
 
-  constructor(readonly id: string, view: LogView) {
+  constructor(
+    readonly id: string,
+    view: LogView,
+  ) {
     this.it = view.replay('start')[Symbol.asyncIterator]();
   }
 
@@ -159,7 +166,12 @@ class Cursor {
     }
     const books = this.books.checkpointBooks();
     if (books.length === 0) return null;
-    return { type: 'book_checkpoint', ...tag, units: this.units, books: books.map((b) => ({ token_id: b.token_id, bids: b.bids, asks: b.asks })) };
+    return {
+      type: 'book_checkpoint',
+      ...tag,
+      units: this.units,
+      books: books.map((b) => ({ token_id: b.token_id, bids: b.bids, asks: b.asks })),
+    };
   }
 
   async close(): Promise<void> {
@@ -205,7 +217,19 @@ export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: nu
     let openGap: Segment | null = null;
     for (const s of segments) {
       if (s.source === null) {
-        await out({ type: 'gap', recv_ts: s.start, source_ts: null, reason: s.reason ?? 'not_recording', start_ts: s.start, end_ts: null, detail: 'no recorder held this market', origin: 'recorder' }, false);
+        await out(
+          {
+            type: 'gap',
+            recv_ts: s.start,
+            source_ts: null,
+            reason: s.reason ?? 'not_recording',
+            start_ts: s.start,
+            end_ts: null,
+            detail: 'no recorder held this market',
+            origin: 'recorder',
+          },
+          false,
+        );
         openGap = s;
         continue;
       }
@@ -213,7 +237,19 @@ export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: nu
       if (!c) cursors.set(s.source, (c = new Cursor(s.source, views.get(s.source)!)));
       await c.take(s.start, true);
       if (openGap) {
-        await out({ type: 'gap', recv_ts: s.start, source_ts: null, reason: openGap.reason ?? 'not_recording', start_ts: openGap.start, end_ts: s.start, detail: 'no recorder held this market', origin: 'recorder' }, false);
+        await out(
+          {
+            type: 'gap',
+            recv_ts: s.start,
+            source_ts: null,
+            reason: openGap.reason ?? 'not_recording',
+            start_ts: openGap.start,
+            end_ts: s.start,
+            detail: 'no recorder held this market',
+            origin: 'recorder',
+          },
+          false,
+        );
         openGap = null;
       }
       const entry = c.entry(s.start);
@@ -229,7 +265,20 @@ export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: nu
     const end = segments.at(-1);
     const tail = end?.source ? scans.get(end.source)!.coverage.gaps.find((g) => g.start === end.end) : undefined;
     if (end && tail) {
-      await out({ type: 'gap', recv_ts: end.end, source_ts: null, reason: tail.reason, start_ts: end.end, end_ts: null, detail: `recorder ${end.source} stopped holding this market`, origin: 'recorder', recorder: end.source! }, false);
+      await out(
+        {
+          type: 'gap',
+          recv_ts: end.end,
+          source_ts: null,
+          reason: tail.reason,
+          start_ts: end.end,
+          end_ts: null,
+          detail: `recorder ${end.source} stopped holding this market`,
+          origin: 'recorder',
+          recorder: end.source!,
+        },
+        false,
+      );
     }
     while (ti < trades.length) {
       await emit(strip(trades[ti], trades[ti].recorder!), false);
@@ -247,7 +296,11 @@ export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: nu
  * the books' source at its time; where there is none (no books, or a merged gap), from the first
  * recorder that has the stream.
  */
-export async function mergeFollowing(views: ReadonlyMap<string, LogView>, segments: readonly Segment[] | null, emit: Emit): Promise<number> {
+export async function mergeFollowing(
+  views: ReadonlyMap<string, LogView>,
+  segments: readonly Segment[] | null,
+  emit: Emit,
+): Promise<number> {
   const order = [...views.keys()];
   const fallback = order[0];
   const all: Observation[] = [];

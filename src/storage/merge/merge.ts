@@ -66,7 +66,10 @@ async function sink(dir: string, key: LogKey, day: string): Promise<{ emit: Emit
     w ??= await openWriter(dir, key, { firstSeq: mergedFirstSeq(day), fsyncIntervalMs: 1000, fsyncMaxRecords: 50_000 });
     const b = batch;
     batch = [];
-    const p = w.writeMany(b.map((x) => x.obs), { checkpoint: b.map((x) => x.cp) });
+    const p = w.writeMany(
+      b.map((x) => x.obs),
+      { checkpoint: b.map((x) => x.cp) },
+    );
     p.catch(() => undefined);
     pending.push(p);
     if (w.backpressure) await w.drained();
@@ -103,9 +106,20 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
   let work: string | null = null;
   try {
     const recorders = o.recorders ? [...o.recorders] : await recordersOfDay(s3, a, day, retry);
-    if (recorders.length === 0) throw new Error(`no recorder published ${day} under ${a.url}/recorders/ (set storage.archive.recorder_id on each recorder and let it publish the day first)`);
+    if (recorders.length === 0)
+      throw new Error(
+        `no recorder published ${day} under ${a.url}/recorders/ (set storage.archive.recorder_id on each recorder and let it publish the day first)`,
+      );
     if (!o.replace && (await getBytes(s3, a.bucket, objectKey(a, dayRecordRel(day))))) {
-      return { date: day, recorders, markets: 0, records: 0, gap_ms: 0, published: null, skipped: `${day} is already published in ${a.url} (merge again with --replace)` };
+      return {
+        date: day,
+        recorders,
+        markets: 0,
+        records: 0,
+        gap_ms: 0,
+        published: null,
+        skipped: `${day} is already published in ${a.url} (merge again with --replace)`,
+      };
     }
     work = await mkdtemp(join(o.workDir ?? tmpdir(), `pmtape-merge-${day}-`));
     const dirs = new Map<string, string>();
@@ -132,7 +146,15 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
         if (s !== stream) continue;
         for (const market of [...set].sort()) {
           const key: LogKey = { family, stream, market };
-          const views = await viewsOf(dirs, (id) => markets.get(id)?.get(k as `${Family}|${Stream}`)?.has(market) ?? false, key);
+          const views = await viewsOf(
+            dirs,
+            (id) =>
+              markets
+                .get(id)
+                ?.get(k as `${Family}|${Stream}`)
+                ?.has(market) ?? false,
+            key,
+          );
           const w = await sink(out, key, day);
           if (stream === 'books') {
             const r = await mergeBooks(views, dayEnd, w.emit);
@@ -141,7 +163,7 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
             gapMs += mergedGaps(r.segments).reduce((n, g) => n + g.end - g.start, 0);
             count++;
           } else {
-            records += await mergeFollowing(views, stream === 'metrics' ? segmentsOf.get(`${family}|${market}`) ?? null : null, w.emit);
+            records += await mergeFollowing(views, stream === 'metrics' ? (segmentsOf.get(`${family}|${market}`) ?? null) : null, w.emit);
           }
           await w.done();
         }
@@ -151,7 +173,8 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
     o.onPhase?.('merged');
     const parts = await compactDay(out, day, { threads: o.threads ?? 1 });
     const failed = parts.filter((p) => p.status === 'failed');
-    if (failed.length) throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
+    if (failed.length)
+      throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
     step(`compacted the merged ${day}: ${parts.length} partitions`);
     o.onPhase?.('compacted');
     const plan = await planDay(out, a, day);

@@ -103,7 +103,8 @@ function reasonAt(recorders: readonly RecorderCoverage[], t: number): GapReason 
 
 /** The source of the segment holding t (null in a gap or outside the merged day). */
 export function sourceAt(segments: readonly Segment[], t: number): string | null {
-  let lo = 0, hi = segments.length - 1;
+  let lo = 0,
+    hi = segments.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     const s = segments[mid];
@@ -115,4 +116,5 @@ export function sourceAt(segments: readonly Segment[], t: number): string | null
 }
 
 /** The gap intervals of a merged plan. */
-export const mergedGaps = (segments: readonly Segment[]): Interval[] => segments.filter((s) => s.source === null).map((s) => ({ start: s.start, end: s.end }));
+export const mergedGaps = (segments: readonly Segment[]): Interval[] =>
+  segments.filter((s) => s.source === null).map((s) => ({ start: s.start, end: s.end }));

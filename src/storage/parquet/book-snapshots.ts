@@ -15,7 +15,6 @@ import { DecimalError, encodeDecimal, type Unscaled } from './decimal.js';
 import type { RowSink } from './rows.js';
 import { SNAPSHOT_DEPTH, SNAPSHOT_INTERVAL_MS, scalesOf, snapshotBooksOf } from './datasets.js';
 
-
 /** Names of the level fields in a refused value's message, made once. */
 const LEVEL_FIELDS = Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => ({ price: `level ${i} price`, size: `level ${i} size` }));
 
@@ -89,7 +88,12 @@ class RowWriter {
   /** Rows left out: their book held a value the columns cannot hold exactly. */
   setAside = 0;
 
-  constructor(private readonly input: SnapshotInput, private readonly sink: RowSink, private readonly mode: string, private readonly tokens: readonly string[]) {
+  constructor(
+    private readonly input: SnapshotInput,
+    private readonly sink: RowSink,
+    private readonly mode: string,
+    private readonly tokens: readonly string[],
+  ) {
     this.scales = scalesOf(input.family);
     this.col = (name) => {
       const i = sink.indexOf(name);
@@ -99,7 +103,13 @@ class RowWriter {
     const [bid, ask] = mode === 'yesno' ? ['yes', 'no'] : ['bid', 'ask'];
     const n = (p: string): number[] => Array.from({ length: SNAPSHOT_DEPTH }, (_, i) => this.col(`${p}_${i}`));
     this.levelCols = { bidPrice: n(`${bid}_price`), bidSize: n(`${bid}_size`), askPrice: n(`${ask}_price`), askSize: n(`${ask}_size`) };
-    this.at = { bucket: this.col('bucket_start'), recv: this.col('receive_time'), source: this.col('source_time'), seq: this.col('seq'), recorder: this.col('recorder') };
+    this.at = {
+      bucket: this.col('bucket_start'),
+      recv: this.col('receive_time'),
+      source: this.col('source_time'),
+      seq: this.col('seq'),
+      recorder: this.col('recorder'),
+    };
   }
 
   write(bucketStart: number, state: SampledBooks): number {
@@ -147,12 +157,13 @@ class RowWriter {
     const { price, size } = this.scales;
     const where = `market ${this.input.market}`;
     let row: unknown[];
-    if (hit) row = hit.row.slice(); // the same book changed: only its changed levels are encoded again
+    if (hit)
+      row = hit.row.slice(); // the same book changed: only its changed levels are encoded again
     else {
       row = new Array<unknown>(this.sink.specs.length).fill(null);
       row[this.col('market_id')] = this.input.market;
       row[this.col('token_id')] = token;
-      row[this.col('outcome')] = token === null ? null : this.input.outcomes.get(token) ?? null;
+      row[this.col('outcome')] = token === null ? null : (this.input.outcomes.get(token) ?? null);
     }
     if (units !== null) row[this.col('units')] = units;
     // A book's unchanged levels are the same [price, size] arrays from one view to the next (and
@@ -177,7 +188,8 @@ class RowWriter {
     let bestAsk = asks[0] ? BigInt(encodeDecimal(asks[0][0], price, where).unscaled) : null;
     // Yes/no: both ladders are bids; the yes ask implied by the best no bid is one dollar (100 cents) less it.
     if (units !== null && bestAsk !== null) bestAsk = (units === 'cents' ? 100n : 1n) * 10n ** BigInt(price) - bestAsk;
-    const small = (b: bigint | null): Unscaled | null => (b === null ? null : b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(b) : b);
+    const small = (b: bigint | null): Unscaled | null =>
+      b === null ? null : b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(b) : b;
     row[this.col('best_bid')] = small(bestBid);
     row[this.col('best_ask')] = small(bestAsk);
     // (bid + ask) / 2 at one more decimal: (bid + ask) × 10 / 2, exact.

@@ -3,7 +3,19 @@
 // without a per-value builder. file.ts writes the Arrow table these make as Parquet.
 
 import {
-  Bool, Decimal, Field, Float64, Int32, Int64, List, Schema, TimestampMicrosecond, Utf8, makeData, type Data, type DataType,
+  Bool,
+  Decimal,
+  Field,
+  Float64,
+  Int32,
+  Int64,
+  List,
+  Schema,
+  TimestampMicrosecond,
+  Utf8,
+  makeData,
+  type Data,
+  type DataType,
 } from 'apache-arrow';
 import { DECIMAL_PRECISION } from './decimal.js';
 
@@ -35,17 +47,26 @@ type Cell = string | number | bigint | boolean | null | readonly string[] | read
 
 function arrowType(kind: ColumnKind, scale = 0): DataType {
   switch (kind) {
-    case 'int32': return new Int32();
+    case 'int32':
+      return new Int32();
     // 64-bit: DECIMAL(18, s) fits, and Parquet stores it as INT64 either way; half the bytes of a
     // Decimal128 through IPC and into the writer (files written as Decimal128 still read, see records.ts).
-    case 'decimal': return new Decimal(scale, DECIMAL_PRECISION, 64);
-    case 'utf8': return new Utf8();
-    case 'ts': return new TimestampMicrosecond('UTC');
-    case 'int64': return new Int64();
-    case 'f64': return new Float64();
-    case 'bool': return new Bool();
-    case 'list_utf8': return new List(new Field('element', new Utf8(), false));
-    case 'list_f64': return new List(new Field('element', new Float64(), false));
+    case 'decimal':
+      return new Decimal(scale, DECIMAL_PRECISION, 64);
+    case 'utf8':
+      return new Utf8();
+    case 'ts':
+      return new TimestampMicrosecond('UTC');
+    case 'int64':
+      return new Int64();
+    case 'f64':
+      return new Float64();
+    case 'bool':
+      return new Bool();
+    case 'list_utf8':
+      return new List(new Field('element', new Utf8(), false));
+    case 'list_f64':
+      return new List(new Field('element', new Float64(), false));
   }
 }
 
@@ -174,7 +195,14 @@ function listData(kind: 'list_utf8' | 'list_f64', values: readonly (readonly (st
     child = utf8Data(flat);
   }
   const { bitmap, nulls } = validity(values as Cell[]);
-  return makeData({ type: arrowType(kind) as List, length: values.length, nullCount: nulls, nullBitmap: nulls ? bitmap : null, valueOffsets: offsets, child });
+  return makeData({
+    type: arrowType(kind) as List,
+    length: values.length,
+    nullCount: nulls,
+    nullBitmap: nulls ? bitmap : null,
+    valueOffsets: offsets,
+    child,
+  });
 }
 
 /** `data` unless its column is not nullable and it has nulls. */
@@ -201,7 +229,8 @@ function decimalFromDoubles(spec: ColumnSpec, values: Doubles): Data {
       const i = base + k;
       if (v === v) {
         bits |= 1 << (i & 7);
-        if (v < 4294967296) data[i * 2] = v; // the high word stays 0
+        if (v < 4294967296)
+          data[i * 2] = v; // the high word stays 0
         else {
           const hi = Math.floor(v / 4294967296);
           data[i * 2] = v - hi * 4294967296;
@@ -216,14 +245,21 @@ function decimalFromDoubles(spec: ColumnSpec, values: Doubles): Data {
     const last = base + run.length - 1;
     if (run.length > 0 && (last & 7) !== 7) bitmap[last >> 3] |= bits;
   });
-  return makeData({ type: arrowType('decimal', spec.scale) as Decimal, length: n, nullCount: nulls, nullBitmap: nulls ? bitmap : null, data });
+  return makeData({
+    type: arrowType('decimal', spec.scale) as Decimal,
+    length: n,
+    nullCount: nulls,
+    nullBitmap: nulls ? bitmap : null,
+    data,
+  });
 }
 
 /** One column as Arrow data (its buffers built once, validity from NaN or null). */
 export function columnData(spec: ColumnSpec, values: ColumnValues): Data {
   if (spec.kind === 'decimal' && isDoubles(values)) return nonNull(spec, decimalFromDoubles(spec, values));
   if (spec.kind === 'utf8') return nonNull(spec, utf8Data(values as unknown as (string | null)[]));
-  if (spec.kind === 'list_utf8' || spec.kind === 'list_f64') return nonNull(spec, listData(spec.kind, values as unknown as (string[] | number[] | null)[]));
+  if (spec.kind === 'list_utf8' || spec.kind === 'list_f64')
+    return nonNull(spec, listData(spec.kind, values as unknown as (string[] | number[] | null)[]));
   const n = values.length;
   const { bitmap, nulls } = validity(values);
   const nullBitmap = nulls ? bitmap : null;
@@ -238,7 +274,8 @@ export function columnData(spec: ColumnSpec, values: ColumnValues): Data {
     }
     case 'int32': {
       const data = new Int32Array(n);
-      if (isDoubles(values)) eachRun(values, (run, base) => data.set(run, base)); // NaN becomes 0
+      if (isDoubles(values))
+        eachRun(values, (run, base) => data.set(run, base)); // NaN becomes 0
       else for (let i = 0; i < n; i++) data[i] = (values[i] as number | null) ?? 0;
       return makeData({ type: new Int32(), length: n, nullCount: nulls, nullBitmap, data });
     }
@@ -266,7 +303,8 @@ export function columnData(spec: ColumnSpec, values: ColumnValues): Data {
       for (let i = 0; i < n; i++) if (bools[i]) data[i >> 3] |= 1 << (i & 7);
       return makeData({ type: new Bool(), length: n, nullCount: nulls, nullBitmap, data });
     }
-    case 'int64': case 'ts': {
+    case 'int64':
+    case 'ts': {
       // Two 32-bit words per value written as numbers, not a BigInt each (millions of them were a
       // good part of compaction's garbage): exact for every safe integer, negative ones included.
       const buf = new ArrayBuffer(n * 8);
@@ -282,7 +320,10 @@ export function columnData(spec: ColumnSpec, values: ColumnValues): Data {
         lo[i * 2] = v - h * 4294967296;
         hi[i * 2 + 1] = h;
       };
-      if (isDoubles(values)) eachRun(values, (run, base) => { for (let k = 0; k < run.length; k++) put(base + k, run[k]); });
+      if (isDoubles(values))
+        eachRun(values, (run, base) => {
+          for (let k = 0; k < run.length; k++) put(base + k, run[k]);
+        });
       else for (let i = 0; i < n; i++) put(i, (values[i] as number | null) ?? NaN);
       const data = new BigInt64Array(buf);
       return spec.kind === 'ts'

@@ -40,10 +40,14 @@ const POW10 = Array.from({ length: 16 }, (_, k) => 10 ** k);
 function fastEncode(text: string, scale: number): Encoded | null {
   if (typeof text !== 'string') return null;
   const n = text.length;
-  let v = 0, intDigits = 0, fracDigits = 0, point = -1;
+  let v = 0,
+    intDigits = 0,
+    fracDigits = 0,
+    point = -1;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c === 46) { // '.'
+    if (c === 46) {
+      // '.'
       if (point >= 0) return null;
       point = i;
     } else if (c >= 48 && c <= 57) {
@@ -62,12 +66,16 @@ function fastEncode(text: string, scale: number): Encoded | null {
 export function parseDecimal(text: string, scale: number, where: string): Encoded {
   const m = typeof text === 'string' ? PLAIN.exec(text) : null;
   if (!m || (m[1] === '' && !m[2]) || (m[2] !== undefined && m[2] === '') || (m[1].length > 1 && m[1][0] === '0')) {
-    throw new DecimalError(`${where}: value ${JSON.stringify(text)} is not a plain unsigned decimal; it cannot be stored exactly as DECIMAL(${DECIMAL_PRECISION}, ${scale})`);
+    throw new DecimalError(
+      `${where}: value ${JSON.stringify(text)} is not a plain unsigned decimal; it cannot be stored exactly as DECIMAL(${DECIMAL_PRECISION}, ${scale})`,
+    );
   }
   const intPart = m[1];
   const frac = m[2] ?? '';
   if (frac.length > scale) {
-    throw new DecimalError(`${where}: value ${JSON.stringify(text)} has ${frac.length} decimals, more than DECIMAL(${DECIMAL_PRECISION}, ${scale}) holds`);
+    throw new DecimalError(
+      `${where}: value ${JSON.stringify(text)} has ${frac.length} decimals, more than DECIMAL(${DECIMAL_PRECISION}, ${scale}) holds`,
+    );
   }
   const digits = (intPart || '0') + frac.padEnd(scale, '0');
   let unscaled: Unscaled;

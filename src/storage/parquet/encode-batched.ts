@@ -28,14 +28,26 @@ function sliceColumn(v: ColumnValues, lo: number, hi: number): ColumnValues {
 
 /** One batch of rows as Arrow IPC bytes. */
 function ipcOf(schema: Schema, specs: readonly ColumnSpec[], columns: readonly ColumnValues[], lo: number, hi: number): Uint8Array {
-  return tableToIPC(arrowTable(schema, specs, columns.map((c) => sliceColumn(c, lo, hi)), hi - lo), 'stream');
+  return tableToIPC(
+    arrowTable(
+      schema,
+      specs,
+      columns.map((c) => sliceColumn(c, lo, hi)),
+      hi - lo,
+    ),
+    'stream',
+  );
 }
 
 /**
  * Columns → Parquet bytes, as `encodeParquet` writes them. Small inputs (one batch or fewer) take
  * `encodeParquet` itself: the streaming writer needs at least one batch to learn the schema from.
  */
-export async function encodeParquetBatched(specs: readonly ColumnSpec[], columns: readonly ColumnValues[], opts: WriteOptions): Promise<Uint8Array> {
+export async function encodeParquetBatched(
+  specs: readonly ColumnSpec[],
+  columns: readonly ColumnValues[],
+  opts: WriteOptions,
+): Promise<Uint8Array> {
   const n = columns[0]?.length ?? 0;
   if (n <= BATCH_ROWS) return encodeParquet(specs, columns, opts);
   const schema = arrowSchema(specs);

@@ -6,7 +6,15 @@ import { RecordBatch, Schema, Struct, Table, makeData, tableFromIPC, tableToIPC,
 // Under Node the package's "node" export condition resolves to its CommonJS build, whose named
 // exports Node's ESM loader detects; the wasm binary is loaded synchronously beside it.
 import {
-  Compression, EnabledStatistics, Encoding, ParquetFile, Table as WasmTable, WriterPropertiesBuilder, readParquet, writeParquet, type WriterProperties,
+  Compression,
+  EnabledStatistics,
+  Encoding,
+  ParquetFile,
+  Table as WasmTable,
+  WriterPropertiesBuilder,
+  readParquet,
+  writeParquet,
+  type WriterProperties,
 } from 'parquet-wasm';
 import { arrowSchema, columnData, type ColumnSpec, type ColumnValues } from './columns.js';
 import { FileRanges } from './file-ranges.js';
@@ -65,7 +73,11 @@ export interface Footer {
 
 /** An open Parquet file: footer parsed once, row groups decoded on demand. */
 export class ParquetFileReader {
-  private constructor(private readonly file: ParquetFile, readonly footer: Footer, private readonly ranges: FileRanges | RemoteRanges) {}
+  private constructor(
+    private readonly file: ParquetFile,
+    readonly footer: Footer,
+    private readonly ranges: FileRanges | RemoteRanges,
+  ) {}
 
   static async open(path: string): Promise<ParquetFileReader> {
     // A part file of a mounted archive is read by ranges from the bucket, any other from the disk.

@@ -127,7 +127,8 @@ export async function writeManifest(dir: string, m: Manifest): Promise<void> {
 /** Removes leftovers of an interrupted run (staging and temp files); they were never visible. */
 export async function removeStaging(dir: string): Promise<void> {
   for (const name of await readdirOrEmpty(dir)) {
-    if (name.startsWith('_staging-') || name.startsWith('_tmp-') || isDurableTemp(name)) await unlink(join(dir, name)).catch(() => undefined);
+    if (name.startsWith('_staging-') || name.startsWith('_tmp-') || isDurableTemp(name))
+      await unlink(join(dir, name)).catch(() => undefined);
   }
 }
 
@@ -174,7 +175,10 @@ export async function lastCompactedSeq(dataDir: string, family: Family, datasets
   let best = 0;
   for (const dataset of datasets) {
     const base = join(parquetRoot(dataDir), `family=${family}`, `dataset=${dataset}`);
-    const dates = (await readdirOrEmpty(base)).filter((n) => /^date=\d{4}-\d{2}-\d{2}$/.test(n)).sort().reverse();
+    const dates = (await readdirOrEmpty(base))
+      .filter((n) => /^date=\d{4}-\d{2}-\d{2}$/.test(n))
+      .sort()
+      .reverse();
     for (const name of dates) {
       const src = (await readManifest(join(base, name)))?.sources[market];
       if (src) {

@@ -26,7 +26,12 @@ export async function checkPartitions(
     const dataFiles = names.filter((n) => n.endsWith('.parquet') && !n.startsWith('_'));
     if (repair && names.some((n) => n.startsWith('_staging-') || n.startsWith('_tmp-') || isDurableTemp(n))) await removeStaging(p.dir);
     if (!m) {
-      if (dataFiles.length) out.push({ file: join(p.dir, MANIFEST), ok: false, problem: `missing: data file(s) without a manifest (an interrupted compaction); ${fix}` });
+      if (dataFiles.length)
+        out.push({
+          file: join(p.dir, MANIFEST),
+          ok: false,
+          problem: `missing: data file(s) without a manifest (an interrupted compaction); ${fix}`,
+        });
     } else {
       for (const f of m.files) {
         const path = join(p.dir, f.file);
@@ -41,8 +46,10 @@ export async function checkPartitions(
             const version = Number(r.footer.metadata.get('pmtape.schema_version') ?? 1);
             if (r.footer.rows !== f.rows) problem = `footer has ${r.footer.rows} rows, manifest says ${f.rows}`;
             else if (version !== f.schema_version) problem = `footer says schema version ${version}, manifest says ${f.schema_version}`;
-            else if (version < 1 || version > SCHEMA_VERSION) problem = `schema version ${version} is not one this pmtape reads (1 to ${SCHEMA_VERSION})`;
-            else if (version !== manifestVersion(m)) problem = `schema version ${version} differs from the partition's ${manifestVersion(m)}`;
+            else if (version < 1 || version > SCHEMA_VERSION)
+              problem = `schema version ${version} is not one this pmtape reads (1 to ${SCHEMA_VERSION})`;
+            else if (version !== manifestVersion(m))
+              problem = `schema version ${version} differs from the partition's ${manifestVersion(m)}`;
             else if (f.markets && !sameMarkets(f.markets, r.footer.metadata.get('pmtape.segments'))) {
               problem = 'the manifest lists other markets than the footer holds (readers would miss rows)';
             }
@@ -58,13 +65,18 @@ export async function checkPartitions(
         // The records set aside are kept nowhere else once retention deletes the logs of other markets.
         const path = join(p.dir, q.file);
         const bytes = await readFile(path).catch(() => null);
-        const problem = !bytes ? 'missing: the manifest lists records set aside in it'
-          : bytes.length !== q.bytes ? `${bytes.length} bytes, manifest says ${q.bytes}`
-            : createHash('sha256').update(bytes).digest('hex') !== q.sha256 ? 'sha256 differs from the manifest' : undefined;
+        const problem = !bytes
+          ? 'missing: the manifest lists records set aside in it'
+          : bytes.length !== q.bytes
+            ? `${bytes.length} bytes, manifest says ${q.bytes}`
+            : createHash('sha256').update(bytes).digest('hex') !== q.sha256
+              ? 'sha256 differs from the manifest'
+              : undefined;
         out.push(problem ? { file: path, ok: false, problem: `${problem}; ${fix}` } : { file: path, ok: true });
       }
       for (const n of dataFiles) {
-        if (!m.files.some((f) => f.file === n)) out.push({ file: join(p.dir, n), ok: false, problem: `not listed in the manifest; ${fix}` });
+        if (!m.files.some((f) => f.file === n))
+          out.push({ file: join(p.dir, n), ok: false, problem: `not listed in the manifest; ${fix}` });
       }
     }
     onProgress('verify partitions', ++done, parts.length);

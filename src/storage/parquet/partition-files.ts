@@ -35,7 +35,10 @@ export class PartitionFiles {
   /** Markets of each file, or null when the manifest does not say (every file is opened). */
   private readonly fileMarkets: (ReadonlySet<string> | null)[];
 
-  constructor(private readonly dir: string, private readonly manifest: Manifest) {
+  constructor(
+    private readonly dir: string,
+    private readonly manifest: Manifest,
+  ) {
     this.opened = manifest.files.map(() => null);
     this.fileMarkets = manifest.files.map((f) => (f.markets ? new Set(f.markets) : null));
   }
@@ -97,6 +100,10 @@ export class PartitionFiles {
 
   /** Frees the open files (their wasm memory and descriptors). */
   close(): void {
-    for (const p of this.opened) void p?.then((f) => f.reader.close(), () => undefined);
+    for (const p of this.opened)
+      void p?.then(
+        (f) => f.reader.close(),
+        () => undefined,
+      );
   }
 }

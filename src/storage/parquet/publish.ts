@@ -8,7 +8,18 @@ import { mkdir, open, rename, rm, stat, type FileHandle } from 'node:fs/promises
 import { dirname, join } from 'node:path';
 import type { Family } from '../../schema/observation.js';
 import { toIso } from '../../schema/time.js';
-import { QUARANTINE, partitionDir, removeStaging, stagingRoot, writeManifest, type Manifest, type ManifestFile, type Quarantine, type RecordChunk, type Segment } from './manifest.js';
+import {
+  QUARANTINE,
+  partitionDir,
+  removeStaging,
+  stagingRoot,
+  writeManifest,
+  type Manifest,
+  type ManifestFile,
+  type Quarantine,
+  type RecordChunk,
+  type Segment,
+} from './manifest.js';
 import { ParquetFileReader } from './file.js';
 import { int64At, int64Words, type ColumnValues } from './columns.js';
 import { encodeParquetBatched } from './encode-batched.js';
@@ -48,7 +59,12 @@ export const currentPartNames = (dataset: AnyDataset, day: string, files: readon
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 /** One market's contiguous rows per row group (of `groupRows` rows), with their time and seq ranges. */
-export function segmentsOf(markets: ArrayLike<unknown>, times: ArrayLike<unknown>, seqs: ArrayLike<unknown>, groupRows = ROW_GROUP_ROWS): Segment[] {
+export function segmentsOf(
+  markets: ArrayLike<unknown>,
+  times: ArrayLike<unknown>,
+  seqs: ArrayLike<unknown>,
+  groupRows = ROW_GROUP_ROWS,
+): Segment[] {
   const out: Segment[] = [];
   let cur: { -readonly [K in keyof Segment]: Segment[K] } | null = null;
   for (let i = 0; i < markets.length; i++) {
@@ -132,8 +148,12 @@ export class PartitionBuilder {
   private aside = { lines: [] as string[], pending: 0, bytes: 0, hash: createHash('sha256'), fh: null as FileHandle | null };
 
   constructor(
-    readonly dataDir: string, readonly family: Family, readonly dataset: Dataset, readonly day: string,
-    private readonly onStep?: (s: string) => void, private readonly fileRows = FILE_ROWS,
+    readonly dataDir: string,
+    readonly family: Family,
+    readonly dataset: Dataset,
+    readonly day: string,
+    private readonly onStep?: (s: string) => void,
+    private readonly fileRows = FILE_ROWS,
     /** Names of the part files as written; a share of a split build writes temporary ones (see adopt). */
     private readonly partName: (part: number) => string = (part) => partFileName(dataset, day, part),
   ) {
@@ -197,13 +217,21 @@ export class PartitionBuilder {
       ['pmtape.partition', JSON.stringify(base)],
       ['pmtape.segments', JSON.stringify(segments)],
     ]);
-    const bytes = await encodeParquetBatched(specs, this.sink.cols as readonly ColumnValues[], { rowGroupRows: rowGroupRowsOf(this.dataset), metadata });
+    const bytes = await encodeParquetBatched(specs, this.sink.cols as readonly ColumnValues[], {
+      rowGroupRows: rowGroupRowsOf(this.dataset),
+      metadata,
+    });
     const [lo, hi] = minMax(times);
     this.sink.clear();
     const entry: ManifestFile = {
       // The empty file is the partition's only part: its final name even in a split build's share.
-      file: n === 0 ? partFileName(this.dataset, this.day, 0) : this.partName(this.files.length), rows: n, bytes: bytes.length,
-      sha256: sha256(bytes), min_time: n > 0 ? lo : null, max_time: n > 0 ? hi : null, schema_version: SCHEMA_VERSION,
+      file: n === 0 ? partFileName(this.dataset, this.day, 0) : this.partName(this.files.length),
+      rows: n,
+      bytes: bytes.length,
+      sha256: sha256(bytes),
+      min_time: n > 0 ? lo : null,
+      max_time: n > 0 ? hi : null,
+      schema_version: SCHEMA_VERSION,
       markets: [...new Set(segments.map((g) => g.market))],
     };
     const path = join(this.dir, entry.file);
@@ -280,13 +308,23 @@ export class PartitionBuilder {
     await this.flush(this.files.length === 0);
     const quarantine = await this.closeAside();
     await writeManifest(this.dir, {
-      family: this.family, dataset: this.dataset, date: this.day, schema_version: SCHEMA_VERSION, files: this.files, sources,
-      ...(records ? { records } : {}), ...(quarantine ? { quarantine } : {}), created: toIso(Date.now()),
+      family: this.family,
+      dataset: this.dataset,
+      date: this.day,
+      schema_version: SCHEMA_VERSION,
+      files: this.files,
+      sources,
+      ...(records ? { records } : {}),
+      ...(quarantine ? { quarantine } : {}),
+      created: toIso(Date.now()),
     });
     this.onStep?.('manifest');
     const final = partitionDir(this.dataDir, this.family, this.dataset, this.day);
     await mkdir(dirname(final), { recursive: true });
-    const exists = await stat(final).then(() => true, () => false);
+    const exists = await stat(final).then(
+      () => true,
+      () => false,
+    );
     const retired = retiredDir(this.dataDir, this.family, this.dataset, this.day);
     if (exists) {
       // A rebuild: the old folder steps aside first. A crash right here leaves the partition absent
@@ -332,8 +370,20 @@ export async function settleLeftovers(dataDir: string, family: Family, dataset: 
 export async function recoverPartition(dataDir: string, family: Family, dataset: AnyDataset, day: string): Promise<void> {
   const final = partitionDir(dataDir, family, dataset, day);
   const retired = retiredDir(dataDir, family, dataset, day);
-  if (!(await stat(retired).then(() => true, () => false))) return;
-  if (await stat(final).then(() => true, () => false)) await rm(retired, { recursive: true, force: true });
+  if (
+    !(await stat(retired).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
+  if (
+    await stat(final).then(
+      () => true,
+      () => false,
+    )
+  )
+    await rm(retired, { recursive: true, force: true });
   else {
     await mkdir(dirname(final), { recursive: true });
     await rename(retired, final);

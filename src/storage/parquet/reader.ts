@@ -43,7 +43,13 @@ export class DecodedGroup {
       recvUs[i] = Math.round(r.recvMs * 1000);
       cps[i] = r.checkpoint ? 1 : 0;
     });
-    return new DecodedGroup(seqs, recvUs, cps, rows.map((r) => r.rec), bytes);
+    return new DecodedGroup(
+      seqs,
+      recvUs,
+      cps,
+      rows.map((r) => r.rec),
+      bytes,
+    );
   }
 }
 
@@ -128,7 +134,10 @@ export class ParquetStore {
   private readonly recentDates = new Map<string, { mtimeMs: number; dates: string[] }>();
   private readonly recentParts = new Map<string, { parentMtimeMs: number; p: OpenPartition }>();
 
-  constructor(readonly dataDir: string, maxBytes = DEFAULT_CACHE_BYTES) {
+  constructor(
+    readonly dataDir: string,
+    maxBytes = DEFAULT_CACHE_BYTES,
+  ) {
     this.cache = new LRUCache<string, DecodedGroup | RawGroup>({ maxSize: maxBytes, sizeCalculation: (g) => Math.max(1, g.bytes) });
   }
 
@@ -144,7 +153,10 @@ export class ParquetStore {
   private async datesOf(family: Family, dataset: AnyDataset): Promise<string[]> {
     const base = join(parquetRoot(this.dataDir), `family=${family}`, `dataset=${dataset}`);
     // The folder's mtime changes whenever a date folder appears or is swapped: one stat, no listing.
-    const mtimeMs = await stat(base).then((st) => st.mtimeMs, () => -1);
+    const mtimeMs = await stat(base).then(
+      (st) => st.mtimeMs,
+      () => -1,
+    );
     if (mtimeMs < 0) return [];
     const hit = this.recentDates.get(base);
     if (hit && hit.mtimeMs === mtimeMs) return hit.dates;
@@ -166,7 +178,14 @@ export class ParquetStore {
     const datasets = datasetsOfStream(stream);
     // The stream's datasets are looked up together: each is a few file system calls that wait on
     // the thread pool, and one after the other they were a fifth of a cold read.
-    const found = await Promise.all(datasets.map((d) => this.partition(family, d, day).then((p) => ({ p }), (e: unknown) => ({ e }))));
+    const found = await Promise.all(
+      datasets.map((d) =>
+        this.partition(family, d, day).then(
+          (p) => ({ p }),
+          (e: unknown) => ({ e }),
+        ),
+      ),
+    );
     const parts: OpenPartition[] = [];
     for (const f of found) {
       if ('e' in f) throw f.e; // as one after the other would have: only past the datasets it found
@@ -205,7 +224,13 @@ export class ParquetStore {
     const b = chunks[chunks.length - 1];
     const quarantined = parts.reduce((n, p) => n + (p!.manifest.quarantine?.markets[market] ?? 0), 0);
     const src = m.sources[market];
-    return { first: { seq: a[0], recv_ts: a[2] }, last: { seq: b[1], recv_ts: b[3] }, logBytes: src?.bytes ?? -1, logLastSeq: src?.last_seq ?? -1, quarantined };
+    return {
+      first: { seq: a[0], recv_ts: a[2] },
+      last: { seq: b[1], recv_ts: b[3] },
+      logBytes: src?.bytes ?? -1,
+      logLastSeq: src?.last_seq ?? -1,
+      quarantined,
+    };
   }
 
   /**
@@ -245,24 +270,26 @@ export class ParquetStore {
     let bytes = 0;
     // Each dataset's row groups are read at once (their reads wait on the thread pool while another
     // dataset's rows are decoded); the records are merged in seq order below.
-    const perDataset = await Promise.all(files.map(async (f, d): Promise<RecordRow[]> => {
-      const dataset = parts[d].dataset as Dataset;
-      // The rows of one record may straddle two row groups: slices are joined before rebuilding.
-      const slices: { cols: Columns; a: number; b: number }[] = [];
-      for (const s of f.segments) {
-        if (s.maxSeq < seg.minSeq || s.minSeq > seg.maxSeq) continue;
-        const file = f.files.get(s.file)!;
-        const g = await this.rawGroup(file, s.rg);
-        // A market's rows in a row group are contiguous and in seq order: two binary searches.
-        const a = lowerBound(g.seqWords, seg.minSeq, s.start, s.start + s.rows);
-        const b = lowerBound(g.seqWords, seg.maxSeq + 1, a, s.start + s.rows);
-        if (b > a) slices.push({ cols: decodeDataset(family, dataset, await file.reader.readRows(s.rg, a, b - a)), a: 0, b: b - a });
-        bytes += (b - a) * 400;
-      }
-      if (slices.length === 0) return [];
-      const one = slices.length === 1 ? slices[0] : joinSlices(slices);
-      return recordsOf(family, dataset, one.cols, one.a, one.b);
-    }));
+    const perDataset = await Promise.all(
+      files.map(async (f, d): Promise<RecordRow[]> => {
+        const dataset = parts[d].dataset as Dataset;
+        // The rows of one record may straddle two row groups: slices are joined before rebuilding.
+        const slices: { cols: Columns; a: number; b: number }[] = [];
+        for (const s of f.segments) {
+          if (s.maxSeq < seg.minSeq || s.minSeq > seg.maxSeq) continue;
+          const file = f.files.get(s.file)!;
+          const g = await this.rawGroup(file, s.rg);
+          // A market's rows in a row group are contiguous and in seq order: two binary searches.
+          const a = lowerBound(g.seqWords, seg.minSeq, s.start, s.start + s.rows);
+          const b = lowerBound(g.seqWords, seg.maxSeq + 1, a, s.start + s.rows);
+          if (b > a) slices.push({ cols: decodeDataset(family, dataset, await file.reader.readRows(s.rg, a, b - a)), a: 0, b: b - a });
+          bytes += (b - a) * 400;
+        }
+        if (slices.length === 0) return [];
+        const one = slices.length === 1 ? slices[0] : joinSlices(slices);
+        return recordsOf(family, dataset, one.cols, one.a, one.b);
+      }),
+    );
     const rows = perDataset.length === 1 ? perDataset[0] : perDataset.flat();
     if (files.length > 1) rows.sort((x, y) => x.seq - y.seq);
     const out = DecodedGroup.of(rows, bytes + rows.length * 64);
@@ -317,7 +344,10 @@ export class ParquetStore {
     // and replacing a partition (a rerun over changed logs) is rare.
     const loading = this.load(dataset, dir, stamp);
     this.open.set(dir, loading);
-    loading.then((p) => p && this.recentParts.set(dir, { parentMtimeMs, p }), () => this.open.delete(dir));
+    loading.then(
+      (p) => p && this.recentParts.set(dir, { parentMtimeMs, p }),
+      () => this.open.delete(dir),
+    );
     return loading;
   }
 
@@ -366,7 +396,11 @@ export class ParquetStore {
     this.cache.clear();
     this.recentDates.clear();
     this.recentParts.clear();
-    for (const p of this.open.values()) void p.then((x) => x?.files.close(), () => undefined);
+    for (const p of this.open.values())
+      void p.then(
+        (x) => x?.files.close(),
+        () => undefined,
+      );
     this.open.clear();
   }
 }

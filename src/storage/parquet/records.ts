@@ -42,7 +42,8 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, 
     }
     let base = 0; // row of `t` where chunk `d` starts
     for (const d of v.data) {
-      const lo = Math.max(from, base), hi = Math.min(to, base + d.length);
+      const lo = Math.max(from, base),
+        hi = Math.min(to, base + d.length);
       if (hi > lo) decodeChunk(s, v, d, base, lo, hi, a, from, rows);
       base += d.length;
     }
@@ -57,19 +58,31 @@ export function decodeColumns(t: Table, specs: readonly ColumnSpec[], from = 0, 
  * One loop per kind, and validity read from the bitmap: Arrow's per-value getters (`getValid`,
  * `nullCount`) were a third of a cold read.
  */
-function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number, hi: number, a: unknown[], from: number, rows: Int32Array | null): void {
+function decodeChunk(
+  s: ColumnSpec,
+  v: Vector,
+  d: Data,
+  base: number,
+  lo: number,
+  hi: number,
+  a: unknown[],
+  from: number,
+  rows: Int32Array | null,
+): void {
   const bm = d.nullCount > 0 ? d.nullBitmap : null;
   const o = d.offset - base; // row r of the table is slot r + o of the chunk's buffers
   const ok = (at: number): boolean => bm === null || ((bm[at >> 3] >> (at & 7)) & 1) === 1;
   // The q-th row to decode: every row of [lo, hi), or the listed ones in it.
-  let qlo = lo, qhi = hi;
+  let qlo = lo,
+    qhi = hi;
   if (rows !== null) {
     qlo = lowerBound32(rows, lo);
     qhi = lowerBound32(rows, hi);
   }
   const row = rows === null ? (q: number): number => q : (q: number): number => rows[q];
   switch (s.kind) {
-    case 'ts': case 'int64': {
+    case 'ts':
+    case 'int64': {
       const x = d.values as BigInt64Array;
       const div = s.kind === 'ts' ? 1000 : 1;
       for (let q = qlo; q < qhi; q++) {
@@ -78,7 +91,8 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
       }
       return;
     }
-    case 'int32': case 'f64': {
+    case 'int32':
+    case 'f64': {
       const x = d.values as Int32Array | Float64Array;
       for (let q = qlo; q < qhi; q++) {
         const r = row(q);
@@ -101,15 +115,20 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
       for (let q = qlo; q < qhi; q++) {
         const r = row(q);
         const at = r + o;
-        if (!ok(at)) { a[r - from] = null; continue; }
-        const wlo = w[at * stride], whi = w[at * stride + 1];
+        if (!ok(at)) {
+          a[r - from] = null;
+          continue;
+        }
+        const wlo = w[at * stride],
+          whi = w[at * stride + 1];
         const x = whi * 4294967296 + wlo;
         a[r - from] = x <= Number.MAX_SAFE_INTEGER ? x : (BigInt(whi) << 32n) | BigInt(wlo);
       }
       return;
     }
     case 'utf8': {
-      if (!d.valueOffsets) { // a dictionary-encoded chunk: through its vector
+      if (!d.valueOffsets) {
+        // a dictionary-encoded chunk: through its vector
         for (let q = qlo; q < qhi; q++) {
           const r = row(q);
           a[r - from] = ok(r + o) ? v.get(r) : null;
@@ -117,13 +136,20 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
         return;
       }
       // Int32 offsets (Utf8) or BigInt64 (LargeUtf8): Number() reads either.
-      const offs = d.valueOffsets as ArrayLike<number | bigint>, bytes = d.values as Uint8Array;
-      let prevStart = -1, prevEnd = -1, prevText = '';
+      const offs = d.valueOffsets as ArrayLike<number | bigint>,
+        bytes = d.values as Uint8Array;
+      let prevStart = -1,
+        prevEnd = -1,
+        prevText = '';
       for (let q = qlo; q < qhi; q++) {
         const r = row(q);
         const at = r + o;
-        if (!ok(at)) { a[r - from] = null; continue; }
-        const st = Number(offs[at]), en = Number(offs[at + 1]);
+        if (!ok(at)) {
+          a[r - from] = null;
+          continue;
+        }
+        const st = Number(offs[at]),
+          en = Number(offs[at + 1]);
         if (prevStart < 0 || en - st !== prevEnd - prevStart || !sameBytes(bytes, st, prevStart, en - st)) {
           prevText = utf8.decode(bytes.subarray(st, en));
         }
@@ -140,7 +166,8 @@ function decodeChunk(s: ColumnSpec, v: Vector, d: Data, base: number, lo: number
 
 /** First index of ascending `a` whose value is ≥ x. */
 function lowerBound32(a: Int32Array, x: number): number {
-  let lo = 0, hi = a.length;
+  let lo = 0,
+    hi = a.length;
   while (lo < hi) {
     const m = (lo + hi) >>> 1;
     if (a[m] < x) lo = m + 1;
@@ -180,7 +207,12 @@ export interface RecordRow {
 function bookRecords(family: Family, c: Columns, from: number, to: number, out: RecordRow[]): void {
   const sc = scalesOf(family);
   // The columns every level reads, looked up once (not by name per value).
-  const seqs = c.seq, sides = c.side, prices = c.price, priceForms = c.price_decimals, sizes = c.size, sizeForms = c.size_decimals;
+  const seqs = c.seq,
+    sides = c.side,
+    prices = c.price,
+    priceForms = c.price_decimals,
+    sizes = c.size,
+    sizeForms = c.size_decimals;
   const lvl = (k: number): Level => [
     decodeDecimal(prices[k] as Unscaled, sc.price, priceForms[k] as number),
     decodeDecimal(sizes[k] as Unscaled, sc.size, sizeForms[k] as number),
@@ -225,7 +257,13 @@ function bookRecords(family: Family, c: Columns, from: number, to: number, out: 
       if (bb !== undefined) rec.best_bid = bb;
       if (ba !== undefined) rec.best_ask = ba;
     } else if (type === 'tick_size') {
-      rec = { type, ...b, token_id: c.token_id[i], old_tick_size: text(c, 'size', i, sc.size), new_tick_size: text(c, 'price', i, sc.price) };
+      rec = {
+        type,
+        ...b,
+        token_id: c.token_id[i],
+        old_tick_size: text(c, 'size', i, sc.size),
+        new_tick_size: text(c, 'price', i, sc.price),
+      };
     } else if (type === 'yesno_book') {
       rec = { type, ...b, units: c.units[i], yes: ladder('yes', i, j), no: ladder('no', i, j) };
       if (c.poll_interval_ms[i] !== null) rec.poll_interval_ms = c.poll_interval_ms[i];
@@ -241,7 +279,8 @@ function bookRecords(family: Family, c: Columns, from: number, to: number, out: 
 function catalogMarket(family: Family, c: Columns, i: number): Record<string, unknown> {
   const m: Record<string, unknown> = {};
   for (const k of c.fields[i] as string[]) {
-    if (!(CATALOG_FIELDS[family] as readonly string[]).includes(k)) throw new Error(`catalog row seq ${String(c.seq[i])} lists an unknown field ${k}`);
+    if (!(CATALOG_FIELDS[family] as readonly string[]).includes(k))
+      throw new Error(`catalog row seq ${String(c.seq[i])} lists an unknown field ${k}`);
     if (k === 'family') m[k] = family;
     else if (k === 'market_id') m[k] = c.market_id[i];
     else if (k === 'native') m[k] = JSON.parse(c.native[i] as string);

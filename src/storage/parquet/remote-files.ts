@@ -33,7 +33,11 @@ export function remoteFile(path: string): RemoteFile | null {
 
 /** A remote file, or a range of it, in the `Blob` shape parquet-wasm reads (as FileRanges). */
 export class RemoteRanges {
-  constructor(private readonly file: RemoteFile, private readonly start = 0, private readonly end = file.size) {}
+  constructor(
+    private readonly file: RemoteFile,
+    private readonly start = 0,
+    private readonly end = file.size,
+  ) {}
 
   get size(): number {
     return this.end - this.start;

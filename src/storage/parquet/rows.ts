@@ -97,7 +97,8 @@ export class RowSink {
         this.toPlain(i, n); // a bigint (past 2^53): the column is plain from here on
       }
       const p = this.plain[i]!;
-      if (n < p.length) p[n] = v; // a row of the file before, after `clear`: overwritten
+      if (n < p.length)
+        p[n] = v; // a row of the file before, after `clear`: overwritten
       else p.push(v);
     }
     this.length = n + 1;
@@ -166,7 +167,9 @@ const where = (market: string, seq: number): string => `market ${market} seq ${s
 /** A time in epoch ms that a TIMESTAMP(MICROS) holds exactly (whole microseconds). */
 function exactTime(ms: number, market: string, seq: number, field: string): number {
   if (typeof ms !== 'number' || !Number.isFinite(ms) || Math.round(ms * 1000) / 1000 !== ms) {
-    throw new DecimalError(`${where(market, seq)}: ${field} ${JSON.stringify(ms)} is not a whole number of microseconds; TIMESTAMP(MICROS) cannot hold it exactly`);
+    throw new DecimalError(
+      `${where(market, seq)}: ${field} ${JSON.stringify(ms)} is not a whole number of microseconds; TIMESTAMP(MICROS) cannot hold it exactly`,
+    );
   }
   return ms;
 }
@@ -212,7 +215,7 @@ function bookRows(family: Family, market: string, sr: SourceRecord, ctx: RowCont
   const n0 = o.length;
   const token = (t: string | null, outcome: string | null): void => {
     o.set('token_id', t);
-    o.set('outcome', outcome ?? (t === null ? null : ctx.outcomes.get(t) ?? null));
+    o.set('outcome', outcome ?? (t === null ? null : (ctx.outcomes.get(t) ?? null)));
   };
   const level = (side: string | null, price?: string, size?: string): void => {
     o.set('side', side);
@@ -304,7 +307,8 @@ function gapRow(market: string, sr: SourceRecord, o: RowSink): void {
 function metricRow(market: string, sr: SourceRecord, o: RowSink): void {
   const r = sr.rec;
   if (r.type !== 'metric') return;
-  if (typeof r.value !== 'number') throw new DecimalError(`${where(market, r.seq)}: metric value ${JSON.stringify(r.value)} is not a number`);
+  if (typeof r.value !== 'number')
+    throw new DecimalError(`${where(market, r.seq)}: metric value ${JSON.stringify(r.value)} is not a number`);
   base(o, market, r, sr.checkpoint);
   o.set('metric', r.metric);
   o.set('outcome', r.outcome);
@@ -323,15 +327,30 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
   const m = r.market as unknown as Record<string, unknown>;
   const known = new Set<string>(CATALOG_FIELDS[family]);
   const row: Record<string, unknown> = { event: r.event, changed: [...r.changed], fields: Object.keys(m) };
-  const bad = (k: string, why: string): never => { throw new DecimalError(`${w}: catalogue field ${k} = ${JSON.stringify(m[k])} ${why}`); };
+  const bad = (k: string, why: string): never => {
+    throw new DecimalError(`${w}: catalogue field ${k} = ${JSON.stringify(m[k])} ${why}`);
+  };
   for (const [k, v] of Object.entries(m)) {
     if (!known.has(k)) bad(k, `is not a ${family} catalogue field`);
-    if (k === 'family') { if (v !== family) bad(k, `is not ${family}`); continue; }
-    if (k === 'market_id') { if (v !== market) bad(k, `differs from the log's market ${market}`); continue; }
-    if (k === 'native') { row.native = JSON.stringify(v ?? null); continue; }
+    if (k === 'family') {
+      if (v !== family) bad(k, `is not ${family}`);
+      continue;
+    }
+    if (k === 'market_id') {
+      if (v !== market) bad(k, `differs from the log's market ${market}`);
+      continue;
+    }
+    if (k === 'native') {
+      row.native = JSON.stringify(v ?? null);
+      continue;
+    }
     if (k === 'outcomes') {
       const list = v as { label: string; token_id: string }[] | null;
-      if (list !== null && (!Array.isArray(list) || list.some((o) => typeof o?.label !== 'string' || typeof o?.token_id !== 'string' || Object.keys(o).join() !== 'label,token_id'))) {
+      if (
+        list !== null &&
+        (!Array.isArray(list) ||
+          list.some((o) => typeof o?.label !== 'string' || typeof o?.token_id !== 'string' || Object.keys(o).join() !== 'label,token_id'))
+      ) {
         bad(k, 'is not a list of {label, token_id}');
       }
       row.outcome_labels = list?.map((o) => o.label) ?? null;
@@ -340,7 +359,13 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
     }
     if (k === 'chain') {
       const ch = v as { chain_id: number; exchange_contract: string } | null;
-      if (ch !== null && (typeof ch !== 'object' || Object.keys(ch).join() !== 'chain_id,exchange_contract' || !Number.isSafeInteger(ch.chain_id) || typeof ch.exchange_contract !== 'string')) {
+      if (
+        ch !== null &&
+        (typeof ch !== 'object' ||
+          Object.keys(ch).join() !== 'chain_id,exchange_contract' ||
+          !Number.isSafeInteger(ch.chain_id) ||
+          typeof ch.exchange_contract !== 'string')
+      ) {
         bad(k, 'is not {chain_id, exchange_contract}');
       }
       // A null chain is told apart from an absent one by `fields`; chain_id/exchange_contract null.
@@ -348,7 +373,10 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
       row.exchange_contract = ch?.exchange_contract ?? null;
       continue;
     }
-    if (v === null) { row[k] = null; continue; }
+    if (v === null) {
+      row[k] = null;
+      continue;
+    }
     if (TIME_FIELDS.has(k)) row[k] = exactTime(v as number, market, r.seq, k);
     else if (NUMBER_FIELDS.has(k)) {
       if (typeof v !== 'number' || (k === 'participants' && !Number.isSafeInteger(v))) bad(k, 'is not a number of the column type');
@@ -364,11 +392,21 @@ function catalogRow(family: Family, market: string, sr: SourceRecord, o: RowSink
 /** The rows of one record in `dataset` (none when the record belongs to another dataset). */
 export function recordRows(family: Family, dataset: Dataset, market: string, sr: SourceRecord, ctx: RowContext, out: RowSink): void {
   switch (dataset) {
-    case 'book_changes': bookRows(family, market, sr, ctx, out); break;
-    case 'trades': tradeRow(family, market, sr, ctx, out); break;
-    case 'gaps': gapRow(market, sr, out); break;
-    case 'metrics': metricRow(market, sr, out); break;
-    case 'catalog': catalogRow(family, market, sr, out); break;
+    case 'book_changes':
+      bookRows(family, market, sr, ctx, out);
+      break;
+    case 'trades':
+      tradeRow(family, market, sr, ctx, out);
+      break;
+    case 'gaps':
+      gapRow(market, sr, out);
+      break;
+    case 'metrics':
+      metricRow(market, sr, out);
+      break;
+    case 'catalog':
+      catalogRow(family, market, sr, out);
+      break;
   }
 }
 

@@ -24,7 +24,12 @@ export class CompositeReader extends ViewReader implements LogReader {
   /** The log day the last `latest()` found its record in (a hint for the next call). */
   private latestDay: string | null = null;
 
-  constructor(readonly dataDir: string, readonly key: LogKey, private readonly log: FileLogReader, store?: ParquetStore) {
+  constructor(
+    readonly dataDir: string,
+    readonly key: LogKey,
+    private readonly log: FileLogReader,
+    store?: ParquetStore,
+  ) {
     super();
     this.store = store ?? parquetStore(dataDir);
     this.dataset = key.stream;
@@ -123,7 +128,11 @@ export class CompositeReader extends ViewReader implements LogReader {
     if (src === null) return null;
     let item: ReadItem | null = null;
     if (end === 'last') item = await src.latest();
-    else for await (const it of src.forward(null)) { item = it; break; }
+    else
+      for await (const it of src.forward(null)) {
+        item = it;
+        break;
+      }
     return item ? { recv_ts: item.rec.recv_ts, seq: item.rec.seq } : null;
   }
 

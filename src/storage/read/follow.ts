@@ -31,7 +31,10 @@ class ChangeWaiter {
   private wake: (() => void) | null = null;
   private changed = false;
 
-  constructor(private readonly dir: string, private readonly signal: AbortSignal) {}
+  constructor(
+    private readonly dir: string,
+    private readonly signal: AbortSignal,
+  ) {}
 
   private ensureWatch(): void {
     if (this.watcher) return;
@@ -77,11 +80,7 @@ class ChangeWaiter {
   }
 }
 
-export async function* followLog(
-  reader: FollowSource,
-  from: Position | 'start' | 'end',
-  signal: AbortSignal,
-): AsyncGenerator<ReadItem> {
+export async function* followLog(reader: FollowSource, from: Position | 'start' | 'end', signal: AbortSignal): AsyncGenerator<ReadItem> {
   const waiter = new ChangeWaiter(marketDir(reader.dataDir, reader.key), signal);
   let cur: { day: string; fh: FileHandle } | null = null;
   try {

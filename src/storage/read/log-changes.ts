@@ -52,7 +52,10 @@ export class LogChanges {
    * @param maxDirs the most folders watched at once (each is one inotify watch of the user's
    *   `fs.inotify.max_user_watches`); past it `subscribe` answers null and the caller checks per request.
    */
-  constructor(readonly dataDir: string, private readonly maxDirs = 4096) {}
+  constructor(
+    readonly dataDir: string,
+    private readonly maxDirs = 4096,
+  ) {}
 
   /** Folders watched now (tests and /metrics). */
   get watched(): number {

@@ -61,7 +61,10 @@ function lastCheckpointBeforeSeq(seg: Segment, s: number): number {
 }
 
 export class LogDay implements DaySource {
-  constructor(readonly day: string, readonly path: string) {}
+  constructor(
+    readonly day: string,
+    readonly path: string,
+  ) {}
 
   /** The day file as it is now (a stat; the index is cached and extended as the file grows). */
   private async seg(): Promise<Segment | null> {

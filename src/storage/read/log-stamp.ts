@@ -35,7 +35,11 @@ export interface LogStamp {
   readonly days?: readonly string[];
 }
 
-const mtimeOrMissing = (path: string): Promise<number> => stat(path).then((s) => s.mtimeMs, () => -1);
+const mtimeOrMissing = (path: string): Promise<number> =>
+  stat(path).then(
+    (s) => s.mtimeMs,
+    () => -1,
+  );
 
 /**
  * The mtimes of the dataset folders a stream is served from (the v2 datasets and the v1 folder),

@@ -38,11 +38,17 @@ export class ParquetDay implements DaySource {
   }
 
   seekTime(tUs: number): Promise<Position | null> {
-    return this.find((s) => s.maxRecv * 1000 >= tUs - 1, (_, r) => r >= tUs);
+    return this.find(
+      (s) => s.maxRecv * 1000 >= tUs - 1,
+      (_, r) => r >= tUs,
+    );
   }
 
   seekSeq(s: number): Promise<Position | null> {
-    return this.find((g) => g.maxSeq >= s, (q) => q >= s);
+    return this.find(
+      (g) => g.maxSeq >= s,
+      (q) => q >= s,
+    );
   }
 
   /** Offsets are not trusted here (a log cursor's byte offset means nothing in a partition). */
@@ -63,7 +69,10 @@ export class ParquetDay implements DaySource {
   }
 
   /** Newest row (descending walk, flags only: no record is parsed) passing `ok`, with its group. */
-  private async lastCheckpoint(segOk: (s: FileSegment) => boolean, ok: (seq: number, recvUs: number) => boolean): Promise<{ g: DecodedGroup; s: number; k: number } | null> {
+  private async lastCheckpoint(
+    segOk: (s: FileSegment) => boolean,
+    ok: (seq: number, recvUs: number) => boolean,
+  ): Promise<{ g: DecodedGroup; s: number; k: number } | null> {
     const md = this.md;
     for (let s = md.segments.length - 1; s >= 0; s--) {
       const seg = md.segments[s];
@@ -78,12 +87,18 @@ export class ParquetDay implements DaySource {
   }
 
   async checkpointBeforeSeq(s: number): Promise<Position | null> {
-    const hit = await this.lastCheckpoint((seg) => seg.minSeq < s, (q) => q < s);
+    const hit = await this.lastCheckpoint(
+      (seg) => seg.minSeq < s,
+      (q) => q < s,
+    );
     return hit ? this.item(hit.g, hit.s, hit.k).pos : null;
   }
 
   async checkpointAtOrBefore(tUs: number): Promise<ReadItem | null> {
-    const hit = await this.lastCheckpoint((seg) => seg.minRecv * 1000 <= tUs + 1, (_, r) => r <= tUs);
+    const hit = await this.lastCheckpoint(
+      (seg) => seg.minRecv * 1000 <= tUs + 1,
+      (_, r) => r <= tUs,
+    );
     return hit ? this.item(hit.g, hit.s, hit.k) : null;
   }
 
@@ -105,7 +120,11 @@ export class ParquetDay implements DaySource {
       for (let k = s === start.s ? start.k : 0; k < seg.rows; k += RECORDS_CHUNK) {
         const first = seg.start + k;
         // The group's records are decoded once and cached (shared by every reader): a view on them.
-        yield { length: Math.min(RECORDS_CHUNK, seg.rows - k), recvUs: (i) => msToUs(g.record(first + i).recv_ts), record: (i) => g.record(first + i) };
+        yield {
+          length: Math.min(RECORDS_CHUNK, seg.rows - k),
+          recvUs: (i) => msToUs(g.record(first + i).recv_ts),
+          record: (i) => g.record(first + i),
+        };
       }
     }
   }

@@ -12,7 +12,10 @@ import { replayFrom, ViewReader } from './view-reader.js';
 import type { LogKey, LogReader, LogView, Position, ReadItem } from '../types.js';
 
 export class FileLogReader extends ViewReader implements LogReader {
-  constructor(readonly dataDir: string, readonly key: LogKey) {
+  constructor(
+    readonly dataDir: string,
+    readonly key: LogKey,
+  ) {
     super();
   }
 

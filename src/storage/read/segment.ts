@@ -63,10 +63,12 @@ export function segmentOf(path: string): Promise<Segment | null> {
   if (!now) return start(path);
   let next = queued.get(path);
   if (!next) {
-    next = now.catch(() => null).then(() => {
-      queued.delete(path);
-      return start(path);
-    });
+    next = now
+      .catch(() => null)
+      .then(() => {
+        queued.delete(path);
+        return start(path);
+      });
     queued.set(path, next);
   }
   return next;
@@ -103,7 +105,10 @@ async function refresh(path: string): Promise<Segment | null> {
       return cached;
     });
   }
-  attempts.push(() => fresh(path, st.ino, st.size, true), () => fresh(path, st.ino, st.size, false));
+  attempts.push(
+    () => fresh(path, st.ino, st.size, true),
+    () => fresh(path, st.ino, st.size, false),
+  );
   for (const make of attempts) {
     const seg = make();
     if (await extend(seg)) {
@@ -137,8 +142,17 @@ async function readFrom(path: string, from: number): Promise<Buffer | null | 'sh
 
 function fresh(path: string, ino: number, size: number, useIndex: boolean): Segment {
   const seg: Segment = {
-    path, ino, size, entries: new IndexEntries(), idxConsumed: useIndex ? 0 : -1, idxLast: null,
-    validEnd: 0, lastSeq: -1, lastRecvUs: -Infinity, lastOffset: -1, stopReason: 'eof',
+    path,
+    ino,
+    size,
+    entries: new IndexEntries(),
+    idxConsumed: useIndex ? 0 : -1,
+    idxLast: null,
+    validEnd: 0,
+    lastSeq: -1,
+    lastRecvUs: -Infinity,
+    lastOffset: -1,
+    stopReason: 'eof',
   };
   return seg;
 }
@@ -185,12 +199,19 @@ async function extend(seg: Segment): Promise<boolean> {
     const from = seg.validEnd === 0 ? dataStart : seg.validEnd;
     if (from >= seg.size) return true;
     const prev = seg.lastOffset >= 0 ? { seq: seg.lastSeq, recvUs: seg.lastRecvUs } : null;
-    const stop = await scanFrames(fh, from, seg.size, (head) => {
-      e.consider(head, DEFAULT_INDEX_EVERY_BYTES);
-      seg.lastSeq = head.seq;
-      seg.lastRecvUs = head.recvUs;
-      seg.lastOffset = head.offset;
-    }, prev, 64 * 1024);
+    const stop = await scanFrames(
+      fh,
+      from,
+      seg.size,
+      (head) => {
+        e.consider(head, DEFAULT_INDEX_EVERY_BYTES);
+        seg.lastSeq = head.seq;
+        seg.lastRecvUs = head.recvUs;
+        seg.lastOffset = head.offset;
+      },
+      prev,
+      64 * 1024,
+    );
     seg.validEnd = e.n > 0 ? stop.end : 0;
     seg.stopReason = stop.reason;
     return true;

@@ -45,7 +45,10 @@ export abstract class ViewReader {
     yield* (await this.view()).records(replayFrom(from), { until: opts.endTime });
   }
 
-  async *readBackward(before: Position | 'end', opts: { readonly startTime?: number; readonly limit?: number } = {}): AsyncIterable<ReadItem> {
+  async *readBackward(
+    before: Position | 'end',
+    opts: { readonly startTime?: number; readonly limit?: number } = {},
+  ): AsyncIterable<ReadItem> {
     if ((opts.limit ?? Infinity) <= 0) return;
     yield* take((await this.view()).backward(before, { startTime: opts.startTime }), opts.limit);
   }

@@ -93,7 +93,8 @@ export class TardisBook {
 
   /** The `quotes` cells (ask_amount, ask_price, bid_price, bid_amount), or null when unchanged. */
   quote(price: (k: number) => string): string | null {
-    let a = Infinity, b = -Infinity;
+    let a = Infinity,
+      b = -Infinity;
     for (const k of this.asks.keys()) if (k < a) a = k;
     for (const k of this.bids.keys()) if (k > b) b = k;
     const ask = a === Infinity ? ',' : `${this.asks.get(a)!},${price(a)}`;

@@ -21,7 +21,10 @@ export class Col {
   private prevLen = -1;
   private prevText: string | null = null;
 
-  constructor(private readonly d: Data, private readonly v: Vector) {
+  constructor(
+    private readonly d: Data,
+    private readonly v: Vector,
+  ) {
     const vals = d.values as ArrayBufferView | undefined;
     // apache-arrow's types name themselves (Int64, Timestamp<…>, Decimal[…]); the base type's declaration does not say so.
     // eslint-disable-next-line @typescript-eslint/no-base-to-string
@@ -57,7 +60,7 @@ export class Col {
 
   bool(i: number): boolean {
     const at = this.d.offset + i;
-    return ((this.d.values as Uint8Array)[at >> 3] >> (at & 7) & 1) === 1;
+    return (((this.d.values as Uint8Array)[at >> 3] >> (at & 7)) & 1) === 1;
   }
 
   /** Text, or null; a value equal to the previous row's bytes reuses its string. */
@@ -66,11 +69,16 @@ export class Col {
     const offs = this.d.valueOffsets as Int32Array | undefined;
     if (!offs) return this.v.get(i) as string; // a dictionary-encoded chunk: through its vector
     const bytes = this.d.values as Uint8Array;
-    const st = offs[this.d.offset + i], en = offs[this.d.offset + i + 1];
+    const st = offs[this.d.offset + i],
+      en = offs[this.d.offset + i + 1];
     const len = en - st;
     if (this.prevText !== null && len === this.prevLen) {
       let same = true;
-      for (let k = 0; k < len; k++) if (bytes[st + k] !== bytes[this.prevAt + k]) { same = false; break; }
+      for (let k = 0; k < len; k++)
+        if (bytes[st + k] !== bytes[this.prevAt + k]) {
+          same = false;
+          break;
+        }
       if (same) {
         this.prevAt = st;
         return this.prevText;

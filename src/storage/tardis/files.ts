@@ -39,14 +39,22 @@ export async function tardisMarkets(dataDir: string, family: Family, day: string
  * The symbols of one market's day: a yes/no market has two views of its one book (`-YES`, `-NO`),
  * a decimal-book market one symbol per outcome token its rows hold, in order of first appearance.
  */
-export async function tardisSymbols(dataDir: string, family: Family, day: string, market: string, store: ParquetStore = parquetStore(dataDir)): Promise<TardisSymbol[]> {
+export async function tardisSymbols(
+  dataDir: string,
+  family: Family,
+  day: string,
+  market: string,
+  store: ParquetStore = parquetStore(dataDir),
+): Promise<TardisSymbol[]> {
   const m = symbolPart(market);
   if (booksOf(family) === 'yesno') {
     return (['yes', 'no'] as const).map((s) => ({ symbol: `${m}-${s.toUpperCase()}`, market, view: { yesno: s }, outcome: s }));
   }
   // Finding the tokens reads two columns of the market's whole day: kept per partition publication
   // (a recompaction writes a new manifest, so its `created` names the files the answer came from).
-  const stamps = await Promise.all((['book_changes', 'trades'] as const).map(async (d) => (await readManifest(partitionDir(dataDir, family, d, day)))?.created ?? ''));
+  const stamps = await Promise.all(
+    (['book_changes', 'trades'] as const).map(async (d) => (await readManifest(partitionDir(dataDir, family, d, day)))?.created ?? ''),
+  );
   const key = `${dataDir}\0${family}\0${day}\0${market}\0${stamps.join('|')}`;
   const hit = symbolCache.get(key);
   if (hit) return hit;
@@ -81,7 +89,13 @@ async function tokenSymbols(store: ParquetStore, family: Family, day: string, ma
 }
 
 /** The symbol `symbol` names on a compacted day (any case), or null. */
-export async function findTardisSymbol(dataDir: string, family: Family, day: string, symbol: string, markets: readonly string[]): Promise<TardisSymbol | null> {
+export async function findTardisSymbol(
+  dataDir: string,
+  family: Family,
+  day: string,
+  symbol: string,
+  markets: readonly string[],
+): Promise<TardisSymbol | null> {
   const want = symbol.toUpperCase();
   for (const market of markets) {
     if (!want.startsWith(`${symbolPart(market)}-`)) continue;

@@ -52,7 +52,14 @@ const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(
 const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
 
 /** The rows of one market in one dataset of one day, a decoded chunk at a time (typed, see columns.ts). */
-async function* segments(store: ParquetStore, family: Family, dataset: Dataset, day: string, market: string, names: readonly string[]): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
+async function* segments(
+  store: ParquetStore,
+  family: Family,
+  dataset: Dataset,
+  day: string,
+  market: string,
+  names: readonly string[],
+): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
   const files = await store.datasetFiles(family, dataset, day, market);
   if (!files) return;
   const read = (k: number): Promise<Table> => {
@@ -80,7 +87,8 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   if (req.dataType === 'trades') {
     const scales = scalesOf(req.family);
     const want = 'token' in req.view ? req.view.token : req.view.yesno;
-    let prevSeq = -1, k = 0;
+    let prevSeq = -1,
+      k = 0;
     for await (const { n, c } of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS)) {
       for (let i = 0; i < n; i++) {
         if (c.token_id.text(i) !== want) continue;
@@ -133,7 +141,10 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   // The full book being gathered: its rows share (seq, token) and come together.
   let full: Levels | null = null;
   let scratch: Levels = { bids: new Map(), asks: new Map() };
-  let fullSeq = -1, fullVenue = false, fullTs = 0, fullLocal = 0;
+  let fullSeq = -1,
+    fullVenue = false,
+    fullTs = 0,
+    fullLocal = 0;
   const closeFull = (): void => {
     if (!full) return;
     scratch = book.full(full, fullVenue, out); // the old book's maps, cleared: the next full book's

@@ -28,8 +28,14 @@ t.test('the sim lists an unlisted coin in its catalogue but leaves it out of the
   const body = (await (await fetch(`${sim.url}/catalog/events?series_slug=sol-up-or-down-5m`)).json()) as { slug: string }[];
   t.ok(body.length > 0 && body.every((e) => /^sol-updown-5m-\d+$/.test(e.slug)), `sol events listed: ${body.length}`);
   const active = (await (await fetch(`${sim.url}/catalog/events?active=true&closed=false`)).json()) as { slug: string; closed: boolean }[];
-  t.ok(active.some((e) => e.slug.startsWith('sol-')) && active.some((e) => e.slug.startsWith('btc-')), 'the active listing holds both coins');
-  t.ok(active.every((e) => !e.closed), 'closed=false filters closed events');
+  t.ok(
+    active.some((e) => e.slug.startsWith('sol-')) && active.some((e) => e.slug.startsWith('btc-')),
+    'the active listing holds both coins',
+  );
+  t.ok(
+    active.every((e) => !e.closed),
+    'closed=false filters closed events',
+  );
 });
 
 t.test('without discovery only configured coins are recorded, even though the catalogue lists more', async (t) => {
@@ -48,7 +54,10 @@ t.test('without discovery only configured coins are recorded, even though the ca
   t.same([...coinsOf(await readAll(dir, 'catalog'))], ['btc'], 'only btc markets in the catalogue logs');
   const books = await readAll(dir, 'books');
   const catalog = await readAll(dir, 'catalog');
-  t.ok([...books.keys()].every((id) => catalog.has(id)), 'every books log belongs to a recorded btc market');
+  t.ok(
+    [...books.keys()].every((id) => catalog.has(id)),
+    'every books log belongs to a recorded btc market',
+  );
 });
 
 t.test('with "coins": "all" the catalog recorder discovers sol, records its markets and books, and the API serves them', async (t) => {
@@ -63,15 +72,19 @@ t.test('with "coins": "all" the catalog recorder discovers sol, records its mark
   t.teardown(() => (stopped ? undefined : host.stop()));
   const solIds = async (): Promise<string[]> => {
     const out: string[] = [];
-    for (const [id, recs] of await readAll(dir, 'catalog')) if (recs.some((r) => r.type === 'catalog' && (r.market as CoinMarket).coin === 'sol')) out.push(id);
+    for (const [id, recs] of await readAll(dir, 'catalog'))
+      if (recs.some((r) => r.type === 'catalog' && (r.market as CoinMarket).coin === 'sol')) out.push(id);
     return out;
   };
   t.ok(await waitFor(async () => (await solIds()).length > 0, 8000), 'sol markets recorded');
   // The clob recorder follows the directory: an open sol market gets its book recorded.
-  t.ok(await waitFor(async () => {
-    const books = await readAll(dir, 'books');
-    return (await solIds()).some((id) => (books.get(id) ?? []).some((r) => r.type === 'book'));
-  }, 10_000), 'a sol book recorded');
+  t.ok(
+    await waitFor(async () => {
+      const books = await readAll(dir, 'books');
+      return (await solIds()).some((id) => (books.get(id) ?? []).some((r) => r.type === 'book'));
+    }, 10_000),
+    'a sol book recorded',
+  );
   await host.stop();
   stopped = true;
   const coins = coinsOf(await readAll(dir, 'catalog'));
@@ -88,7 +101,11 @@ t.test('with "coins": "all" the catalog recorder discovers sol, records its mark
   };
   const list = await get('/v3/sol/markets?limit=100');
   t.equal(list.status, 200);
-  t.ok(list.body.data.length > 0 && list.body.data.every((m: any) => /^sol-updown-5m-/.test(m.native?.slug) && /^SOL Up or Down/.test(m.question)), `sol markets served: ${list.body.data.length}`);
+  t.ok(
+    list.body.data.length > 0 &&
+      list.body.data.every((m: any) => /^sol-updown-5m-/.test(m.native?.slug) && /^SOL Up or Down/.test(m.question)),
+    `sol markets served: ${list.body.data.length}`,
+  );
   t.equal((await get('/v3/doge/markets')).status, 404, 'a coin never recorded stays unknown');
 });
 

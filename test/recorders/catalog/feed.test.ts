@@ -33,7 +33,10 @@ t.test('a market is recorded from listing to resolution, one event per change', 
     }
     // One event per change: consecutive events always differ in a tracked field.
     for (let i = 1; i < evs.length; i++) t.ok(evs[i].changed.length > 0);
-    t.ok(evs.every((e) => e.market.market_id === id && (e.market as CoinMarket).outcomes.length === 2), 'identifiers kept');
+    t.ok(
+      evs.every((e) => e.market.market_id === id && (e.market as CoinMarket).outcomes.length === 2),
+      'identifiers kept',
+    );
   }
   t.ok(full > 0, `markets seen through their whole life: ${full}`);
 });
@@ -55,6 +58,9 @@ t.test('a restarted catalog recorder does not repeat unchanged state', async (t)
     const prev = before.get(id);
     if (!prev) continue;
     const added = recs.slice(prev.length) as Recorded<CatalogEvent>[];
-    t.notOk(added.some((e) => e.event === 'listed'), `${id} is not listed twice`);
+    t.notOk(
+      added.some((e) => e.event === 'listed'),
+      `${id} is not listed twice`,
+    );
   }
 });

@@ -16,10 +16,21 @@ const END = Date.parse('2026-03-12T09:25:00Z');
 t.test('a real up/down market keeps every identifier and decodes the JSON-in-string fields', async (t) => {
   const m = normalizeCatalogMarket(real, START - 60_000)!;
   t.match(m, {
-    family: 'coin', market_id: '1557558', event_id: '260654', slug: 'btc-updown-5m-1773307200',
-    condition_id: '0x78443f961b9a65869dcb39359de9960165c7e5cbad0904eac7f29cd77872a63b', coin: 'btc', window: '5m',
-    start_time: START, end_time: END, status: 'upcoming', resolution: null, winning_outcome: null,
-    volume: 9.999997, liquidity: 20328.3747, created_time: Date.parse('2026-03-11T09:27:51.140253Z'),
+    family: 'coin',
+    market_id: '1557558',
+    event_id: '260654',
+    slug: 'btc-updown-5m-1773307200',
+    condition_id: '0x78443f961b9a65869dcb39359de9960165c7e5cbad0904eac7f29cd77872a63b',
+    coin: 'btc',
+    window: '5m',
+    start_time: START,
+    end_time: END,
+    status: 'upcoming',
+    resolution: null,
+    winning_outcome: null,
+    volume: 9.999997,
+    liquidity: 20328.3747,
+    created_time: Date.parse('2026-03-11T09:27:51.140253Z'),
   });
   t.same(m.outcomes, [
     { label: 'Up', token_id: '104239898038807136052399800151408521467737075933964991162589336683346093173875' },
@@ -35,16 +46,29 @@ t.test('status follows the clock until the venue closes and resolves the market'
   t.match(normalizeCatalogMarket(closed, END + 100_000), { status: 'closed', resolution: 'pending', resolved_time: null });
   const resolved = { ...closed, outcomePrices: '["0", "1"]', umaResolutionStatus: 'resolved' };
   t.match(normalizeCatalogMarket(resolved, END + 200_000), {
-    status: 'resolved', resolution: 'resolved', winning_outcome: 'Down', resolved_time: Date.parse('2026-03-12T09:26:31Z'),
+    status: 'resolved',
+    resolution: 'resolved',
+    winning_outcome: 'Down',
+    resolved_time: Date.parse('2026-03-12T09:26:31Z'),
   });
-  t.match(normalizeCatalogMarket({ ...closed, outcomePrices: '["0.5", "0.5"]', umaResolutionStatus: 'resolved' }, END + 200_000), { status: 'resolved', resolution: 'push', winning_outcome: null });
-  t.match(normalizeCatalogMarket({ ...closed, outcomePrices: '["0.5", "0.5"]' }, END + 200_000), { status: 'closed', resolution: 'pending' }, 'unsettled 50/50 is not a push');
+  t.match(normalizeCatalogMarket({ ...closed, outcomePrices: '["0.5", "0.5"]', umaResolutionStatus: 'resolved' }, END + 200_000), {
+    status: 'resolved',
+    resolution: 'push',
+    winning_outcome: null,
+  });
+  t.match(
+    normalizeCatalogMarket({ ...closed, outcomePrices: '["0.5", "0.5"]' }, END + 200_000),
+    { status: 'closed', resolution: 'pending' },
+    'unsettled 50/50 is not a push',
+  );
   t.equal(normalizeCatalogMarket({ ...real, active: false }, START)!.status, 'cancelled');
 });
 
 t.test('markets that are not two-outcome up/down markets, or lack identifiers, are refused', async (t) => {
   t.equal(normalizeCatalogMarket(fx('market_slug.json'), START), null, 'a real non-up/down market');
-  for (const m of marketsIn(JSON.parse(readFileSync(fileURLToPath(new URL('../../../../test/fixtures/catalog/gamma_event.json', import.meta.url)), 'utf8')))) {
+  for (const m of marketsIn(
+    JSON.parse(readFileSync(fileURLToPath(new URL('../../../../test/fixtures/catalog/gamma_event.json', import.meta.url)), 'utf8')),
+  )) {
     t.equal(normalizeCatalogMarket(m, START), null);
   }
   t.equal(normalizeCatalogMarket({ ...real, clobTokenIds: '[broken' }, START), null);
@@ -69,7 +93,11 @@ t.test('one catalogue event per change, none for an unchanged poll', async (t) =
   const a = normalizeCatalogMarket(real, START - 1000)!;
   const listed = catalogChange(COIN_CATALOG, null, a, 1)!;
   t.equal(listed.event, 'listed');
-  t.equal(catalogChange(COIN_CATALOG, a, normalizeCatalogMarket({ ...real, updatedAt: '2026-03-12T09:00:00Z', bestBid: 0.4 }, START - 500)!, 2), null, 'native-only change');
+  t.equal(
+    catalogChange(COIN_CATALOG, a, normalizeCatalogMarket({ ...real, updatedAt: '2026-03-12T09:00:00Z', bestBid: 0.4 }, START - 500)!, 2),
+    null,
+    'native-only change',
+  );
   const vol = catalogChange(COIN_CATALOG, a, normalizeCatalogMarket({ ...real, volumeNum: 20 }, START - 500)!, 3)!;
   t.match(vol, { event: 'updated', changed: ['volume'] });
   const open = catalogChange(COIN_CATALOG, a, normalizeCatalogMarket(real, START)!, 4)!;

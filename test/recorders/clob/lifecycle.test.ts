@@ -47,7 +47,10 @@ t.test('records books, checkpoints and catalogue events from the sim, and stops 
   t.ok(r.books.size >= 2, `books logs: ${r.books.size}`);
   const recs = [...r.books.values()].flat();
   const count = (type: string): number => recs.filter((x) => x.type === type).length;
-  t.ok(count('book') > 0 && count('book_delta') > 50 && count('book_checkpoint') > 0, `book ${count('book')} delta ${count('book_delta')} cp ${count('book_checkpoint')}`);
+  t.ok(
+    count('book') > 0 && count('book_delta') > 50 && count('book_checkpoint') > 0,
+    `book ${count('book')} delta ${count('book_delta')} cp ${count('book_checkpoint')}`,
+  );
   t.same(allViolations(r.books), []);
   for (const [, list] of r.books) {
     const last = list[list.length - 1];
@@ -58,7 +61,10 @@ t.test('records books, checkpoints and catalogue events from the sim, and stops 
   t.ok(events.some((e) => e.type === 'catalog' && e.event === 'listed'));
   // A machine loaded enough to starve the event loop past the watchdog may see a stale drop;
   // nothing else may go wrong without faults.
-  t.same(r.errors.filter((c) => c !== 'stale' && c !== 'disconnected'), []);
+  t.same(
+    r.errors.filter((c) => c !== 'stale' && c !== 'disconnected'),
+    [],
+  );
 });
 
 t.test('connection drops become closed disconnected gaps and the books come back', async (t) => {
@@ -84,7 +90,10 @@ t.test('a silent stall is detected by the heartbeat watchdog as a stale gap', as
   t.ok(stale.length > 0, 'stale gaps written');
   t.ok(r.errors.includes('stale'));
   t.same(allViolations(r.books), []);
-  t.ok(stale.some((g) => g.end_ts !== null), 'the recorder reconnected and closed a stale gap');
+  t.ok(
+    stale.some((g) => g.end_ts !== null),
+    'the recorder reconnected and closed a stale gap',
+  );
 });
 
 t.test('garbage, skipped, duplicated and unknown messages never corrupt a recorded book', async (t) => {
@@ -102,7 +111,10 @@ t.test('429 with Retry-After, 5xx and slow answers are survived on REST and WebS
   const r = await run(t, 'http429=0.2,http5xx=0.2,slow=0.1,slow_ms=300,retry_after_s=0.3', 2500);
   t.ok(r.errors.includes('http_429') || r.errors.includes('http_5xx'), 'upstream trouble was seen and counted');
   t.ok(r.catalog.size > 0, 'the catalogue was recorded anyway');
-  t.ok([...r.books.values()].flat().some((x) => x.type === 'book'), 'books were recorded anyway');
+  t.ok(
+    [...r.books.values()].flat().some((x) => x.type === 'book'),
+    'books were recorded anyway',
+  );
   t.same(allViolations(r.books), []);
 });
 
@@ -113,14 +125,17 @@ t.test('the status file says which process records which markets', async (t) => 
   const { config } = simConfig(sim.config, dir, { ...FAST, recorders: { ...FAST.recorders, status_interval_ms: 200 } });
   const host = await startRecorders(config, { kinds: ['clob'] });
   t.teardown(() => host.stop());
-  t.ok(await waitFor(() => {
-    try {
-      const s = JSON.parse(readFileSync(statusPath(dir), 'utf8'));
-      return s.connected.coin.length > 0 && s.kinds.clob.messages > 0;
-    } catch {
-      return false;
-    }
-  }, 5000), 'status lists connected coin markets');
+  t.ok(
+    await waitFor(() => {
+      try {
+        const s = JSON.parse(readFileSync(statusPath(dir), 'utf8'));
+        return s.connected.coin.length > 0 && s.kinds.clob.messages > 0;
+      } catch {
+        return false;
+      }
+    }, 5000),
+    'status lists connected coin markets',
+  );
   const s = JSON.parse(readFileSync(statusPath(dir), 'utf8'));
   t.equal(s.pid, process.pid);
   t.ok(s.updated_ts >= s.started_ts);

@@ -53,32 +53,81 @@ t.test('heartbeats, acks and custom-feature extras map to nothing; unknown types
 t.test('the current price_change form gives one delta per token with the venue top of book', async (t) => {
   const out = normalizeClob(burst[1], RECV) as BookDelta[];
   t.equal(out.length, 2);
-  t.match(out[0], { type: 'book_delta', token_id: String(burst[0].asset_id), changes: [{ side: 'bid', price: '0.301', size: '1000' }], best_bid: '0.301', best_ask: '0.397' });
+  t.match(out[0], {
+    type: 'book_delta',
+    token_id: String(burst[0].asset_id),
+    changes: [{ side: 'bid', price: '0.301', size: '1000' }],
+    best_bid: '0.301',
+    best_ask: '0.397',
+  });
   t.match(out[1], { changes: [{ side: 'ask', price: '0.699', size: '1000' }], best_bid: '0.603', best_ask: '0.699' });
   t.equal(out[0].source_ts, Number(burst[1].timestamp));
 });
 
 t.test('the legacy price_change form names the token once; size "0" removes a level; ".48" is a price', async (t) => {
-  const legacy = { event_type: 'price_change', asset_id: 'T', market: '0xabc', hash: 'h', timestamp: '1700000000000', changes: [{ price: '.48', side: 'BUY', size: '10' }, { price: '0.52', side: 'SELL', size: '0' }] };
+  const legacy = {
+    event_type: 'price_change',
+    asset_id: 'T',
+    market: '0xabc',
+    hash: 'h',
+    timestamp: '1700000000000',
+    changes: [
+      { price: '.48', side: 'BUY', size: '10' },
+      { price: '0.52', side: 'SELL', size: '0' },
+    ],
+  };
   const [d] = normalizeClob(legacy, RECV) as BookDelta[];
-  t.same(d.changes, [{ side: 'bid', price: '.48', size: '10' }, { side: 'ask', price: '0.52', size: '0' }]);
+  t.same(d.changes, [
+    { side: 'bid', price: '.48', size: '10' },
+    { side: 'ask', price: '0.52', size: '0' },
+  ]);
   const m = new MarketBooks();
-  m.apply({ type: 'book', recv_ts: 1, source_ts: 1, token_id: 'T', units: 'decimal', bids: [], asks: [['0.52', '3'], ['0.6', '1']] });
+  m.apply({
+    type: 'book',
+    recv_ts: 1,
+    source_ts: 1,
+    token_id: 'T',
+    units: 'decimal',
+    bids: [],
+    asks: [
+      ['0.52', '3'],
+      ['0.6', '1'],
+    ],
+  });
   m.apply(d);
   t.same(m.view('T'), { token_id: 'T', bids: [['.48', '10']], asks: [['0.6', '1']] });
 });
 
 t.test('batched array frames map every event in order', async (t) => {
   const out = normalizeClobText(JSON.stringify([burst[0], burst[1]]), RECV)!;
-  t.same(out.map((o) => o.type), ['book', 'book_delta', 'book_delta']);
+  t.same(
+    out.map((o) => o.type),
+    ['book', 'book_delta', 'book_delta'],
+  );
 });
 
 t.test('malformed events are skipped and counted; unparseable frames return null', async (t) => {
   const s = newStats();
   t.same(normalizeClob({ event_type: 'book', bids: [] }, RECV, s), [], 'no asset_id');
   t.same(normalizeClob({ event_type: 'book', asset_id: 'A', bids: [{ price: 'abc', size: '1' }] }, RECV, s), []);
-  t.same(normalizeClob({ event_type: 'price_change', market: '0x', price_changes: [{ asset_id: 'A', price: '1.5', size: '1', side: 'BUY' }] }, RECV, s), [], 'price above 1');
-  t.same(normalizeClob({ event_type: 'price_change', market: '0x', price_changes: [{ asset_id: 'A', price: '0.5', size: '1', side: 'UP' }] }, RECV, s), [], 'bad side');
+  t.same(
+    normalizeClob(
+      { event_type: 'price_change', market: '0x', price_changes: [{ asset_id: 'A', price: '1.5', size: '1', side: 'BUY' }] },
+      RECV,
+      s,
+    ),
+    [],
+    'price above 1',
+  );
+  t.same(
+    normalizeClob(
+      { event_type: 'price_change', market: '0x', price_changes: [{ asset_id: 'A', price: '0.5', size: '1', side: 'UP' }] },
+      RECV,
+      s,
+    ),
+    [],
+    'bad side',
+  );
   t.same(normalizeClob(42, RECV, s), []);
   t.equal(s.malformed, 5);
   const text = JSON.stringify(burst[1]);
@@ -128,8 +177,15 @@ t.test('books rebuilt from the real burst equal an independent replay level for 
   t.equal(books.validTokens().length, 1, 'the complementary token never had a snapshot: its deltas were not applied');
   const final = normalizeClob(burst[burst.length - 1], RECV)[0] as BookSnapshot;
   const v = books.view(token)!;
-  t.same(v.bids.map((l) => Number(l[0])), final.bids.map((l) => Number(l[0])), 'the replay reproduces the final real book');
-  t.same(v.asks.map((l) => Number(l[1])), final.asks.map((l) => Number(l[1])));
+  t.same(
+    v.bids.map((l) => Number(l[0])),
+    final.bids.map((l) => Number(l[0])),
+    'the replay reproduces the final real book',
+  );
+  t.same(
+    v.asks.map((l) => Number(l[1])),
+    final.asks.map((l) => Number(l[1])),
+  );
 });
 
 t.test('the recorder book rules accept the whole real burst (crossing frames are not a false loss)', async (t) => {
@@ -156,8 +212,15 @@ t.test('a lost top-of-book change is detected by the venue best bid/ask on the n
   const token = String(burst[0].asset_id);
   const rb = new RecorderBooks([token], { everyDeltas: 1000, everyMs: 60_000 });
   rb.onBook(normalizeClob(burst[0], RECV)[0] as BookSnapshot);
-  const delta = (price: string, size: string, bestBid: string): BookDelta =>
-    ({ type: 'book_delta', recv_ts: RECV, source_ts: null, token_id: token, changes: [{ side: 'bid', price, size }], best_bid: bestBid, best_ask: '0.397' });
+  const delta = (price: string, size: string, bestBid: string): BookDelta => ({
+    type: 'book_delta',
+    recv_ts: RECV,
+    source_ts: null,
+    token_id: token,
+    changes: [{ side: 'bid', price, size }],
+    best_bid: bestBid,
+    best_ask: '0.397',
+  });
   t.equal(rb.onDelta(delta('0.29', '2100', '0.3')), 'applied', 'a deep change with a matching top of book');
   // The venue's change "bid 0.305" is lost; its next change reports 0.305 as best bid.
   t.equal(rb.onDelta(delta('0.25', '4000', '0.305')), 'mismatch');

@@ -46,11 +46,15 @@ t.test('lost changes: one closed row per hole, every disagreeing book still mark
   });
   // Run until holes revealed by both books of a market were seen (a loaded machine needs longer).
   let seen = 0;
-  await waitFor(async () => {
-    const books = await readAll(dir, 'books');
-    seen = [...books.values()].flatMap(afterTheFact).filter((g) => g.books >= 2).length;
-    return seen >= 3;
-  }, 60_000, 500);
+  await waitFor(
+    async () => {
+      const books = await readAll(dir, 'books');
+      seen = [...books.values()].flatMap(afterTheFact).filter((g) => g.books >= 2).length;
+      return seen >= 3;
+    },
+    60_000,
+    500,
+  );
   await sleep(200);
   stopped = true;
   await host.stop();
@@ -65,7 +69,8 @@ t.test('lost changes: one closed row per hole, every disagreeing book still mark
     t.same(again, [], `${m}: no gap closed twice (same reason and start)`);
     const rows = afterTheFact(recs);
     for (let i = 1; i < rows.length; i++) {
-      if (rows[i].start <= rows[i - 1].end) t.fail(`${m}: two rows for one hole: [${rows[i - 1].start}, ${rows[i - 1].end}] and [${rows[i].start}, ${rows[i].end}]`);
+      if (rows[i].start <= rows[i - 1].end)
+        t.fail(`${m}: two rows for one hole: [${rows[i - 1].start}, ${rows[i - 1].end}] and [${rows[i].start}, ${rows[i].end}]`);
     }
   }
 });

@@ -5,7 +5,8 @@ import type { SimMount } from '../../../src/sim/mount.js';
 import type { WalletSim } from '../../../src/sim/wallet.js';
 import type { BookSnapshot, CatalogEvent, Gap, MetricSample, Recorded } from '../../../src/schema/observation.js';
 
-const walletOf = (mounts: readonly SimMount[]): WalletSim => (mounts.find((m) => m.prefix === '/wallet') as SimMount & { wallet: WalletSim }).wallet;
+const walletOf = (mounts: readonly SimMount[]): WalletSim =>
+  (mounts.find((m) => m.prefix === '/wallet') as SimMount & { wallet: WalletSim }).wallet;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const FAST = { recorders: { catalog_poll_ms: 400 }, stale_after_ms: 1000 };
 
@@ -38,7 +39,10 @@ t.test('records the joined catalogue, first-outcome books and three metric serie
   t.match(m.condition_id, /^0x[0-9a-f]{64}$/);
   t.match(m.topic_id, /^\d+$/);
   t.match(m.slug, /^(btc|eth|bnb)-updown-(5m|15m)-\d{10}$/);
-  t.same(m.outcomes.map((o) => o.label), ['Up', 'Down']);
+  t.same(
+    m.outcomes.map((o) => o.label),
+    ['Up', 'Down'],
+  );
   t.match(m.outcomes[0].token_id, /^\d{77}$/);
   t.same(m.chain, { chain_id: 56, exchange_contract: '0x8BC070BEdAB741406F4B1Eb65A72bee27894B689' });
   t.equal(m.status, 'open');
@@ -56,7 +60,10 @@ t.test('records the joined catalogue, first-outcome books and three metric serie
   t.same([...new Set(metrics.map((x) => x.metric))].sort(), ['chance', 'last_trade', 'price'], 'three separate series');
   t.same([...new Set(metrics.map((x) => x.outcome))].sort(), ['Down', 'Up']);
   t.notOk(h.logText.join('\n').includes(KEY), 'the credential never reaches the log');
-  t.notOk(h.errors.some((e) => e.message.includes(KEY)), 'nor any error message');
+  t.notOk(
+    h.errors.some((e) => e.message.includes(KEY)),
+    'nor any error message',
+  );
 });
 
 t.test('without the operator key the venue refuses, the recorder reports it and keeps running', async (t) => {
@@ -101,7 +108,10 @@ t.test('missed heartbeats: stale → reconnect → REST snapshot → gap closed'
   const followedBefore = r.followedMarkets();
   const stallTs = Date.now();
   sim.stallAll(5000); // the socket stays open but silent: no books, no heartbeats
-  t.ok(await until(() => sim.stats.connections >= 2 && r.snapshots >= 2 && r.connectedMarkets().length > 0, 10_000), 'reconnected and re-snapshotted');
+  t.ok(
+    await until(() => sim.stats.connections >= 2 && r.snapshots >= 2 && r.connectedMarkets().length > 0, 10_000),
+    'reconnected and re-snapshotted',
+  );
   await sleep(300);
   await r.stop();
   t.ok(sim.stats.restBooks > restBefore, 'REST snapshots after the reconnect');

@@ -21,16 +21,30 @@ t.test('wallet import: catalogue first, then bare pushes by their own time; olde
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-w-import-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const catalogue = join(dir, 'catalogue.jsonl');
-  writeFileSync(catalogue, JSON.stringify({ recv_ts: 1785067200000, msg: { topic: load('topic.json'), market: load('market.json') } }) + '\n');
+  writeFileSync(
+    catalogue,
+    JSON.stringify({ recv_ts: 1785067200000, msg: { topic: load('topic.json'), market: load('market.json') } }) + '\n',
+  );
   // captured with receive times in arrival order: version 102 arrived after 103, and 103 twice
-  const lines = readFileSync(FIX + 'ws-frames.jsonl', 'utf8').trim().split('\n');
+  const lines = readFileSync(FIX + 'ws-frames.jsonl', 'utf8')
+    .trim()
+    .split('\n');
   const frames = join(dir, 'frames.jsonl');
-  writeFileSync(frames, lines.map((l, i) => JSON.stringify({ recv_ts: 1785067205000 + i * 200, msg: JSON.parse(l) })).join('\n') + '\n' +
-    JSON.stringify({ recv_ts: 1785067207600, msg: load('stats.json') }) + '\n');
+  writeFileSync(
+    frames,
+    lines.map((l, i) => JSON.stringify({ recv_ts: 1785067205000 + i * 200, msg: JSON.parse(l) })).join('\n') +
+      '\n' +
+      JSON.stringify({ recv_ts: 1785067207600, msg: load('stats.json') }) +
+      '\n',
+  );
   const data = join(dir, 'data');
   const s1 = await runImport(data, 'wallet', [catalogue, frames]);
   const books = await readAll(data, walletKey('4821', 'books'));
-  t.same(books.map((b) => b.type === 'book' && b.version), [101, 103, 104], 'late 102 and the repeated 103 are dropped');
+  t.same(
+    books.map((b) => b.type === 'book' && b.version),
+    [101, 103, 104],
+    'late 102 and the repeated 103 are dropped',
+  );
   t.ok(books.every((b) => b.origin === 'import'));
   t.equal(s1.skipped['older or repeated book version'], 2);
   const cat = await readAll(data, walletKey('4821', 'catalog'));
@@ -56,14 +70,23 @@ t.test('bare wallet pushes take their update time as receive time, which also re
   const dir = mkdtempSync(join(tmpdir(), 'pmtape-w-import-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const catalogue = join(dir, 'catalogue.jsonl');
-  writeFileSync(catalogue, JSON.stringify({ recv_ts: 1785067200000, msg: { topic: load('topic.json'), market: load('market.json') } }) + '\n');
+  writeFileSync(
+    catalogue,
+    JSON.stringify({ recv_ts: 1785067200000, msg: { topic: load('topic.json'), market: load('market.json') } }) + '\n',
+  );
   const frames = join(dir, 'frames.jsonl');
   writeFileSync(frames, readFileSync(FIX + 'ws-frames.jsonl', 'utf8'));
   const data = join(dir, 'data');
   const s = await runImport(data, 'wallet', [catalogue, frames]);
   const books = await readAll(data, walletKey('4821', 'books'));
-  t.same(books.map((b) => b.type === 'book' && b.version), [101, 102, 103, 104]);
-  t.same(books.map((b) => b.recv_ts), [1785067205120, 1785067205610, 1785067205980, 1785067206400]);
+  t.same(
+    books.map((b) => b.type === 'book' && b.version),
+    [101, 102, 103, 104],
+  );
+  t.same(
+    books.map((b) => b.recv_ts),
+    [1785067205120, 1785067205610, 1785067205980, 1785067206400],
+  );
   t.equal(s.skipped['older or repeated book version'], 1, 'the repeated 103');
   t.equal(s.skipped['no receive or source time'], 3, 'replies and the heartbeat carry no time: nothing to store anyway');
 });

@@ -15,7 +15,9 @@ const CLI = fileURLToPath(new URL('../../../cli.js', import.meta.url));
 const KEY = 'wallet-operator-key-5c1e';
 
 function record(configFile: string, dataDir: string): { proc: ChildProcess; out: () => string; err: () => string; ready: Promise<void> } {
-  const proc = spawn(process.execPath, [CLI, 'record', '--config', configFile, '--data-dir', dataDir, '--kinds', 'yesno,wallet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'record', '--config', configFile, '--data-dir', dataDir, '--kinds', 'yesno,wallet'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   proc.stdout.on('data', (c) => (out += c));
@@ -72,7 +74,16 @@ t.test('record --kinds yesno,wallet killed with SIGKILL: restart records the dow
     return y.length >= 3 && b.length >= 2;
   };
   t.ok(await waitFor(enough), 'both kinds record books');
-  const status = JSON.parse(readFileSync(join(data, 'status', readdirSync(join(data, 'status')).find((f) => f.endsWith('.json'))!), 'utf8'));
+  const status = JSON.parse(
+    readFileSync(
+      join(
+        data,
+        'status',
+        readdirSync(join(data, 'status')).find((f) => f.endsWith('.json'))!,
+      ),
+      'utf8',
+    ),
+  );
   t.ok(status.kinds.yesno && status.kinds.wallet, 'the status file reports both kinds');
   a.proc.kill('SIGKILL');
   await new Promise((r) => a.proc.once('exit', r));
@@ -94,7 +105,10 @@ t.test('record --kinds yesno,wallet killed with SIGKILL: restart records the dow
   const code = await new Promise((r) => b.proc.once('exit', (c) => r(c)));
   t.equal(code, 0, 'SIGTERM exits cleanly');
 
-  for (const [key, before] of [[yKey, yBefore], [wKey, wBefore]] as const) {
+  for (const [key, before] of [
+    [yKey, yBefore],
+    [wKey, wBefore],
+  ] as const) {
     const recs = await readAll(data, key);
     t.same(recs.slice(0, before.length), before, `${key.family}: what was acknowledged before the kill is intact`);
     for (let i = 1; i < recs.length; i++) t.ok(recs[i].seq > recs[i - 1].seq, 'seq strictly increasing, no duplicates');
@@ -108,5 +122,8 @@ t.test('record --kinds yesno,wallet killed with SIGKILL: restart records the dow
       t.ok(closed?.type === 'gap' && closed.start_ts === open.start_ts && closed.end_ts !== null);
     }
   }
-  t.notOk(a.err().includes(KEY) || b.err().includes(KEY) || a.out().includes(KEY) || b.out().includes(KEY), 'the operator key never reaches the logs');
+  t.notOk(
+    a.err().includes(KEY) || b.err().includes(KEY) || a.out().includes(KEY) || b.out().includes(KEY),
+    'the operator key never reaches the logs',
+  );
 });

@@ -7,7 +7,8 @@ import type { YesNoSim } from '../../../src/sim/yesno.js';
 import type { Gap, Recorded, YesNoBook, CatalogEvent } from '../../../src/schema/observation.js';
 
 const SERIES8 = ['KXBTC15M', 'KXETH15M', 'KXSOL15M', 'KXXRP15M', 'KXDOGE15M', 'KXBNB15M', 'KXADA15M', 'KXAVAX15M'];
-const yesnoOf = (mounts: readonly SimMount[]): YesNoSim => (mounts.find((m) => m.prefix === '/yesno') as SimMount & { yesno: YesNoSim }).yesno;
+const yesnoOf = (mounts: readonly SimMount[]): YesNoSim =>
+  (mounts.find((m) => m.prefix === '/yesno') as SimMount & { yesno: YesNoSim }).yesno;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 t.test('the cadence shares the budget: the interval grows with active markets', async (t) => {
@@ -60,7 +61,11 @@ t.test('records listed markets with their hierarchy and polls active books with 
     t.equal(m.event_ticker, ticker.slice(0, ticker.lastIndexOf('-')));
     t.equal(m.status, 'active');
   }
-  t.same(h.errors.map((e) => e.code), [], 'a clean run reports no errors');
+  t.same(
+    h.errors.map((e) => e.code),
+    [],
+    'a clean run reports no errors',
+  );
 });
 
 t.test('adaptive cadence: the interval stretches with more active markets and stays inside the budget', async (t) => {
@@ -81,11 +86,18 @@ t.test('adaptive cadence: the interval stretches with more active markets and st
     const gaps: number[] = [];
     let interval = 0;
     for (const ticker of r.polledMarkets()) {
-      const books = (await h.read(yesnoBooksKey(ticker))).filter((x): x is Recorded<YesNoBook> => x.type === 'yesno_book' && x.recv_ts >= t0);
+      const books = (await h.read(yesnoBooksKey(ticker))).filter(
+        (x): x is Recorded<YesNoBook> => x.type === 'yesno_book' && x.recv_ts >= t0,
+      );
       gaps.push(...books.slice(1).map((b, i) => b.recv_ts - books[i].recv_ts));
       interval = books.at(-1)!.poll_interval_ms!;
     }
-    runs.push({ n: r.polledMarkets().length, interval, rate: requests / secs, perMarketMs: gaps.reduce((a, b) => a + b, 0) / Math.max(1, gaps.length) });
+    runs.push({
+      n: r.polledMarkets().length,
+      interval,
+      rate: requests / secs,
+      perMarketMs: gaps.reduce((a, b) => a + b, 0) / Math.max(1, gaps.length),
+    });
     t.equal(sim.stats.rejected429, 0, 'never pushed the venue into its rate limit');
     t.ok(requests <= 10 * secs + 10 + 4, `requests ${requests} in ${secs.toFixed(1)} s fit the 10 req/s budget (+ burst)`);
     await h.close();
@@ -95,7 +107,10 @@ t.test('adaptive cadence: the interval stretches with more active markets and st
   t.equal(many.n, 8);
   t.equal(few.interval, 223);
   t.equal(many.interval, 889, 'eight markets share 9 book polls/s');
-  t.ok(many.perMarketMs > few.perMarketMs * 1.5, `measured per-market interval grows (${few.perMarketMs.toFixed(0)} → ${many.perMarketMs.toFixed(0)} ms)`);
+  t.ok(
+    many.perMarketMs > few.perMarketMs * 1.5,
+    `measured per-market interval grows (${few.perMarketMs.toFixed(0)} → ${many.perMarketMs.toFixed(0)} ms)`,
+  );
   t.ok(many.perMarketMs >= 889 * 0.8, 'and honours the recorded interval');
 });
 
@@ -142,13 +157,17 @@ t.test('garbage bodies and dropped connections are gaps with their reasons, coun
   t.ok(await until(() => r.books >= 20 && h.errors.some((e) => e.code === 'malformed') && h.errors.some((e) => e.code === 'connect')));
   await r.stop();
   const reasons = new Set<string>();
-  for (const ticker of r.polledMarkets()) for (const rec of await h.read(yesnoBooksKey(ticker))) if (rec.type === 'gap') reasons.add(rec.reason);
+  for (const ticker of r.polledMarkets())
+    for (const rec of await h.read(yesnoBooksKey(ticker))) if (rec.type === 'gap') reasons.add(rec.reason);
   t.ok(reasons.has('upstream_error') || reasons.has('disconnected'), `gap reasons: ${[...reasons].join(', ')}`);
   t.ok(r.status().errors > 0);
 });
 
 t.test('a 429 pauses every request for its Retry-After', async (t) => {
-  const h = await harness({ windowScale: 1, now: midWindow() }, { series: SERIES8, upstreams: { yesno: { rate_per_s: 60 } }, recorders: { catalog_poll_ms: 1000 } });
+  const h = await harness(
+    { windowScale: 1, now: midWindow() },
+    { series: SERIES8, upstreams: { yesno: { rate_per_s: 60 } }, recorders: { catalog_poll_ms: 1000 } },
+  );
   t.teardown(() => h.close());
   const sim = yesnoOf(h.sim.mounts);
   const times: number[] = [];
@@ -174,7 +193,10 @@ t.test('a 429 pauses every request for its Retry-After', async (t) => {
   // unpaused, the 60 req/s budget would have sent dozens in that time
   const during = times.filter((x) => x > limitedAt && x < limitedAt + 900);
   t.ok(during.length <= 3, `requests while Retry-After holds: ${during.length}`);
-  t.ok(times.some((x) => x >= limitedAt + 1000), 'polling resumes afterwards');
+  t.ok(
+    times.some((x) => x >= limitedAt + 1000),
+    'polling resumes afterwards',
+  );
   t.ok(h.errors.some((e) => e.code === 'http_429'));
 });
 
@@ -198,7 +220,11 @@ t.test('after a restart the downtime is a not_recording gap and unchanged market
   t.ok(r2.polledMarkets().includes(ticker), 'the same market is live in both runs');
   const recs = await h.read(yesnoBooksKey(ticker));
   const gaps = recs.filter((x): x is Recorded<Gap> => x.type === 'gap' && x.reason === 'not_recording');
-  t.equal(gaps.length, 3, `opened at the stop, closed by the first new book, opened at the second stop (${recs.map((x) => x.type === 'gap' ? `gap:${x.reason}:${x.end_ts === null ? 'open' : 'closed'}` : x.type).join(' ')})`);
+  t.equal(
+    gaps.length,
+    3,
+    `opened at the stop, closed by the first new book, opened at the second stop (${recs.map((x) => (x.type === 'gap' ? `gap:${x.reason}:${x.end_ts === null ? 'open' : 'closed'}` : x.type)).join(' ')})`,
+  );
   t.equal(gaps[2].end_ts, null);
   t.equal(gaps[0].end_ts, null);
   t.equal(gaps[1].start_ts, gaps[0].start_ts);

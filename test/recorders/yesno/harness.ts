@@ -30,14 +30,20 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const av = out[k];
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && av && typeof av === 'object' && !Array.isArray(av)
-      ? deepMerge(av as Record<string, unknown>, v as Record<string, unknown>)
-      : v;
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && av && typeof av === 'object' && !Array.isArray(av)
+        ? deepMerge(av as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
   }
   return out;
 }
 
-export async function harness(simOpts: SimOptions, configOverrides: Record<string, unknown> = {}, dataDir?: string, sim?: Sim): Promise<Harness> {
+export async function harness(
+  simOpts: SimOptions,
+  configOverrides: Record<string, unknown> = {},
+  dataDir?: string,
+  sim?: Sim,
+): Promise<Harness> {
   const s = sim ?? (await startSim({ seed: 7, ...simOpts }));
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'pmtape-rec2-'));
   const file = join(dir, `config-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
@@ -50,7 +56,13 @@ export async function harness(simOpts: SimOptions, configOverrides: Record<strin
   const sink = new LogSink(config.dataDir, { monotonic: true, writer: { fsyncIntervalMs: 5 } });
   const deps: RecorderDeps = { config, logger, sink, inShard: () => true, shared: new Map(), onError: (_k, e) => void errors.push(e) };
   return {
-    sim: s, config, dataDir: dir, sink, deps, errors, logText,
+    sim: s,
+    config,
+    dataDir: dir,
+    sink,
+    deps,
+    errors,
+    logText,
     async read(key) {
       await sink.settle();
       const out: Recorded[] = [];
@@ -82,6 +94,8 @@ export async function until(cond: () => boolean | Promise<boolean>, ms = 15_000)
  * and the closing one polled only briefly (a stressed run did, at 05:00 UTC).
  */
 export function midWindow(): () => number {
-  const W = 15 * 60_000, base = Date.now(), mid = Math.floor(base / W) * W + W / 2;
+  const W = 15 * 60_000,
+    base = Date.now(),
+    mid = Math.floor(base / W) * W + W / 2;
   return () => mid + (Date.now() - base);
 }

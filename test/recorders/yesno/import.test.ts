@@ -26,23 +26,31 @@ t.test('pmtape import --kind yesno stores the real captures, keyed by the line t
   const book = JSON.parse(readFileSync(FIX + 'orderbook_KXELONMARS-99.json', 'utf8'));
   const market = JSON.parse(readFileSync(FIX + 'market_KXELONMARS-99.json', 'utf8'));
   const file = join(dir, 'capture.jsonl');
-  writeFileSync(file, [
-    JSON.stringify({ recv_ts: 1_780_000_000_000, msg: market }),
-    JSON.stringify({ recv_ts: 1_780_000_001_000, ticker: 'KXELONMARS-99', msg: book }),
-    JSON.stringify({ recv_ts: 1_780_000_002_000, msg: book }), // no ticker: cannot be placed
-    JSON.stringify({ recv_ts: 1_780_000_003_000, ticker: 'KXELONMARS-99', msg: { orderbook: { yes: [[8, 444]], no: [[88, 1967]] } } }),
-    JSON.stringify({ recv_ts: 1_780_000_004_000, msg: { market: { ...market.market, status: 'closed' } } }),
-    JSON.stringify({ recv_ts: 1_780_000_005_000, ticker: 'KXELONMARS-99', msg: { orderbook_fp: { yes_dollars: 'garbage' } } }),
-    '{"truncated',
-  ].join('\n'));
+  writeFileSync(
+    file,
+    [
+      JSON.stringify({ recv_ts: 1_780_000_000_000, msg: market }),
+      JSON.stringify({ recv_ts: 1_780_000_001_000, ticker: 'KXELONMARS-99', msg: book }),
+      JSON.stringify({ recv_ts: 1_780_000_002_000, msg: book }), // no ticker: cannot be placed
+      JSON.stringify({ recv_ts: 1_780_000_003_000, ticker: 'KXELONMARS-99', msg: { orderbook: { yes: [[8, 444]], no: [[88, 1967]] } } }),
+      JSON.stringify({ recv_ts: 1_780_000_004_000, msg: { market: { ...market.market, status: 'closed' } } }),
+      JSON.stringify({ recv_ts: 1_780_000_005_000, ticker: 'KXELONMARS-99', msg: { orderbook_fp: { yes_dollars: 'garbage' } } }),
+      '{"truncated',
+    ].join('\n'),
+  );
   const data = join(dir, 'data');
-  const first = JSON.parse((await run(process.execPath, [CLI, 'import', '--kind', 'yesno', '--data-dir', data, file])).stdout.trim().split('\n').at(-1)!);
+  const first = JSON.parse(
+    (await run(process.execPath, [CLI, 'import', '--kind', 'yesno', '--data-dir', data, file])).stdout.trim().split('\n').at(-1)!,
+  );
   t.equal(first.written, 4, 'two books and two catalogue events');
   t.equal(first.skipped['order book line without "ticker" beside "msg"'], 1);
   t.ok(Object.keys(first.skipped).some((k) => k.startsWith('malformed order book')));
   t.equal(first.problems.length, 1, 'the truncated line is reported');
   const books = await readAll(data, yesnoBooksKey('KXELONMARS-99'));
-  t.same(books.map((b) => b.type === 'yesno_book' && b.units), ['dollars', 'cents']);
+  t.same(
+    books.map((b) => b.type === 'yesno_book' && b.units),
+    ['dollars', 'cents'],
+  );
   const b0 = books[0];
   if (b0.type === 'yesno_book') {
     t.same(b0.yes[0], ['0.0800', '444.32']);
@@ -50,7 +58,10 @@ t.test('pmtape import --kind yesno stores the real captures, keyed by the line t
     t.ok(b0.import_id);
   }
   const cat = await readAll(data, yesnoCatalogKey('KXELONMARS-99'));
-  t.same(cat.map((c) => c.type === 'catalog' && c.event), ['listed', 'status']);
+  t.same(
+    cat.map((c) => c.type === 'catalog' && c.event),
+    ['listed', 'status'],
+  );
   const again = await runImport(data, 'yesno', [file]); // in-process this time: one CLI spawn is enough
   t.equal(again.written, 0, 're-importing writes nothing');
   t.equal((await readAll(data, yesnoBooksKey('KXELONMARS-99'))).length, 2);

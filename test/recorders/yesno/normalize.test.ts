@@ -1,7 +1,14 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { normalizeOrderbook, normalizeMarket, YESNO_CATALOG, eventSeries, classify, MAX_LEVELS } from '../../../src/recorders/yesno/normalize.js';
+import {
+  normalizeOrderbook,
+  normalizeMarket,
+  YESNO_CATALOG,
+  eventSeries,
+  classify,
+  MAX_LEVELS,
+} from '../../../src/recorders/yesno/normalize.js';
 import { catalogChange } from '../../../src/recorders/catalog-diff.js';
 
 // Compiled to dist/test/recorders/yesno/: the fixtures stay in the source tree.
@@ -26,16 +33,50 @@ t.test('the real fixed-point book keeps native dollar text, best bid first on bo
 });
 
 t.test('the legacy cents format is kept as integer text with units cents', async (t) => {
-  const [book] = normalizeOrderbook({ orderbook: { yes: [[1, 200], [15, 100], [40, 7]], no: [[55, 3]] } }, 5);
+  const [book] = normalizeOrderbook(
+    {
+      orderbook: {
+        yes: [
+          [1, 200],
+          [15, 100],
+          [40, 7],
+        ],
+        no: [[55, 3]],
+      },
+    },
+    5,
+  );
   t.equal(book.units, 'cents');
-  t.same(book.yes, [['40', '7'], ['15', '100'], ['1', '200']]);
+  t.same(book.yes, [
+    ['40', '7'],
+    ['15', '100'],
+    ['1', '200'],
+  ]);
   t.same(book.no, [['55', '3']]);
   t.notOk('poll_interval_ms' in book);
 });
 
 t.test('a count sent as a JSON number that is not an integer is stored as its canonical text (issue 34)', async (t) => {
-  const [book] = normalizeOrderbook({ orderbook: { yes: [[15, 6351 / 100 + 1], [16, 1e21]], no: [[55, 3]] } }, 5);
-  t.same(book.yes, [['16', '1000000000000000000000'], ['15', '64.51']], 'no binary noise, no exponent');
+  const [book] = normalizeOrderbook(
+    {
+      orderbook: {
+        yes: [
+          [15, 6351 / 100 + 1],
+          [16, 1e21],
+        ],
+        no: [[55, 3]],
+      },
+    },
+    5,
+  );
+  t.same(
+    book.yes,
+    [
+      ['16', '1000000000000000000000'],
+      ['15', '64.51'],
+    ],
+    'no binary noise, no exponent',
+  );
   const [fp] = normalizeOrderbook({ orderbook_fp: { yes_dollars: [['0.1500', '100.10']] } }, 5);
   t.same(fp.yes, [['0.1500', '100.10']], 'text the venue sends as text is kept byte for byte');
 });
@@ -48,8 +89,22 @@ t.test('a side that is missing, null or empty is an empty ladder, not an error',
 });
 
 t.test('an unordered side is sorted best first rather than trusted', async (t) => {
-  const [book] = normalizeOrderbook({ orderbook_fp: { yes_dollars: [['0.2000', '1.00'], ['0.5000', '2.00'], ['0.1000', '3.00']] } }, 1);
-  t.same(book.yes.map((l) => l[0]), ['0.5000', '0.2000', '0.1000']);
+  const [book] = normalizeOrderbook(
+    {
+      orderbook_fp: {
+        yes_dollars: [
+          ['0.2000', '1.00'],
+          ['0.5000', '2.00'],
+          ['0.1000', '3.00'],
+        ],
+      },
+    },
+    1,
+  );
+  t.same(
+    book.yes.map((l) => l[0]),
+    ['0.5000', '0.2000', '0.1000'],
+  );
 });
 
 t.test('deep books are cut to the best 100 levels per side', async (t) => {
@@ -63,9 +118,21 @@ t.test('deep books are cut to the best 100 levels per side', async (t) => {
 t.test('malformed bodies are reported and produce nothing, never throw', async (t) => {
   const bad: string[] = [];
   const onBad = (w: string): void => void bad.push(w);
-  for (const raw of [null, 'x', 42, [], {}, { orderbook_fp: { yes_dollars: 'no' } }, { orderbook_fp: { yes_dollars: [['0.5', 'abc']] } },
-    { orderbook_fp: { no_dollars: [[0.5, '1.00']] } }, { orderbook: { yes: [[150, 1]] } }, { orderbook: { yes: [[-1, 1]] } },
-    { orderbook: { yes: [[1.5, 1]] } }, { orderbook_fp: { yes_dollars: [['1.5000', '1.00']] } }, { orderbook_fp: { yes_dollars: [['0.5000']] } }]) {
+  for (const raw of [
+    null,
+    'x',
+    42,
+    [],
+    {},
+    { orderbook_fp: { yes_dollars: 'no' } },
+    { orderbook_fp: { yes_dollars: [['0.5', 'abc']] } },
+    { orderbook_fp: { no_dollars: [[0.5, '1.00']] } },
+    { orderbook: { yes: [[150, 1]] } },
+    { orderbook: { yes: [[-1, 1]] } },
+    { orderbook: { yes: [[1.5, 1]] } },
+    { orderbook_fp: { yes_dollars: [['1.5000', '1.00']] } },
+    { orderbook_fp: { yes_dollars: [['0.5000']] } },
+  ]) {
     t.same(normalizeOrderbook(raw, 1, undefined, onBad), [], `skips ${JSON.stringify(raw)}`);
   }
   t.equal(bad.length, 13, 'each one counted once');
@@ -106,7 +173,13 @@ t.test('catalogue events: listed once, then only on status, result or settlement
   const closed = normalizeMarket({ ...raw, status: 'closed' })!;
   const ev = catalogChange(YESNO_CATALOG, a, closed, 12)!;
   t.same([ev.event, ev.changed], ['status', ['status']]);
-  const settled = normalizeMarket({ ...raw, status: 'finalized', result: 'no', settlement_value_dollars: '0.0000', settlement_ts: '2099-08-08T15:00:00Z' })!;
+  const settled = normalizeMarket({
+    ...raw,
+    status: 'finalized',
+    result: 'no',
+    settlement_value_dollars: '0.0000',
+    settlement_ts: '2099-08-08T15:00:00Z',
+  })!;
   const res = catalogChange(YESNO_CATALOG, closed, settled, 13)!;
   t.equal(res.event, 'resolved');
   t.same(res.changed, ['status', 'result', 'settlement_value_dollars', 'settlement_ts']);
@@ -116,7 +189,10 @@ t.test('catalogue events: listed once, then only on status, result or settlement
 t.test('malformed markets are reported and skipped', async (t) => {
   let n = 0;
   for (const raw of [null, [], { ticker: 'A' }, { ticker: 'A', event_ticker: 'E' }, { ticker: 3, event_ticker: 'E', status: 'active' }]) {
-    t.equal(normalizeMarket(raw, undefined, () => n++), null);
+    t.equal(
+      normalizeMarket(raw, undefined, () => n++),
+      null,
+    );
   }
   t.equal(n, 5);
 });

@@ -6,9 +6,16 @@ import { runCliOnce } from '../../selfhost/helpers.js';
 import { DAY, compactedDay } from './common.js';
 
 const noAws: NodeJS.ProcessEnv = {
-  AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_SESSION_TOKEN: '', AWS_PROFILE: '',
-  AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_EC2_METADATA_DISABLED: 'true',
-  AWS_CONTAINER_CREDENTIALS_FULL_URI: '', AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '', AWS_WEB_IDENTITY_TOKEN_FILE: '',
+  AWS_ACCESS_KEY_ID: '',
+  AWS_SECRET_ACCESS_KEY: '',
+  AWS_SESSION_TOKEN: '',
+  AWS_PROFILE: '',
+  AWS_CONFIG_FILE: '/nonexistent',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONTAINER_CREDENTIALS_FULL_URI: '',
+  AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: '',
+  AWS_WEB_IDENTITY_TOKEN_FILE: '',
 };
 
 t.test('archive commands refuse clearly', async (t) => {

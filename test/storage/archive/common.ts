@@ -65,7 +65,12 @@ export interface Summary {
 }
 
 /** Runs `pmtape archive ...` against `endpoint`; returns the exit code, output and last-line JSON. */
-export async function archiveCli(args: string[], dataDir: string, endpoint: string, url: string): Promise<{ code: number | null; stdout: string; stderr: string; summary: Summary }> {
+export async function archiveCli(
+  args: string[],
+  dataDir: string,
+  endpoint: string,
+  url: string,
+): Promise<{ code: number | null; stdout: string; stderr: string; summary: Summary }> {
   const r = await runCliOnce(['archive', ...args, '--data-dir', dataDir], { env: archiveEnv(endpoint, url), timeoutMs: 300_000 });
   const last = r.stdout.trim().split('\n').at(-1) ?? '';
   let summary = {} as Summary;

@@ -18,7 +18,7 @@ import { archiveEnv, startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fi
 const bin = requireTool(t, 'seaweedfs');
 
 if (bin) {
-  t.test('pmtape compact publishes what it compacted; start\'s background compaction does too', async (t) => {
+  t.test("pmtape compact publishes what it compacted; start's background compaction does too", async (t) => {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-compact');
 
@@ -26,7 +26,10 @@ if (bin) {
     t.teardown(() => rmSync(cliDir, { recursive: true, force: true }));
     await writeFixture(cliDir, { days: [DAY], booksPerDay: 50 });
     const url = 's3://pmtape-compact/cli';
-    const r = await runCliOnce(['compact', '--date', DAY, '--data-dir', cliDir], { env: archiveEnv(weed.endpoint, url), timeoutMs: 300_000 });
+    const r = await runCliOnce(['compact', '--date', DAY, '--data-dir', cliDir], {
+      env: archiveEnv(weed.endpoint, url),
+      timeoutMs: 300_000,
+    });
     t.equal(r.code, 0, r.stderr);
     const line = /^archive (\{.*\})$/m.exec(r.stdout)?.[1];
     t.match(JSON.parse(line ?? '{}'), { days: 1, failed: 0 }, r.stdout);
@@ -55,7 +58,10 @@ if (bin) {
     t.ok(await waitFor(async () => done, 180_000, 50), `the background run ended: ${logged.join('; ')}`);
     t.ok(logged.includes('info published to the archive'), `published in the background: ${logged.join('; ')}`);
     await auto.stop();
-    t.notOk(logged.some((l) => l.startsWith('error')), logged.join('; '));
+    t.notOk(
+      logged.some((l) => l.startsWith('error')),
+      logged.join('; '),
+    );
     t.equal((await readPublished(autoDir, DAY))?.url, autoUrl);
     t.equal((await archiveCli(['verify', '--date', DAY], autoDir, weed.endpoint, autoUrl)).code, 0, 'the background publication verifies');
   });

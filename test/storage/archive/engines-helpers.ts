@@ -25,7 +25,13 @@ export async function publishedDay(t: Test, bin: string): Promise<{ dataDir: str
 
 /** Runs one engine of engines_read.py with the test keys; its last stdout line, parsed. */
 export async function engine(py: string, args: string[]): Promise<any> {
-  const env = { ...process.env, AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_EC2_METADATA_DISABLED: 'true', PYSPARK_PYTHON: py };
+  const env = {
+    ...process.env,
+    AWS_ACCESS_KEY_ID: ACCESS_KEY,
+    AWS_SECRET_ACCESS_KEY: SECRET_KEY,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    PYSPARK_PYTHON: py,
+  };
   try {
     const { stdout } = await promisify(execFile)(py, [SCRIPT, ...args], { env, maxBuffer: 64e6, timeout: 900_000 });
     return JSON.parse(stdout.trim().split('\n').at(-1)!);

@@ -25,7 +25,11 @@ if (weedBin && python) {
     const rows = new Map<string, number>();
     for (const p of await listPartitions(dataDir)) {
       const m = await readManifest(p.dir);
-      if (m && m.files.length > 0) rows.set(`family=${p.family}/dataset=${p.dataset}`, m.files.reduce((n, f) => n + f.rows, 0));
+      if (m && m.files.length > 0)
+        rows.set(
+          `family=${p.family}/dataset=${p.dataset}`,
+          m.files.reduce((n, f) => n + f.rows, 0),
+        );
     }
     const datasets = [...rows.keys()].filter((k) => rows.get(k)! > 0);
     t.ok(datasets.length >= 8, `${datasets.length} non-empty datasets`);
@@ -47,14 +51,17 @@ if (weedBin && python) {
     if (!m) return;
     const sql = m[1]
       .replace("'127.0.0.1:8333'", `'${new URL(endpoint).host}'`)
-      .replace("'YOUR_KEY_ID'", `'${ACCESS_KEY}'`).replace("'YOUR_SECRET'", `'${SECRET_KEY}'`)
+      .replace("'YOUR_KEY_ID'", `'${ACCESS_KEY}'`)
+      .replace("'YOUR_SECRET'", `'${SECRET_KEY}'`)
       .replaceAll('s3://my-archive/pmtape/', `s3://${BUCKET}/${PREFIX}/`);
     t.not(sql, m[1], 'the placeholders were replaced');
     const local = sql.replaceAll(`s3://${BUCKET}/${PREFIX}/parquet/`, `${join(dataDir, 'parquet')}/`);
     const out = await engine(python, ['duckdb', sql, local]);
     t.ok(out.bucket.length >= 2, `${out.bucket.length} rows (date, market) from the bucket`);
     t.same(out.bucket, out.local, 'the same rows as from the local files');
-    t.ok(out.bucket.every((r: { date: string }) => r.date === DAY), 'the hive date column');
+    t.ok(
+      out.bucket.every((r: { date: string }) => r.date === DAY),
+      'the hive date column',
+    );
   });
-
 }

@@ -36,7 +36,8 @@ if (bin) {
     t.equal(r.code, 0, r.stderr);
     t.match(r.summary, { days: 1, files: local.size + 1, failed: 0 }, r.stdout);
     for (const [kind, n] of Object.entries(proxy.stats.faults)) t.ok(n > 0, `${kind} injected ${n} time(s)`);
-    for (const [k, bytes] of local) t.ok(bytes.equals(await getObject(weed.client, 'pmtape-storm', `storm/${k}`)), `${k} equals the local file`);
+    for (const [k, bytes] of local)
+      t.ok(bytes.equals(await getObject(weed.client, 'pmtape-storm', `storm/${k}`)), `${k} equals the local file`);
     t.ok((await readPublished(dataDir, DAY))?.url === url, 'the day is recorded as published');
 
     const v = await archiveCli(['verify'], dataDir, proxy.url, url);
@@ -58,16 +59,38 @@ if (bin) {
     t.match(d.etags[1], /-3$/, 'three parts expected');
     process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
     process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
-    const s3 = archiveClient({ url: 's3://pmtape-multipart', ...parseArchiveUrl('s3://pmtape-multipart', 't'), endpoint: proxy.url, region: 'us-east-1', pathStyle: true, maxLagDays: 2 });
+    const s3 = archiveClient({
+      url: 's3://pmtape-multipart',
+      ...parseArchiveUrl('s3://pmtape-multipart', 't'),
+      endpoint: proxy.url,
+      region: 'us-east-1',
+      pathStyle: true,
+      maxLagDays: 2,
+    });
     t.teardown(() => s3.destroy());
     let retries = 0;
-    await withRetries('big', () => upload(s3, 'pmtape-multipart', { key: 'big.parquet', path, ...d, contentType: 'application/octet-stream' }), {
-      attempts: 12, baseMs: 50, maxMs: 1000, onRetry: () => void retries++,
-    });
-    t.ok(proxy.stats.log.some((l) => /^POST .*uploads/.test(l)), 'a multipart upload was made');
-    t.ok(bytes.equals(await getObject(weed.client, 'pmtape-multipart', 'big.parquet')), `the stored object is the file (${retries} whole-upload retries)`);
-    const head = await weed.client.send(new (await import('@aws-sdk/client-s3')).HeadObjectCommand({ Bucket: 'pmtape-multipart', Key: 'big.parquet' }));
-    t.equal(head.ETag?.replace(/"/g, ''), d.etags[1], 'the server\'s ETag is the one computed locally (no read-back needed)');
+    await withRetries(
+      'big',
+      () => upload(s3, 'pmtape-multipart', { key: 'big.parquet', path, ...d, contentType: 'application/octet-stream' }),
+      {
+        attempts: 12,
+        baseMs: 50,
+        maxMs: 1000,
+        onRetry: () => void retries++,
+      },
+    );
+    t.ok(
+      proxy.stats.log.some((l) => /^POST .*uploads/.test(l)),
+      'a multipart upload was made',
+    );
+    t.ok(
+      bytes.equals(await getObject(weed.client, 'pmtape-multipart', 'big.parquet')),
+      `the stored object is the file (${retries} whole-upload retries)`,
+    );
+    const head = await weed.client.send(
+      new (await import('@aws-sdk/client-s3')).HeadObjectCommand({ Bucket: 'pmtape-multipart', Key: 'big.parquet' }),
+    );
+    t.equal(head.ETag?.replace(/"/g, ''), d.etags[1], "the server's ETag is the one computed locally (no read-back needed)");
     t.equal((await remoteDigest(weed.client, 'pmtape-multipart', 'big.parquet'))?.sha256, d.sha256);
   });
 
@@ -82,7 +105,10 @@ if (bin) {
     // The third data-file PUT never gets an answer: the sync is then stuck mid-day, as on a dead link.
     let puts = 0;
     proxy.hold = (req) => req.method === 'PUT' && /\.parquet/.test(req.url ?? '') && ++puts === 3;
-    const child = spawn(process.execPath, [CLI, 'archive', 'sync', '--data-dir', dataDir], { env: { ...process.env, ...archiveEnv(proxy.url, url) }, stdio: 'ignore' });
+    const child = spawn(process.execPath, [CLI, 'archive', 'sync', '--data-dir', dataDir], {
+      env: { ...process.env, ...archiveEnv(proxy.url, url) },
+      stdio: 'ignore',
+    });
     const exited = new Promise((res) => child.on('exit', res));
     t.teardown(() => void child.kill('SIGKILL'));
     t.ok(await waitFor(async () => proxy.stats.held > 0, 120_000, 50), 'an upload is in flight');
@@ -92,7 +118,10 @@ if (bin) {
     await exited;
 
     const keys = await listKeys(weed.client, 'pmtape-kill');
-    t.ok(keys.length > 0 && keys.every((k) => k.endsWith('.parquet')), `only data files are visible after the kill (${keys.length}): no manifest, no day record`);
+    t.ok(
+      keys.length > 0 && keys.every((k) => k.endsWith('.parquet')),
+      `only data files are visible after the kill (${keys.length}): no manifest, no day record`,
+    );
     t.equal(await readPublished(dataDir, DAY), null, 'the day is not recorded as published');
 
     proxy.hold = null;

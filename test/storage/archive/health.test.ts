@@ -38,10 +38,14 @@ if (bin) {
     const r = await archiveCli(['sync'], dataDir, proxy.url, url);
     t.equal(r.code, 0, r.stderr);
 
-    const after = await waitFor(async () => {
-      const h = (await app.inject({ url: '/healthz' })).json();
-      return h.archive.lag_days === 0 ? h : null;
-    }, 60_000, 200);
+    const after = await waitFor(
+      async () => {
+        const h = (await app.inject({ url: '/healthz' })).json();
+        return h.archive.lag_days === 0 ? h : null;
+      },
+      60_000,
+      200,
+    );
     t.ok(after, 'the lag drops to 0 once published');
     t.same(after?.archive, { lag_days: 0, lag_bytes: 0, last_published: DAY });
     t.equal(after?.status, 'ok');

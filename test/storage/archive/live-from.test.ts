@@ -34,7 +34,14 @@ if (bin) {
     const url = 's3://pmtape-live/l';
     process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
     process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
-    const archive: ArchiveConfig = { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
+    const archive: ArchiveConfig = {
+      url,
+      ...parseArchiveUrl(url, 'test'),
+      endpoint: weed.endpoint,
+      region: 'us-east-1',
+      pathStyle: true,
+      maxLagDays: 2,
+    };
     const host = tmpDataDir(t);
     await seedAll(host);
     await compactDay(host, DAY);
@@ -42,13 +49,22 @@ if (bin) {
     await deleteExpiredLogs(host, Date.now(), 0, url);
     // Today's records exist only in the host's logs.
     const now = Date.now();
-    await writeLog(host, 'wallet-prediction', 'books', 'w-9001', bookRecords(['7001'], { start: now - 60_000, n: 30, stepMs: 1000, cpEvery: 10, seed: 3 }));
+    await writeLog(
+      host,
+      'wallet-prediction',
+      'books',
+      'w-9001',
+      bookRecords(['7001'], { start: now - 60_000, n: 30, stepMs: 1000, cpEvery: 10, seed: 3 }),
+    );
     const { paid } = await keysFor(host);
     const live = await startApi(testConfig(host, { port: 0 }), { logger: false });
     t.teardown(() => live.close());
 
     const reader = tmpDataDir(t);
-    for (const f of [['keys', 'keys.json'], ['api', 'cursor.secret']]) {
+    for (const f of [
+      ['keys', 'keys.json'],
+      ['api', 'cursor.secret'],
+    ]) {
       mkdirSync(join(reader, f[0]), { recursive: true });
       copyFileSync(join(host, ...f), join(reader, ...f));
     }
@@ -61,25 +77,30 @@ if (bin) {
     const fromLive = await get(live.url, latest, paid);
     const viaReader = await get(base, latest, paid);
     t.equal(viaReader.status, 200, 'the reader answers the latest book');
-    t.equal(viaReader.body, fromLive.body, 'the latest book (past the archive) is the live server\'s');
+    t.equal(viaReader.body, fromLive.body, "the latest book (past the archive) is the live server's");
     t.equal(viaReader.forwarded, 'live');
-    t.match(viaReader.body, new RegExp(iso(now - 60_000).slice(0, 10)), 'and it is today\'s');
+    t.match(viaReader.body, new RegExp(iso(now - 60_000).slice(0, 10)), "and it is today's");
 
-    for (const path of [`${latest}?as_of=${iso(T0 + 33_333)}`, `/v3/wallet-prediction/w-9001/snapshots?end_time=${iso(T0 + 30_000)}&limit=20`]) {
+    for (const path of [
+      `${latest}?as_of=${iso(T0 + 33_333)}`,
+      `/v3/wallet-prediction/w-9001/snapshots?end_time=${iso(T0 + 30_000)}&limit=20`,
+    ]) {
       const local = await get(base, path, paid);
       t.equal(local.status, 200, `200: ${path}`);
       t.equal(local.forwarded, null, `answered from the archive: ${path}`);
       t.equal(local.body, (await get(live.url, path, paid)).body, `as the host answers: ${path}`);
     }
     const listing = await get(base, '/v3/datasets', paid);
-    t.equal(listing.forwarded, null, 'the datasets listing is the archive\'s');
+    t.equal(listing.forwarded, null, "the datasets listing is the archive's");
 
     // The stream's upgrade is relayed to the live server.
     const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/v3/stream`, { headers: { authorization: `Bearer ${paid}` } });
     t.teardown(() => ws.terminate());
     const first = await new Promise<string>((res, rej) => {
       ws.once('error', rej);
-      ws.once('open', () => ws.send(JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', family: 'wallet-prediction', market_id: 'w-9001' })));
+      ws.once('open', () =>
+        ws.send(JSON.stringify({ op: 'subscribe', id: 1, channel: 'book', family: 'wallet-prediction', market_id: 'w-9001' })),
+      );
       ws.once('message', (m) => res((m as Buffer).toString()));
     });
     t.match(JSON.parse(first), { type: 'subscribed', id: 1 }, 'subscribed through the reader');
@@ -96,10 +117,14 @@ if (bin) {
 
   t.test('serve --live-from refuses a value that is not a URL, and needs an archive', async (t) => {
     const dir = tmpDataDir(t);
-    const bad = await runCliOnce(['serve', '--data-dir', dir, '--port', '0', '--live-from', 'localhost:8080'], { env: archiveEnv('http://127.0.0.1:9', 's3://some-bucket/p') });
+    const bad = await runCliOnce(['serve', '--data-dir', dir, '--port', '0', '--live-from', 'localhost:8080'], {
+      env: archiveEnv('http://127.0.0.1:9', 's3://some-bucket/p'),
+    });
     t.not(bad.code, 0);
     t.match(bad.stderr, /--live-from must be the live server's URL/);
-    const none = await runCliOnce(['serve', '--data-dir', dir, '--port', '0', '--live-from', 'http://127.0.0.1:9'], { env: { PMTAPE_ARCHIVE_URL: '' } });
+    const none = await runCliOnce(['serve', '--data-dir', dir, '--port', '0', '--live-from', 'http://127.0.0.1:9'], {
+      env: { PMTAPE_ARCHIVE_URL: '' },
+    });
     t.not(none.code, 0);
     t.match(none.stderr, /--live-from needs an archive/);
   });

@@ -12,12 +12,16 @@ const hold = (what: string): void => {
   // Never resolves: the parent kills us here.
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 };
-const r = await mergeArchiveDay({ url, ...parseArchiveUrl(url, 'test'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 }, day, {
-  workDir,
-  onPhase: (phase) => {
-    const name = phase === 'object' ? `object:${++objects}` : phase;
-    process.stdout.write(`phase ${name}\n`);
-    if (name === holdAt) hold(name);
+const r = await mergeArchiveDay(
+  { url, ...parseArchiveUrl(url, 'test'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 },
+  day,
+  {
+    workDir,
+    onPhase: (phase) => {
+      const name = phase === 'object' ? `object:${++objects}` : phase;
+      process.stdout.write(`phase ${name}\n`);
+      if (name === holdAt) hold(name);
+    },
   },
-});
+);
 process.stdout.write(`done ${JSON.stringify({ markets: r.markets, failed: r.published?.failed ?? null, skipped: r.skipped ?? null })}\n`);

@@ -58,7 +58,14 @@ if (bin) {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-merge-crash');
     const url = 's3://pmtape-merge-crash/shared';
-    const archive: ArchiveConfig = { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
+    const archive: ArchiveConfig = {
+      url,
+      ...parseArchiveUrl(url, 'test'),
+      endpoint: weed.endpoint,
+      region: 'us-east-1',
+      pathStyle: true,
+      maxLagDays: 2,
+    };
     Object.assign(process.env, { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_EC2_METADATA_DISABLED: 'true' });
     const dir = tempDir(t, 'pmtape-merge-crash-');
     const whole = join(dir, 'whole');
@@ -88,7 +95,11 @@ if (bin) {
     for (const holdAt of ['merged', 'object:5', 'object:30']) {
       const r = await runChild(args, holdAt);
       t.ok(r.killed, `killed at ${holdAt}: ${r.out.slice(-500)}`);
-      t.same(await listKeys(weed.client, 'pmtape-merge-crash', 'shared/_archive/days/'), [], `no canonical day record after the kill at ${holdAt}`);
+      t.same(
+        await listKeys(weed.client, 'pmtape-merge-crash', 'shared/_archive/days/'),
+        [],
+        `no canonical day record after the kill at ${holdAt}`,
+      );
       t.same(await mounted(), [], 'a reader sees no merged day');
     }
     t.ok((await listKeys(weed.client, 'pmtape-merge-crash', 'shared/parquet/')).length > 0, 'the killed runs had uploaded data files');
@@ -105,7 +116,7 @@ if (bin) {
     const m = await mountArchive(readerDir, archive, 1 << 26);
     t.teardown(() => m.close());
     const merged = bookMarkets(readerDir).sort();
-    t.same(merged, bookMarkets(whole).sort(), 'the merged day holds the union of the shards\' markets');
+    t.same(merged, bookMarkets(whole).sort(), "the merged day holds the union of the shards' markets");
     let compared = 0;
     const diffs: string[] = [];
     for (const fm of merged) {
@@ -124,6 +135,6 @@ if (bin) {
       }
     }
     t.ok(compared > 500, `${compared} instants compared`);
-    t.same(diffs.slice(0, 5), [], 'every market\'s books are its shard\'s');
+    t.same(diffs.slice(0, 5), [], "every market's books are its shard's");
   });
 }

@@ -38,7 +38,24 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
   const clock = fakeClock(lib!);
   const dir = tempDir(t, 'pmtape-merge-');
   const simCfg = join(dir, 'sim.json');
-  const sim = runCli(t, ['sim', '--port', '0', '--seed', '9', '--window-scale', '0.5', '--rate', '2', '--config-out', simCfg, ...(faults ? ['--faults', faults] : [])], { env: clock.env });
+  const sim = runCli(
+    t,
+    [
+      'sim',
+      '--port',
+      '0',
+      '--seed',
+      '9',
+      '--window-scale',
+      '0.5',
+      '--rate',
+      '2',
+      '--config-out',
+      simCfg,
+      ...(faults ? ['--faults', faults] : []),
+    ],
+    { env: clock.env },
+  );
   await sim.ready;
   const cfg = JSON.parse(readFileSync(simCfg, 'utf8')) as Record<string, unknown>;
   writeFileSync(simCfg, JSON.stringify({ ...cfg, windows: ['15m'] }));
@@ -92,7 +109,10 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
 
   const env = archiveEnv(weed.endpoint, url);
   for (const id of ['a', 'b'] as const) {
-    const r = await runCliOnce(['compact', '--date', clock.day, '--data-dir', dirs[id]], { env: { ...env, PMTAPE_RECORDER_ID: id }, timeoutMs: 600_000 });
+    const r = await runCliOnce(['compact', '--date', clock.day, '--data-dir', dirs[id]], {
+      env: { ...env, PMTAPE_RECORDER_ID: id },
+      timeoutMs: 600_000,
+    });
     t.equal(r.code, 0, `recorder ${id} compacts and publishes its day: ${r.stderr.slice(-2000)}`);
   }
   const m = await runCliOnce(['archive', 'merge', '--date', clock.day, '--work-dir', dir], { env, timeoutMs: 600_000 });
@@ -103,7 +123,14 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
 
   // A reader of the canonical layout (the stateless reader's mount).
   const readerDir = tempDir(t, 'pmtape-merge-reader-');
-  const archive: ArchiveConfig = { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
+  const archive: ArchiveConfig = {
+    url,
+    ...parseArchiveUrl(url, 'test'),
+    endpoint: weed.endpoint,
+    region: 'us-east-1',
+    pathStyle: true,
+    maxLagDays: 2,
+  };
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: env.AWS_SECRET_ACCESS_KEY });
   const mount = await mountArchive(readerDir, archive, 64 * 1024 * 1024);
   t.teardown(() => mount.close());
@@ -126,13 +153,18 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
     const merged = openReader(readerDir, key);
     const own = { a: openReader(dirs.a, key), b: openReader(dirs.b, key), c: openReader(dirs.c, key) };
     // Gaps: the merged day's uncovered time is exactly where neither A nor B held the market.
-    const [ua, ub, um] = await Promise.all([uncovered(own.a, dayStart, dayEnd), uncovered(own.b, dayStart, dayEnd), uncovered(merged, dayStart, dayEnd)]);
+    const [ua, ub, um] = await Promise.all([
+      uncovered(own.a, dayStart, dayEnd),
+      uncovered(own.b, dayStart, dayEnd),
+      uncovered(merged, dayStart, dayEnd),
+    ]);
     const both = intersect(ua, ub);
     if (JSON.stringify(um) !== JSON.stringify(both)) gapProblems.push(`${fm}: merged ${JSON.stringify(um)} vs A∩B ${JSON.stringify(both)}`);
     // The overlap: while both processes were dead neither held any market, so every market's merged
     // day has a gap over that time (whether it began at the kills or at the market's own edges).
     overlapChecked++;
-    if (!inSpans(um, bothDown + 1) || !inSpans(um, firstUp - 1)) gapProblems.push(`${fm}: both down over [${bothDown}, ${firstUp}) but merged gaps ${JSON.stringify(um)}`);
+    if (!inSpans(um, bothDown + 1) || !inSpans(um, firstUp - 1))
+      gapProblems.push(`${fm}: both down over [${bothDown}, ${firstUp}) but merged gaps ${JSON.stringify(um)}`);
     // Books: random instants the merged day and C both hold, away from any change of either.
     const uc = await uncovered(own.c, dayStart, dayEnd);
     const span = [um.find(([a]) => a === dayStart)?.[1] ?? dayStart, um.find(([, b]) => b === dayEnd)?.[0] ?? dayEnd];
@@ -146,8 +178,10 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
       // Always: the merged book is the one its source recorder held at that instant.
       const source = pm.src.get(at);
       const held = source === 'a' ? pa.at.get(at) : source === 'b' ? pb.at.get(at) : undefined;
-      if (pm.at.get(at) !== held) unfaithful.push(`${fm} at ${new Date(at).toISOString()}: merged (from ${source}) differs from ${source}'s own book`);
-      if (pm.at.get(at) !== pc.at.get(at)) mismatches.push(`${fm} at ${new Date(at).toISOString()} (from ${source}): ${diffText(pm.at.get(at), pc.at.get(at))}`);
+      if (pm.at.get(at) !== held)
+        unfaithful.push(`${fm} at ${new Date(at).toISOString()}: merged (from ${source}) differs from ${source}'s own book`);
+      if (pm.at.get(at) !== pc.at.get(at))
+        mismatches.push(`${fm} at ${new Date(at).toISOString()} (from ${source}): ${diffText(pm.at.get(at), pc.at.get(at))}`);
     }
   }
   t.same(gapProblems, [], 'merged gaps = A∩B, and cover the time both were down');
@@ -158,7 +192,9 @@ async function scenario(t: Test, faults: string | null): Promise<void> {
   else {
     // With lost messages a recorder may hold a wrong book without knowing it (no gap record): C
     // and the merged day's source can then differ, neither by the merge's doing (checked above).
-    t.comment(`with faults, ${compared - mismatches.length} of ${compared} merged books equal C's; the others: ${mismatches.slice(0, 3).join(' | ')}`);
+    t.comment(
+      `with faults, ${compared - mismatches.length} of ${compared} merged books equal C's; the others: ${mismatches.slice(0, 3).join(' | ')}`,
+    );
   }
 }
 
@@ -172,5 +208,5 @@ function diffText(x: string | undefined, y: string | undefined): string {
 
 if (bin && lib) {
   t.test('three recorders, A and B killed (once both): the merged day equals C and its gaps are A∩B', (t) => scenario(t, null));
-  t.test('the same with the sim\'s faults on', (t) => scenario(t, 'drop=0.002,gap=0.005,dup=0.01,garbage=0.005'));
+  t.test("the same with the sim's faults on", (t) => scenario(t, 'drop=0.002,gap=0.005,dup=0.01,garbage=0.005'));
 }

@@ -19,13 +19,30 @@ import { archiveCli, compactedDay, localObjects } from './common.js';
 t.setTimeout(600_000);
 const bin = requireTool(t, 'seaweedfs');
 
-const NO_AWS = { AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: '/nonexistent', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent', AWS_PROFILE: '' };
+const NO_AWS = {
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/nonexistent',
+  AWS_SHARED_CREDENTIALS_FILE: '/nonexistent',
+  AWS_PROFILE: '',
+};
 const WITH_KEYS = { ...NO_AWS, AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY };
 const ANONYMOUS = { ...NO_AWS, AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '' };
 
-interface PullSummary { files: number; downloaded: number; skipped: number; bytes: number; failed: number }
+interface PullSummary {
+  files: number;
+  downloaded: number;
+  skipped: number;
+  bytes: number;
+  failed: number;
+}
 
-async function pullS3(url: string, endpoint: string, out: string, env: NodeJS.ProcessEnv, extra: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string; summary: PullSummary }> {
+async function pullS3(
+  url: string,
+  endpoint: string,
+  out: string,
+  env: NodeJS.ProcessEnv,
+  extra: string[] = [],
+): Promise<{ code: number | null; stdout: string; stderr: string; summary: PullSummary }> {
   const r = await runCliOnce(['pull', url, '--endpoint', endpoint, '--out', out, ...extra], { env, timeoutMs: 300_000 });
   let summary = {} as PullSummary;
   try {
@@ -66,7 +83,9 @@ if (bin) {
     for (const [k, b] of await localObjects(dataDir)) if (k.endsWith('.parquet')) want.set(k.replace(/^parquet\//, ''), b);
     const manifestSha = new Map<string, string>();
     for (const k of want.keys()) {
-      const m = JSON.parse(readFileSync(join(dataDir, 'parquet', dirname(k), '_manifest.json'), 'utf8')) as { files: { file: string; sha256: string }[] };
+      const m = JSON.parse(readFileSync(join(dataDir, 'parquet', dirname(k), '_manifest.json'), 'utf8')) as {
+        files: { file: string; sha256: string }[];
+      };
       manifestSha.set(k, m.files.find((f) => k.endsWith(`/${f.file}`))!.sha256);
     }
     const total = [...want.values()].reduce((n, b) => n + b.length, 0);
@@ -91,7 +110,11 @@ if (bin) {
     const filtered = await pullS3(url, weed.endpoint, join(scratch, 'filtered'), WITH_KEYS, ['--dataset', 'book_changes']);
     const changes = [...want.keys()].filter((k) => k.includes('/dataset=book_changes/'));
     t.ok(changes.length > 0, 'the fixture has book_changes');
-    t.same(filtered.summary, { files: changes.length, downloaded: changes.length, skipped: 0, bytes: filtered.summary.bytes, failed: 0 }, '--dataset filters the manifests');
+    t.same(
+      filtered.summary,
+      { files: changes.length, downloaded: changes.length, skipped: 0, bytes: filtered.summary.bytes, failed: 0 },
+      '--dataset filters the manifests',
+    );
 
     // A public bucket: no credentials anywhere in the chain, requests go unsigned.
     const anon = await pullS3(url, weed.endpoint, join(scratch, 'anon'), ANONYMOUS);
@@ -165,7 +188,11 @@ if (bin) {
     t.equal(noBucket.code, 1);
     t.match(noBucket.stderr, /bucket "pmtape-none" does not exist/);
     t.same(noBucket.summary, { files: 0, downloaded: 0, skipped: 0, bytes: 0, failed: 0 });
-    const refused = await pullS3('s3://pmtape-none/p', weed.endpoint, out, { ...NO_AWS, AWS_ACCESS_KEY_ID: 'nobody', AWS_SECRET_ACCESS_KEY: 'wrongwrongwrong' });
+    const refused = await pullS3('s3://pmtape-none/p', weed.endpoint, out, {
+      ...NO_AWS,
+      AWS_ACCESS_KEY_ID: 'nobody',
+      AWS_SECRET_ACCESS_KEY: 'wrongwrongwrong',
+    });
     t.equal(refused.code, 1);
     t.match(refused.stderr, /credentials were refused|does not exist|Access ?Denied/i);
   });

@@ -35,7 +35,11 @@ if (bin) {
     const torn = `${sha}-0.${process.pid}.tmp`;
     await writeFile(join(dir, torn), body.subarray(0, 100));
     const second = await RangeCache.open(weed.client, 'pmtape-cache', dir, 1 << 30);
-    t.same(Buffer.from(await second.read('obj', sha, body.length, start, end)), body.subarray(start, end), 'the same bytes after a restart');
+    t.same(
+      Buffer.from(await second.read('obj', sha, body.length, start, end)),
+      body.subarray(start, end),
+      'the same bytes after a restart',
+    );
     t.equal(second.stats.requests, 0, 'the first read of a cached range after a restart makes no GET');
     t.equal(second.stats.hits, 3, 'its three blocks come from disk');
     t.notOk((await readdir(dir)).includes(torn), 'the torn temporary file was deleted at start');

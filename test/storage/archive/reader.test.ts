@@ -72,7 +72,10 @@ async function answers(app: App, key: string, routes: readonly string[]): Promis
   const out = new Map<string, string>();
   for (const url of routes) {
     const r = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
-    out.set(url, `${r.statusCode} ${String(r.headers['content-type'])}\n${r.rawPayload.toString('latin1').replace(/"request_id":"[^"]*"/g, '"request_id":""')}`);
+    out.set(
+      url,
+      `${r.statusCode} ${String(r.headers['content-type'])}\n${r.rawPayload.toString('latin1').replace(/"request_id":"[^"]*"/g, '"request_id":""')}`,
+    );
   }
   return out;
 }
@@ -134,13 +137,16 @@ if (bin) {
     const ret = await deleteExpiredLogs(host, Date.now(), 0, archive.url);
     t.ok(ret.deleted.length >= 7, 'the host retired its compacted logs');
 
-    const files = (await localObjects(host));
+    const files = await localObjects(host);
     const download = [...files.keys()].find((k) => k.includes('dataset=book_changes') && k.endsWith('.parquet'))!.slice('parquet/'.length);
     const routes = [...ROUTES, `/v3/datasets/files/${download}`];
     const hostKey = (await keysFor(host)).paid; // before the app: it loads the keys at start
     const hostApp = await testApp(t, testConfig(host));
     const expected = await answers(hostApp, hostKey, routes);
-    t.ok([...expected.values()].filter((v) => v.startsWith('200 ')).length === routes.length - 1, 'the host answers every route but the unknown market');
+    t.ok(
+      [...expected.values()].filter((v) => v.startsWith('200 ')).length === routes.length - 1,
+      'the host answers every route but the unknown market',
+    );
 
     const reader = tmpDataDir(t);
     const mount = await mountArchive(reader, archive, 1 << 30);
@@ -152,15 +158,30 @@ if (bin) {
     const got = await answers(readerApp, readerKey, routes);
     for (const r of routes) t.equal(got.get(r), expected.get(r), r);
     // A download's byte ranges and conditionals, from the bucket through the reader, as from the host's disk.
-    for (const headers of [{ range: 'bytes=100-199' }, { range: 'bytes=-50' }, { range: 'bytes=999999999-' }, { 'if-none-match': '"x"', range: 'bytes=0-9' }]) {
+    for (const headers of [
+      { range: 'bytes=100-199' },
+      { range: 'bytes=-50' },
+      { range: 'bytes=999999999-' },
+      { 'if-none-match': '"x"', range: 'bytes=0-9' },
+    ]) {
       const ask = async (app: App, key: string): Promise<string> => {
-        const r = await app.inject({ method: 'GET', url: `/v3/datasets/files/${download}`, headers: { authorization: `Bearer ${key}`, ...headers } });
+        const r = await app.inject({
+          method: 'GET',
+          url: `/v3/datasets/files/${download}`,
+          headers: { authorization: `Bearer ${key}`, ...headers },
+        });
         return `${r.statusCode} ${String(r.headers['content-range'])} ${String(r.headers.etag)}\n${r.rawPayload.toString('latin1').replace(/"request_id":"[^"]*"/g, '')}`;
       };
       t.equal(await ask(readerApp, readerKey), await ask(hostApp, hostKey), `download with ${JSON.stringify(headers)}`);
     }
-    const parquetFiles = readdirSync(reader, { recursive: true }).map(String).filter((p) => p.endsWith('.parquet'));
-    t.same(parquetFiles.filter((p) => !p.startsWith('archive-cache')), [], 'no part file was written into the reader\'s tree');
+    const parquetFiles = readdirSync(reader, { recursive: true })
+      .map(String)
+      .filter((p) => p.endsWith('.parquet'));
+    t.same(
+      parquetFiles.filter((p) => !p.startsWith('archive-cache')),
+      [],
+      "no part file was written into the reader's tree",
+    );
     t.ok(mount.stats.requests > 0, `ranged GETs were made (${mount.stats.requests}, ${mount.stats.bytes} bytes)`);
     // Two readers and the host answer 200 requests generated from the day byte-identically.
     const generated = generatedRequests(200);
@@ -231,8 +252,11 @@ if (bin) {
     const smallKey = (await keysFor(small)).paid;
     const smallApp = await testApp(t, testConfig(small, { storage: { ...testConfig(small).storage, archive } }));
     const onDisk = (): number => readdirSync(rangeCacheDir(small)).reduce((n, f) => n + statSync(join(rangeCacheDir(small), f)).size, 0);
-    const more = [...few, `/v3/wallet-prediction/w-1/snapshots?include_orderbook=true&start_time=${iso(t0 + 500_000)}&limit=20`,
-      `/v3/replay?family=coin&market_id=50000&start_time=${t0 + 400_000}&end_time=${t0 + 405_000}&types=book`];
+    const more = [
+      ...few,
+      `/v3/wallet-prediction/w-1/snapshots?include_orderbook=true&start_time=${iso(t0 + 500_000)}&limit=20`,
+      `/v3/replay?family=coin&market_id=50000&start_time=${t0 + 400_000}&end_time=${t0 + 405_000}&types=book`,
+    ];
     const wantMore = await answers(hostApp, hostKey, more);
     const gotMore = await answers(smallApp, smallKey, more);
     for (const r of more) t.equal(gotMore.get(r), wantMore.get(r), `tiny cache: ${r}`);

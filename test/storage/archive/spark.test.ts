@@ -29,13 +29,21 @@ if (weedBin && python) {
     const asOf = [t0 + 10_000, t0 + 100_000, t0 + 200_000, t0 + 400_000];
     const spark = await engine(python, ['spark', endpoint, BUCKET, PREFIX, sparkJars(), 'w-1', 'w-1-up', DAY, JSON.stringify(asOf)]);
     const m = await readManifest(join(dataDir, 'parquet', 'family=wallet-prediction', 'dataset=book_changes', `date=${DAY}`));
-    t.equal(spark.rows, m!.files.reduce((n, f) => n + f.rows, 0), 'Spark reads every book_changes row of the day');
+    t.equal(
+      spark.rows,
+      m!.files.reduce((n, f) => n + f.rows, 0),
+      'Spark reads every book_changes row of the day',
+    );
     let levels = 0;
     for (const [i, at] of asOf.entries()) {
       const r = await getJson(`${url}/v3/wallet-prediction/w-1/orderbook/latest?as_of=${at}`, key);
       t.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
       const book = r.body.data as { bids: [number, number][]; asks: [number, number][] };
-      t.same({ bids: spark.books[i].bids, asks: spark.books[i].asks }, { bids: book.bids, asks: book.asks }, `as of ${new Date(at).toISOString()}`);
+      t.same(
+        { bids: spark.books[i].bids, asks: spark.books[i].asks },
+        { bids: book.bids, asks: book.asks },
+        `as of ${new Date(at).toISOString()}`,
+      );
       levels += book.bids.length + book.asks.length;
     }
     t.ok(levels > 20, `${levels} levels compared`);

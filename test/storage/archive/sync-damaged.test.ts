@@ -28,10 +28,22 @@ if (bin) {
 
     const refused = await archiveCli(['sync'], dataDir, weed.endpoint, url);
     t.equal(refused.code, 1, 'sync exits 1');
-    t.match(refused.stderr, new RegExp(`${victim.split('/').pop()!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} does not match its manifest \\(checksum differs\\)`), refused.stderr);
+    t.match(
+      refused.stderr,
+      new RegExp(
+        `${victim
+          .split('/')
+          .pop()!
+          .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} does not match its manifest \\(checksum differs\\)`,
+      ),
+      refused.stderr,
+    );
     const keys = await listKeys(weed.client, 'pmtape-damaged');
     t.notOk(keys.includes(`d/${victim}`), 'the damaged object was deleted again');
-    t.notOk(keys.some((k) => k.endsWith('_manifest.json') || k.includes('_archive/days/')), 'no manifest, no day record: nothing of the day is visible');
+    t.notOk(
+      keys.some((k) => k.endsWith('_manifest.json') || k.includes('_archive/days/')),
+      'no manifest, no day record: nothing of the day is visible',
+    );
 
     await writeFile(path, orig);
     const repaired = await archiveCli(['sync'], dataDir, weed.endpoint, url);

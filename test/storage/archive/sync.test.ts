@@ -31,13 +31,22 @@ if (bin) {
 
     const first = await archiveCli(['sync'], dataDir, proxy.url, url);
     t.equal(first.code, 0, first.stderr);
-    t.same(first.summary, { days: 1, files: local.size + 1, uploaded: local.size + 1, skipped: 0, bytes: first.summary.bytes, failed: 0 }, first.stdout);
+    t.same(
+      first.summary,
+      { days: 1, files: local.size + 1, uploaded: local.size + 1, skipped: 0, bytes: first.summary.bytes, failed: 0 },
+      first.stdout,
+    );
     t.ok(first.summary.bytes > [...local.values()].reduce((n, b) => n + b.length, 0) - 1, 'bytes counts what was uploaded');
     t.match(first.stderr, /archive sync: \d+\/\d+ done/, 'plain progress lines when not on a TTY');
 
     const keys = await listKeys(weed.client, 'pmtape-sync');
-    t.same(keys, [...[...local.keys()].map((k) => `tape/${k}`), `tape/_archive/days/${DAY}.json`].sort(), 'the bucket holds the local tree and the day record, nothing else');
-    for (const [k, bytes] of local) t.ok(bytes.equals(await getObject(weed.client, 'pmtape-sync', `tape/${k}`)), `${k} equals the local file`);
+    t.same(
+      keys,
+      [...[...local.keys()].map((k) => `tape/${k}`), `tape/_archive/days/${DAY}.json`].sort(),
+      'the bucket holds the local tree and the day record, nothing else',
+    );
+    for (const [k, bytes] of local)
+      t.ok(bytes.equals(await getObject(weed.client, 'pmtape-sync', `tape/${k}`)), `${k} equals the local file`);
 
     const writes = proxy.stats.log.filter((l) => /^(PUT|POST) /.test(l)).map((l) => l.split(' ')[1].split('?')[0]);
     const lastData = Math.max(...writes.map((k, i) => (k.endsWith('.parquet') ? i : -1)));
@@ -47,7 +56,11 @@ if (bin) {
 
     const again = await archiveCli(['sync', '--all'], dataDir, weed.endpoint, url);
     t.equal(again.code, 0, again.stderr);
-    t.same(again.summary, { days: 1, files: local.size + 1, uploaded: 0, skipped: local.size + 1, bytes: 0, failed: 0 }, 'a rerun skips every object');
+    t.same(
+      again.summary,
+      { days: 1, files: local.size + 1, uploaded: 0, skipped: local.size + 1, bytes: 0, failed: 0 },
+      'a rerun skips every object',
+    );
     const pending = await archiveCli(['sync'], dataDir, weed.endpoint, url);
     t.same(pending.summary, { days: 0, files: 0, uploaded: 0, skipped: 0, bytes: 0, failed: 0 }, 'nothing pending: no request needed');
 
@@ -69,11 +82,15 @@ if (bin) {
     t.match(caught.stderr, new RegExp(`mismatch tape/${victim.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: sha256`));
 
     const repair = await archiveCli(['sync', '--all'], dataDir, weed.endpoint, url);
-    t.match(repair.summary, { uploaded: 1, skipped: local.size, failed: 0 }, 'sync --all finds the overwritten object by its ETag and uploads it again');
+    t.match(
+      repair.summary,
+      { uploaded: 1, skipped: local.size, failed: 0 },
+      'sync --all finds the overwritten object by its ETag and uploads it again',
+    );
     t.equal((await archiveCli(['verify'], dataDir, weed.endpoint, url)).code, 0, 'verify passes again');
   });
 
-  t.test('retention keeps a day\'s logs until the day is published and verified in the archive', async (t) => {
+  t.test("retention keeps a day's logs until the day is published and verified in the archive", async (t) => {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-retention');
     const url = 's3://pmtape-retention/r';
@@ -81,7 +98,11 @@ if (bin) {
     const later = dayStartMs(DAY)! + 30 * DAY_MS;
     const before = await deleteExpiredLogs(dataDir, later, 1, url);
     t.same(before.deleted, [], 'nothing deleted before publication');
-    t.ok(before.kept.length > 0 && before.kept.every((k) => /not yet published and verified in the archive s3:\/\/pmtape-retention\/r/.test(k.why)), 'kept, with the reason');
+    t.ok(
+      before.kept.length > 0 &&
+        before.kept.every((k) => /not yet published and verified in the archive s3:\/\/pmtape-retention\/r/.test(k.why)),
+      'kept, with the reason',
+    );
 
     const archive = { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
     process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;

@@ -12,13 +12,26 @@ export function book(recvTs: number, n: number, levels: number): BookSnapshot {
     asks.push([(0.51 + i * 0.001).toFixed(3), String(100 + ((n * 11 + i * 17) % 5000))]);
   }
   return {
-    type: 'book', recv_ts: recvTs, source_ts: recvTs - 3, token_id: `tok-${n % 2}`, units: 'decimal',
-    bids, asks, hash: `h${n}`,
+    type: 'book',
+    recv_ts: recvTs,
+    source_ts: recvTs - 3,
+    token_id: `tok-${n % 2}`,
+    units: 'decimal',
+    bids,
+    asks,
+    hash: `h${n}`,
   };
 }
 
 export function trade(recvTs: number, n: number): Trade {
-  return { type: 'trade', recv_ts: recvTs, source_ts: n % 3 === 0 ? null : recvTs - 1, token_id: 'tok', price: `0.${n % 100}`, size: String(n) };
+  return {
+    type: 'trade',
+    recv_ts: recvTs,
+    source_ts: n % 3 === 0 ? null : recvTs - 1,
+    token_id: 'tok',
+    price: `0.${n % 100}`,
+    size: String(n),
+  };
 }
 
 /** Record number `n` of a mixed stream: mostly trades, every 7th a book of 1..100 levels. */

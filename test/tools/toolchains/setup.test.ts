@@ -42,17 +42,24 @@ t.test('an unknown toolchain is refused with the known names', async (t) => {
 t.test('requireTool fails under CI and skips elsewhere', async (t) => {
   const saved = { CI: process.env.CI, PMTAPE_CHROMIUM: process.env.PMTAPE_CHROMIUM };
   t.teardown(() => {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   });
   process.env.PMTAPE_CHROMIUM = missing.PMTAPE_CHROMIUM;
   const calls: string[] = [];
-  const fake = { fail: (m: string) => calls.push(`fail ${m}`), pass: (m: string, e: { skip: string }) => calls.push(`skip ${m} ${e.skip}`) };
+  const fake = {
+    fail: (m: string) => calls.push(`fail ${m}`),
+    pass: (m: string, e: { skip: string }) => calls.push(`skip ${m} ${e.skip}`),
+  };
   process.env.CI = 'true';
   t.equal(requireTool(fake, 'chromium'), null);
   process.env.CI = 'false';
   t.equal(requireTool(fake, 'chromium'), null);
-  t.match(calls, [/^fail chromium missing .*under CI a missing tool fails the test/, /^skip chromium chromium missing .*setup\.js chromium/]);
+  t.match(calls, [
+    /^fail chromium missing .*under CI a missing tool fails the test/,
+    /^skip chromium chromium missing .*setup\.js chromium/,
+  ]);
   t.throws(() => requireTool(fake, 'nope'), /no toolchain named nope/);
 });
 
