@@ -87,6 +87,7 @@ export async function snapshotsPage(
 ): Promise<PageFigures> {
   const ret = await deleteExpiredLogs(dataDir, Date.now(), 0, url);
   log(`snapshots page: host's logs retired (${ret.deleted.length} deleted, ${ret.kept.length} kept)`);
+  if (ret.deleted.length === 0 || ret.kept.length > 0) throw new Error(`the host's logs were not retired: ${JSON.stringify(ret.kept[0])}`);
   const a = dayStartMs(day)! + HOUR;
   const b = a + HOUR;
   const path = `/v3/wallet-prediction/${market}/snapshots?include_orderbook=true&start_time=${new Date(a).toISOString()}&end_time=${new Date(b).toISOString()}&limit=1000`;

@@ -112,8 +112,10 @@ export async function run(): Promise<Record<string, unknown>> {
     // The same publication through the fault proxy breaking 30 % of requests (503 SlowDown, resets,
     // cut bodies and uploads), with the default retry policy; then every data file is read back
     // directly and compared with the local one.
-    // The page reads the day published in the first round (the host's logs are retired first).
-    const snapshots_page = await snapshotsPage(dataDir, day, weed.endpoint, 's3://bench/pub-0', 'w-1', rounds);
+    // The page reads the day last published (retention checks the host's last publication, then
+    // retires its logs, so the local side serves the compacted day).
+    const last = `s3://bench/pub-${pageOnly ? 0 : rounds - 1}`;
+    const snapshots_page = await snapshotsPage(dataDir, day, weed.endpoint, last, 'w-1', rounds);
     if (pageOnly) return { snapshots_page };
     const proxy = await startFaultProxy(weed.endpoint, 0.3);
     teardowns.push(() => proxy.close());
