@@ -2,6 +2,8 @@
 // toolchain) with `archive sync`'s code (listings, uploads hashed as they go, proof, manifests
 // then the day record) vs a plain lib-storage upload of the same files, same part size and
 // concurrency, to the same server, alternating in each round. Target: ≥ 0.8× the plain throughput.
+// Then issue 36's snapshots-page targets on the published day (archive-page.ts): a 1-hour page from
+// a stateless reader on the bucket vs from the host's local compacted day, cold and warm.
 
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -18,6 +20,7 @@ import { writeFixture } from '../fixtures/compaction-logs.js';
 import { startWeed, testClient, ACCESS_KEY, SECRET_KEY } from '../fixtures/weed.js';
 import { startFaultProxy } from '../fixtures/fault-proxy.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
+import { snapshotsPage } from './archive-page.js';
 
 const log = (s: string): void => void process.stderr.write(`bench archive: ${s}\n`);
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -89,10 +92,12 @@ export async function run(): Promise<Record<string, unknown>> {
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
       return performance.now() - t0;
     };
+    const pageOnly = process.env.PMTAPE_BENCH_ARCHIVE_PAGE_ONLY === '1';
+    if (pageOnly) await publish('pub-0');
     const ratios: number[] = [];
     const plainMs: number[] = [];
     const publishMs: number[] = [];
-    for (let i = 0; i < rounds; i++) {
+    for (let i = 0; i < (pageOnly ? 0 : rounds); i++) {
       // Alternating which goes first, so neither always meets a warmer server or page cache.
       const order = i % 2 === 0 ? (['plain', 'publish'] as const) : (['publish', 'plain'] as const);
       const ms: Record<string, number> = {};
@@ -107,6 +112,11 @@ export async function run(): Promise<Record<string, unknown>> {
     // The same publication through the fault proxy breaking 30 % of requests (503 SlowDown, resets,
     // cut bodies and uploads), with the default retry policy; then every data file is read back
     // directly and compared with the local one.
+    // The page reads the day last published (retention checks the host's last publication, then
+    // retires its logs, so the local side serves the compacted day).
+    const last = `s3://bench/pub-${pageOnly ? 0 : rounds - 1}`;
+    const snapshots_page = await snapshotsPage(dataDir, day, weed.endpoint, last, 'w-1', rounds);
+    if (pageOnly) return { snapshots_page };
     const proxy = await startFaultProxy(weed.endpoint, 0.3);
     teardowns.push(() => proxy.close());
     const stormMs = await publish('storm', proxy.url);
@@ -134,6 +144,7 @@ export async function run(): Promise<Record<string, unknown>> {
       publish_vs_plain_throughput: round(median(ratios)),
       ratios: ratios.map((r) => round(r)),
       target: '≥ 0.8',
+      snapshots_page,
     };
   } finally {
     for (const fn of teardowns.reverse()) await fn();

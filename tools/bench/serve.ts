@@ -8,10 +8,10 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** Starts `serve` on `dataDir` and resolves with its base URL once it says `ready`. */
-export async function startServe(dataDir: string): Promise<{ url: string; proc: ChildProcess }> {
+/** Starts `serve` on `dataDir` (with `env` added) and resolves with its base URL once it says `ready`. */
+export async function startServe(dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; proc: ChildProcess }> {
   const proc = spawn(process.execPath, [join(here, '..', '..', 'cli.js'), 'serve', '--data-dir', dataDir, '--port', '0'], {
-    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn', PMTAPE_RATE_LIMITS: 'off' },
+    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn', PMTAPE_RATE_LIMITS: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {
