@@ -117,7 +117,11 @@ t.test('the dataset listing skips and counts damaged manifest entries', async (t
   const app = await testApp(t, testConfig(dir));
   const get = (url: string) => app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${paid}` } });
   const before = (await get('/v3/datasets?limit=1000')).json().data as { path: string }[];
-  t.equal(before.length, 16, 'sixteen published files to start with (a dataset with no rows that day has one empty file)');
+  t.equal(
+    before.length,
+    22,
+    'twenty-two published files to start with (candles and markets included; a dataset with no rows that day has one empty file)',
+  );
   const pathOf = (re: RegExp): string => before.find((e) => re.test(e.path))!.path;
   const changesPath = pathOf(/family=coin\/dataset=book_changes\//);
   const gapsPath = pathOf(/family=coin\/dataset=gaps\//);
