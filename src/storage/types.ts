@@ -197,6 +197,8 @@ export interface SpanHint {
   readonly logDays?: readonly string[];
   /** The stream's compacted dates, ascending (taken once for many logs: `parquetDates`). */
   readonly parquetDates?: readonly string[];
+  /** The newest day file's size as the caller's stamp just found it (-1: gone): not stat'ed again. */
+  readonly newest?: { readonly day: string; readonly size: number };
 }
 
 export interface LogReader {

@@ -143,10 +143,17 @@ export class ParquetStore {
 
   /** Dates with a compacted partition of (family, stream) in either schema version, ascending. */
   async dates(family: Family, stream: Stream): Promise<string[]> {
-    const primary = datasetsOfStream(stream)[0];
-    const v2 = await this.datesOf(family, primary);
-    if (primary === stream) return v2; // metrics and catalog kept their folder name
-    const v1 = await this.datesOf(family, stream);
+    const datasets = datasetsOfStream(stream);
+    const primary = datasets[0];
+    if (primary === stream) return this.datesOf(family, primary); // metrics and catalog kept their folder name
+    // The stream's other datasets (trades, gaps) are stamped too, in parallel: their folders' mtimes
+    // are what lets partition() answer from memory. Without them every market-day of a books read
+    // stat'ed two manifests, a thousand markets' cold coverage page thousands of calls.
+    const [v2, v1] = await Promise.all([
+      this.datesOf(family, primary),
+      this.datesOf(family, stream),
+      ...datasets.slice(1).map((d) => this.datesOf(family, d)),
+    ]);
     return v1.length === 0 ? v2 : [...new Set([...v2, ...v1])].sort();
   }
 

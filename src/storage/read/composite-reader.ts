@@ -106,19 +106,19 @@ export class CompositeReader extends ViewReader implements LogReader {
     const days = [...new Set([...logDays, ...dates])].sort();
     let first: LogSpan['first'] | null = null;
     let k = 0;
-    for (; k < days.length && first === null; k++) first = await this.dayEnd(days[k], have.has(days[k]), 'first');
+    for (; k < days.length && first === null; k++) first = await this.dayEnd(days[k], have.has(days[k]), 'first', hint);
     if (first === null) return null;
     for (let j = days.length - 1; j >= k - 1; j--) {
-      const last = await this.dayEnd(days[j], have.has(days[j]), 'last');
+      const last = await this.dayEnd(days[j], have.has(days[j]), 'last', hint);
       if (last !== null) return { first, last };
     }
     return null; // unreachable: the first day has a last record
   }
 
-  private async dayEnd(day: string, hasLog: boolean, end: 'first' | 'last'): Promise<LogSpan['first'] | null> {
+  private async dayEnd(day: string, hasLog: boolean, end: 'first' | 'last', hint: SpanHint = {}): Promise<LogSpan['first'] | null> {
     const { family, market } = this.key;
     const s = await this.store.daySummary(family, this.dataset, day, market);
-    if (s && (!hasLog || this.sameAsCompacted(day, s.logBytes, s.logLastSeq, s.last.seq, s.quarantined))) return s[end];
+    if (s && (!hasLog || this.sameAsCompacted(day, s.logBytes, s.logLastSeq, s.last.seq, s.quarantined, hint))) return s[end];
     let src: DaySource | null = null;
     if (hasLog) src = this.log.day(day);
     else if (s !== null) {
@@ -137,8 +137,16 @@ export class CompositeReader extends ViewReader implements LogReader {
   }
 
   /** True when the day's log is still what compaction read (so its manifest's ends are the log's). */
-  private sameAsCompacted(day: string, bytes: number, lastSeq: number, indexedLastSeq: number, quarantined: number): boolean {
+  private sameAsCompacted(
+    day: string,
+    bytes: number,
+    lastSeq: number,
+    indexedLastSeq: number,
+    quarantined: number,
+    hint: SpanHint,
+  ): boolean {
     if (bytes < 0 || quarantined > 0 || lastSeq !== indexedLastSeq) return false;
+    if (hint.newest?.day === day) return hint.newest.size === bytes;
     const st = statSync(logFilePath(this.dataDir, this.key, day), { throwIfNoEntry: false });
     return st !== undefined && st.size === bytes;
   }
