@@ -27,7 +27,7 @@ import {
   type Levels,
   type SimBook,
   type SimDay,
-} from './sim-day.js';
+} from '../helpers/sim-day.js';
 
 t.setTimeout(1_800_000);
 

@@ -113,7 +113,7 @@ export async function run(): Promise<Record<string, unknown>> {
       rss_max_during_day_mb: round(route.rssMax / 2 ** 20, 1),
       rss_growth_mb: round((route.rssMax - route.rssIdle) / 2 ** 20, 1),
       targets: 'route_vs_duckdb >= 3; rss_growth_mb flat (<= 50)',
-      note: "route rows are the incremental_book_L2 rows of one outcome book downloaded whole by a local client (full books after another written as their difference); DuckDB rows are the same book's book_changes rows as they are (every full book whole); gzip: zlib level 6 for the route, DuckDB's own default for COPY (compare the bytes)",
+      note: "route rows are the incremental_book_L2 rows of one outcome book downloaded whole by a local client (full books after another written as their difference); DuckDB rows are the same book's book_changes rows as they are (every full book whole); gzip: the route's level (TARDIS_GZIP_LEVEL, 1 since 2026-11-27; 6 before), DuckDB's own default for COPY (compare the bytes)",
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

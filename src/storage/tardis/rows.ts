@@ -31,7 +31,7 @@ export interface TardisRequest {
 }
 
 const SNAPSHOT_LEVELS = 25;
-const CHUNK_CHARS = 1 << 16;
+const CHUNK_CHARS = 1 << 18;
 
 export function tardisHeader(t: TardisDataType): string {
   const head = 'exchange,symbol,timestamp,local_timestamp';
@@ -47,6 +47,24 @@ export function tardisHeader(t: TardisDataType): string {
 function decText(c: Col, i: number, scale: number): string {
   if (c.huge(i)) return decodeDecimal(c.big(i), scale, scale).replace(/\.?0+$/, '');
   return decimalText(c.num(i), scale);
+}
+
+/**
+ * `decText` remembering the texts of the values it has seen (up to a bound): a day repeats a few
+ * thousand sizes and prices millions of times, and building each one's text again showed in the profile.
+ */
+function decTexts(scale: number): (c: Col, i: number) => string {
+  const texts = new Map<number, string>();
+  return (c, i) => {
+    if (c.huge(i)) return decText(c, i, scale);
+    const k = c.num(i);
+    let s = texts.get(k);
+    if (s === undefined) {
+      s = decimalText(k, scale);
+      if (texts.size < 100_000) texts.set(k, s);
+    }
+    return s;
+  };
 }
 const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
 const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
@@ -86,6 +104,8 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   let buf = '';
   if (req.dataType === 'trades') {
     const scales = scalesOf(req.family);
+    const sizeText = decTexts(scales.size);
+    const priceText = decTexts(scales.price);
     const want = 'token' in req.view ? req.view.token : req.view.yesno;
     let prevSeq = -1,
       k = 0;
@@ -95,8 +115,8 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
         const seq = c.seq.num(i);
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
-        const size = c.size.isNull(i) ? '' : decText(c.size, i, scales.size);
-        buf += `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${decText(c.price, i, scales.price)},${size}\n`;
+        const size = c.size.isNull(i) ? '' : sizeText(c.size, i);
+        buf += `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`;
         if (buf.length >= CHUNK_CHARS) {
           yield buf;
           buf = '';
@@ -108,6 +128,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   }
   const yesno = booksOf(req.family) === 'yesno';
   const scales = scalesOf(req.family);
+  const sizeText = decTexts(scales.size);
   // Yes/no prices are dollars at 6 decimals whatever the stored units (cents are 1/100 dollar).
   const priceScale = yesno ? 6 : scales.price;
   const one = 10 ** priceScale;
@@ -123,9 +144,13 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   const book = new TardisBook();
   const out: L2Row[] = [];
   const type = req.dataType;
+  // A row's cells before its price, by is_snapshot and side: four constant strings, not four cells a row.
+  const kinds = { true: { bid: 'true,bid,', ask: 'true,ask,' }, false: { bid: 'false,bid,', ask: 'false,ask,' } };
   const emit = (ts: number, local: number): void => {
     if (type === 'incremental_book_L2') {
-      for (const [snap, side, p, amount] of out) buf += `${lead}${ts},${local},${snap},${side},${price(p)},${amount}\n`;
+      if (out.length === 0) return;
+      const head = `${lead}${ts},${local},`; // a batch's rows share it: its numbers become text once
+      for (const [snap, side, p, amount] of out) buf += head + (snap ? kinds.true : kinds.false)[side] + price(p) + ',' + amount + '\n';
     } else if (type === 'quotes') {
       const q = book.quote(price);
       if (q !== null) buf += `${lead}${ts},${local},${q}\n`;
@@ -168,7 +193,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
         }
         if (c.price.isNull(i)) continue; // an empty side's (or an empty book's) marker
         let k = c.price.num(i);
-        const size = decText(c.size, i, scales.size);
+        const size = sizeText(c.size, i);
         if (yesno) {
           if (c.units.text(i) !== 'cents') k *= 100;
           // The view's own ladder is its bids; the other ladder's bids are its asks at 1 − price.
@@ -181,7 +206,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
       }
       const side = c.side.text(i) as 'bid' | 'ask' | null;
       if (side === null || c.price.isNull(i)) continue;
-      book.update(side, c.price.num(i), decText(c.size, i, scales.size), !c.size.isNull(i) && c.size.num(i) === 0, out);
+      book.update(side, c.price.num(i), sizeText(c.size, i), !c.size.isNull(i) && c.size.num(i) === 0, out);
       // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
       const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
       if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));

@@ -1,5 +1,5 @@
 // Preloaded (`NODE_OPTIONS=--import …/shift-clock.js`) into the `sim` and `record` processes of
-// test/engines: their wall clock runs PMTAPE_TEST_CLOCK_SHIFT_MS behind, so the sim day they make
+// test/engines and test/tardis: their wall clock runs PMTAPE_TEST_CLOCK_SHIFT_MS behind, so the sim day they make
 // lies on a closed UTC day, which compacts and exports like any past day. Only the clock moves:
 // the emulators, the recorder, the logs and the compaction are the real ones.
 

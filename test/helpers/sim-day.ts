@@ -1,4 +1,4 @@
-// A compacted `pmtape sim` day for the engine tests: the real emulators and the real recorder run
+// A compacted `pmtape sim` day for the engine and Tardis-client tests: the real emulators and the real recorder run
 // with their clocks moved back to yesterday noon (shift-clock.ts), until one coin book has enough
 // batches; the day is then compacted, exported as Tardis files by `pmtape export tardis`, and a real
 // `pmtape serve` (today's clock) answers the API's as_of books over the same data dir.
