@@ -23,5 +23,12 @@ export function marketOutcome(m: Market | null): MarketOutcome {
     const r = m.result === '' ? null : m.result;
     return { status: m.status, resolution: r === null ? null : 'resolved', winning_outcome: r, resolved_time: null };
   }
-  return { status: m.status, resolution: m.resolution, winning_outcome: m.winning_outcome, resolved_time: m.resolved_time };
+  // A catalogue entry written before these fields existed (or by an import) may lack them: absent is unknown, never a crash.
+  const fields = m as Partial<typeof m>;
+  return {
+    status: fields.status ?? null,
+    resolution: fields.resolution ?? null,
+    winning_outcome: fields.winning_outcome ?? null,
+    resolved_time: typeof fields.resolved_time === 'number' && Number.isFinite(fields.resolved_time) ? fields.resolved_time : null,
+  };
 }

@@ -45,6 +45,7 @@ function baseQuery(path: string): Record<string, string> {
     };
   }
   if (path.endsWith('/timeseries')) return { metric: 'chance' };
+  if (path.endsWith('/candles')) return { interval: '1m' };
   if (path === '/v3/replay')
     return { family: 'coin', market_id: coinMarket.market_id, start_time: String(T0), end_time: String(T0 + 60_000) };
   return {};
