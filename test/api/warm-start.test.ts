@@ -57,7 +57,10 @@ t.test('the markets index and the Parquet reader are warm when the server listen
   );
   const lines = (await res.text()).trim().split('\n');
   t.equal(res.status, 200);
-  t.ok(lines.length > 1 && JSON.parse(lines.at(-1)!).type === 'end', `the replay answers (${lines.length} lines; last: ${lines.at(-1)?.slice(0, 400)})`);
+  t.ok(
+    lines.length > 1 && JSON.parse(lines.at(-1)!).type === 'end',
+    `the replay answers (${lines.length} lines; last: ${lines.at(-1)?.slice(0, 400)})`,
+  );
   t.ok(store.decodes > before, `by decoding its chunks itself (${store.decodes - before}): nothing the warm-up read was kept`);
 });
 
