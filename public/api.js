@@ -16,9 +16,10 @@ const auth = () => ({ Authorization: `Bearer ${sessionStorage.getItem(KEY) ?? ''
 
 /**
  * GET a JSON route. A 429 (a free key's per-minute limit, easily met by the overview's per-market
- * requests) is waited out once, as its Retry-After says (at most 30 s), before it becomes an error.
+ * requests, or the per-key limit on expensive requests running at once, which says Retry-After: 1)
+ * is waited out as its Retry-After says (at most 30 s), up to three times, before it becomes an error.
  */
-export async function api(path, retries = 1) {
+export async function api(path, retries = 3) {
   const res = await fetch(path, { headers: auth() });
   const body = await res.json().catch(() => null);
   if (res.status === 429 && retries > 0) {

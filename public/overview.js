@@ -101,7 +101,8 @@ export async function loadFamilyStrip(el, family, { label, windowEnd, onPick }) 
   );
   const idParam = family === 'yesno-exchange' ? 'ticker' : 'market_id';
   const cells = new Array(rows.length);
-  await pool(rows, 4, async (e, i) => {
+  // Two at a time: the server's default limit of expensive requests (coverage is one) per key.
+  await pool(rows, 2, async (e, i) => {
     try {
       const body = await api(
         `/v3/coverage?family=${family}&${idParam}=${encodeURIComponent(e.market_id)}&start_time=${days[0]}&end_time=${Math.min(now, days[days.length - 1] + DAY)}`,
