@@ -12,9 +12,10 @@ import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type S
 import { buildStream, legacyPartition, type LegacyPartition } from './stream.js';
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived.js';
+import { isDiskError } from './input.js';
 import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from '../parquet/publish.js';
 import { acquireLock } from '../log/lock.js';
-import { DISK_ERROR_CODES, LockedError, StorageError } from '../../errors.js';
+import { LockedError, StorageError } from '../../errors.js';
 import { isDayClosed, listDays, listMarkets, logFilePath } from '../paths.js';
 
 export { readLogDay, type CompactOptions, type PartitionResult } from './input.js';
@@ -177,13 +178,6 @@ export async function closedLogDays(dataDir: string, now: number): Promise<strin
     }
   }
   return [...days].sort();
-}
-
-/** A full or failing disk (by errno code, or by message when a library wrapped it). */
-export function isDiskError(e: unknown): boolean {
-  return (
-    DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '')
-  );
 }
 
 /** Results in the order of families, then datasets (as a one-thread compaction finds them). */

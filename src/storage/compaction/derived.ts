@@ -12,7 +12,7 @@ import type { Family } from '../../schema/observation.js';
 import { openLogReader } from '../read/reader.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { bookSnapshotRows } from '../parquet/book-snapshots.js';
-import { quarantined, type CompactOptions, type PartitionResult } from './input.js';
+import { isDiskError, quarantined, type CompactOptions, type PartitionResult } from './input.js';
 import { manifestVersion, partitionDir, readManifest, type Manifest } from '../parquet/manifest.js';
 import { PartitionBuilder, currentPartNames, settleLeftovers } from '../parquet/publish.js';
 import { SCHEMA_VERSION, datasetsOfStream, derivedOfStream, type Dataset, type Stream } from '../parquet/datasets.js';
@@ -70,7 +70,14 @@ export async function buildDerived(
       out.push({ family, dataset, date: day, status: 'would-write', rows: 0, bytes: 0 });
       continue;
     }
-    out.push(await build(dataDir, family, stream, dataset, day, primary, opts));
+    // One derived dataset's failure is its own: `markets` reads the books too, and a books log that
+    // cannot be read must not fail the catalogue (or the candles the snapshots). A full disk stops the run.
+    try {
+      out.push(await build(dataDir, family, stream, dataset, day, primary, opts));
+    } catch (e) {
+      if (isDiskError(e)) throw e;
+      out.push({ family, dataset, date: day, status: 'failed', rows: 0, bytes: 0, error: (e as Error)?.message ?? String(e) });
+    }
   }
   return out;
 }

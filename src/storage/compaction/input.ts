@@ -3,6 +3,7 @@
 // result per partition. Apart from compact-day.ts so that stream.ts, which compact-day.ts
 // drives, and the rows route can use them without an import circle.
 
+import { DISK_ERROR_CODES } from '../../errors.js';
 import type { Family } from '../../schema/observation.js';
 import { FLAG_CHECKPOINT } from '../log/frame.js';
 import { readFileStart } from '../log/file-header.js';
@@ -95,4 +96,11 @@ export function rowsOrRefusal(
     }
   }
   return null;
+}
+
+/** A full or failing disk (by errno code, or by message when a library wrapped it). */
+export function isDiskError(e: unknown): boolean {
+  return (
+    DISK_ERROR_CODES.has((e as NodeJS.ErrnoException)?.code ?? '') || /\b(ENOSPC|EDQUOT)\b|no space left/i.test((e as Error)?.message ?? '')
+  );
 }
