@@ -9,9 +9,8 @@
 
 import t from 'tap';
 import { CoverageCache, datasetSpan } from '../../src/api/query/coverage.js';
-import { LogChanges, openReader, type LogChangeSubscription } from '../../src/storage/index.js';
+import { LogChanges, openReader, type LogChangeSubscription, type LogKey } from '../../src/storage/index.js';
 import { compactDay } from '../../src/storage/testing.js';
-import type { LogKey } from '../../src/storage/types.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { StreamName } from '../../src/schema/observation.js';
 import { utcDay } from '../../src/schema/time.js';
