@@ -3,42 +3,19 @@
 // the wallet mirror, live (non-stale) latest books and cursor walks are checked on that data.
 
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createKey } from '../../src/api/plugins/keys.js';
 import { testApp, testConfig, tmpDataDir } from './helpers.js';
-
-const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
-
-function launch(t: any, args: string[]): Promise<{ child: ChildProcess; ready: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /^ready (\S+)$/m.exec(out);
-      if (m) resolve({ child, ready: m[1] });
-    });
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (c) => reject(new Error(`${args[0]} exited ${c}: ${err.slice(-2000)}`)));
-  });
-}
+import { runCli } from '../selfhost/helpers.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 t.test('routes on data recorded from the emulators', async (t) => {
   const dir = tmpDataDir(t);
   const cfg = join(dir, 'sim-config.json');
-  await launch(t, ['sim', '--port', '0', '--seed', '5', '--window-scale', '0.02', '--config-out', cfg]);
-  const rec = await launch(t, ['record', '--config', cfg, '--data-dir', join(dir, 'data')]);
+  await runCli(t, ['sim', '--port', '0', '--seed', '5', '--window-scale', '0.02', '--config-out', cfg]).ready;
+  const rec = runCli(t, ['record', '--config', cfg, '--data-dir', join(dir, 'data')]);
+  await rec.ready;
   const dataDir = join(dir, 'data');
   const key = (await createKey(dataDir, 'paid', 'e2e')).key;
   const app = await testApp(t, testConfig(dataDir));
@@ -149,8 +126,8 @@ t.test('routes on data recorded from the emulators', async (t) => {
       if (!live) await sleep(300);
     }
     t.ok(live, 'some wallet market is recorded live');
-    rec.child.kill('SIGKILL');
-    await new Promise((r) => rec.child.once('exit', r));
+    rec.proc.kill('SIGKILL');
+    await rec.exited;
     // The status file ages out (10 s) and every latest book turns stale.
     let allStale = false;
     for (let i = 0; i < 40 && !allStale; i++) {

@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { createKey, KeyStore } from '../../src/api/plugins/keys.js';
 import { MarketsIndex } from '../../src/api/query/markets-index.js';
 import streamPlugin, { type StreamSettings } from '../../src/api/stream/route.js';
-import type { CoinMarket, Market, WalletMarket, YesNoMarket } from '../../src/schema/market.js';
+import type { Market } from '../../src/schema/market.js';
 import type { Family, Observation } from '../../src/schema/observation.js';
 import { openWriter } from '../../src/storage/index.js';
 
@@ -190,74 +190,7 @@ export class TestClient {
   }
 }
 
-export const coinMarket = (id: string, coin = 'btc'): CoinMarket => ({
-  family: 'coin',
-  market_id: id,
-  event_id: `ev-${id}`,
-  condition_id: `0xcond${id}`,
-  slug: `slug-${id}`,
-  question: `Up or down ${id}?`,
-  outcomes: [
-    { label: 'Up', token_id: `${id}-up` },
-    { label: 'Down', token_id: `${id}-down` },
-  ],
-  coin,
-  window: '15m',
-  start_time: 0,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-});
-
-export const walletMarket = (id: string): WalletMarket => ({
-  family: 'wallet-prediction',
-  topic_id: `topic-${id}`,
-  market_id: id,
-  condition_id: `0xw${id}`,
-  slug: null,
-  outcomes: [
-    { label: 'Up', token_id: `${id}-up` },
-    { label: 'Down', token_id: `${id}-down` },
-  ],
-  coin: 'btc',
-  window: '5m',
-  start_time: 0,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  participants: null,
-  chain: null,
-  start_price: null,
-  end_price: null,
-  native: {},
-});
-
-export const yesnoMarket = (ticker: string): YesNoMarket => ({
-  family: 'yesno-exchange',
-  market_id: ticker,
-  ticker,
-  event_ticker: 'EV',
-  series_ticker: 'SER',
-  title: ticker,
-  status: 'active',
-  open_time: null,
-  close_time: null,
-  result: '',
-  native: {},
-});
+export { coinMarket, walletMarket, yesnoMarket } from '../../tools/fixtures/markets.js';
 
 /** Writes a catalogue entry through the real writer (as the catalogue recorder would). */
 export async function writeCatalog(dataDir: string, m: Market): Promise<void> {

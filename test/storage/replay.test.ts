@@ -30,6 +30,7 @@ import { bookAsOf, snapshotPage } from '../../src/api/query/book-pages.js';
 import { intervalPage } from '../../src/families/coin/intervals.js';
 import { marketRecords } from '../../src/api/replay/cursor.js';
 import { writeFixture } from '../../tools/fixtures/compaction-logs.js';
+import { coinMarket as coinMarketOf } from '../../tools/fixtures/markets.js';
 
 const MARKET = '50000';
 const books: LogKey = { family: 'coin', stream: 'books', market: MARKET };
@@ -53,31 +54,13 @@ const model: BookModel = {
   shape: (rec, b) => ({ seq: rec.seq, best_bid: b.view(`${MARKET}-up`)?.bids[0] ?? null }),
 };
 
-const coinMarket: CoinMarket = {
-  family: 'coin',
-  market_id: MARKET,
+const coinMarket: CoinMarket = coinMarketOf(MARKET, {
   event_id: null,
   condition_id: '0x5',
   slug: MARKET,
   question: 'Up?',
-  outcomes: [
-    { label: 'Up', token_id: `${MARKET}-up` },
-    { label: 'Down', token_id: `${MARKET}-down` },
-  ],
-  coin: 'btc',
-  window: '15m',
   start_time: null,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-};
+});
 
 t.test('replay over a compacted day and the open log', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pmtape-replay-'));

@@ -2,14 +2,14 @@
 // logs deleted so only the Parquet serves it), a small Tardis-rule book rebuild, and the API's
 // `as_of` books in the same form, so a file's books can be compared with what pmtape serves.
 
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { compactDay, deleteExpiredLogs } from '../../src/storage/testing.js';
-import { keysFor, seedAll, type Tap } from '../api/helpers.js';
+import { keysFor, seedAll } from '../api/helpers.js';
 
 export const DAY = '2026-07-26';
 export const CLI = fileURLToPath(new URL('../../cli.js', import.meta.url));
@@ -94,28 +94,6 @@ export async function asOfBooks(app: FastifyInstance, key: string, T: number): P
 export const INSTANTS = [1_000, 7_300, 19_990, 33_333, 39_999, 52_100, 58_750, 71_000, 99_999].map(
   (d) => Date.parse(`${DAY}T12:00:00Z`) + d,
 );
-
-/** A `pmtape` child (`serve`, ...) that prints `ready <url>`; killed at the end of `t`. */
-export function launch(t: Tap, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PMTAPE_LOG_LEVEL: 'warn' },
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /^ready (\S+)$/m.exec(out);
-      if (m) resolve({ child, url: m[1] });
-    });
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (c) => reject(new Error(`${args[0]} exited ${c}: ${err.slice(-2000)}`)));
-  });
-}
 
 export const readGz = (path: string, gunzip: (b: Buffer) => Buffer): string => gunzip(readFileSync(path)).toString('utf8');
 export const fileIn = (dir: string, exchange: string, type: string, symbol: string): string =>

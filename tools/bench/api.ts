@@ -34,6 +34,7 @@ import type { OpenLoopResult } from './open-loop.js';
 import { ensureWrk, wrk } from './wrk.js';
 import { onCpus, pinning } from './pin.js';
 import { appendToServed, firstPages } from './api-probes.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 let WRK = 'wrk';
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '../../cli.js');
@@ -49,31 +50,8 @@ const envNum = (name: string, dflt: number): number => {
 const T0_PAST = Date.parse('2026-07-01T00:00:00.000Z');
 const STEP_MS = 10;
 
-const market = (id: string): CoinMarket => ({
-  family: 'coin',
-  market_id: id,
-  event_id: null,
-  condition_id: `0x${id}`,
-  slug: id,
-  question: 'Bench?',
-  outcomes: [
-    { label: 'Up', token_id: `${id}-up` },
-    { label: 'Down', token_id: `${id}-down` },
-  ],
-  coin: 'btc',
-  window: '15m',
-  start_time: null,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-});
+const market = (id: string): CoinMarket =>
+  coinMarket(id, { event_id: null, condition_id: `0x${id}`, slug: id, question: 'Bench?', start_time: null });
 
 const ladder = (p0: number, step: number, levels = 10): [string, string][] =>
   Array.from({ length: levels }, (_, i) => [(p0 + step * i).toFixed(levels > 10 ? 3 : 2), String(100 + i)]);

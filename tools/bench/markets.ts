@@ -12,36 +12,14 @@ import { join } from 'node:path';
 import { MarketsIndex, RECHECK_MS, type RefreshMode } from '../../src/api/query/markets-index.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import { openWriter } from '../../src/storage/index.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 const log = (s: string): void => void process.stderr.write(`bench markets: ${s}\n`);
 const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-const market = (id: string, status: CoinMarket['status'] = 'open'): CoinMarket => ({
-  family: 'coin',
-  market_id: id,
-  event_id: null,
-  condition_id: `0x${id}`,
-  slug: `btc-updown-15m-${id}`,
-  question: 'Bench?',
-  outcomes: [
-    { label: 'Up', token_id: `${id}-up` },
-    { label: 'Down', token_id: `${id}-down` },
-  ],
-  coin: 'btc',
-  window: '15m',
-  start_time: null,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status,
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-});
+const market = (id: string, status: CoinMarket['status'] = 'open'): CoinMarket =>
+  coinMarket(id, { event_id: null, condition_id: `0x${id}`, slug: `btc-updown-15m-${id}`, question: 'Bench?', start_time: null, status });
 
 async function writeCatalog(dir: string, id: string, t: number, status?: CoinMarket['status']): Promise<void> {
   const w = await openWriter(dir, { family: 'coin', stream: 'catalog', market: id });

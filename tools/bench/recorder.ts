@@ -15,6 +15,7 @@ import { silentLogger, type RecorderDeps } from '../../src/recorders/recorder.js
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { rng } from '../../src/sim/faults.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 const N = Number(process.env.PMTAPE_BENCH_MESSAGES ?? 200_000);
 const UP = '76670567130917723816490572615540605537878462672464291990940067659127658071111';
@@ -109,9 +110,7 @@ function phase(t0: number, c0: NodeJS.CpuUsage): Phase {
 }
 
 function market(): CoinMarket {
-  return {
-    family: 'coin',
-    market_id: 'bench-1',
+  return coinMarket('bench-1', {
     event_id: null,
     condition_id: COND,
     slug: null,
@@ -120,20 +119,11 @@ function market(): CoinMarket {
       { label: 'Up', token_id: UP },
       { label: 'Down', token_id: DOWN },
     ],
-    coin: 'btc',
     window: '5m',
     start_time: Date.now() - 1000,
     end_time: Date.now() + 3_600_000,
-    created_time: null,
-    updated_time: null,
-    status: 'open',
-    resolution: null,
-    winning_outcome: null,
-    resolved_time: null,
-    volume: null,
-    liquidity: null,
     native: null,
-  };
+  });
 }
 
 export async function recorderRate(dir: string, msgs: string[]): Promise<Phase> {

@@ -13,6 +13,7 @@ import { createKey } from '../../src/api/plugins/keys.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay, deleteExpiredLogs, openWriter } from '../../src/storage/index.js';
 import { writeFixture } from '../fixtures/compaction-logs.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 const log = (s: string): void => void process.stderr.write(`bench replay: ${s}\n`);
@@ -98,31 +99,15 @@ export async function run(): Promise<Record<string, unknown>> {
         source_ts: null,
         event: 'updated',
         changed: ['coin'],
-        market: {
-          family: 'coin',
-          market_id: id,
+        market: coinMarket(id, {
           event_id: null,
           condition_id: `0x${id}`,
           slug: null,
           question: `bench ${id}`,
-          outcomes: [
-            { label: 'Up', token_id: `${id}-up` },
-            { label: 'Down', token_id: `${id}-down` },
-          ],
-          coin: 'btc',
-          window: '15m',
           start_time: t0,
           end_time: t0 + DAY_MS,
-          created_time: null,
-          updated_time: null,
           status: 'closed',
-          resolution: null,
-          winning_outcome: null,
-          resolved_time: null,
-          volume: null,
-          liquidity: null,
-          native: {},
-        },
+        }),
       });
       await w.close();
     }

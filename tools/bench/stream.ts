@@ -17,6 +17,7 @@ import { createKey } from '../../src/api/plugins/keys.js';
 import type { CoinMarket } from '../../src/schema/market.js';
 import type { Observation } from '../../src/schema/observation.js';
 import { openReader, openWriter, type LogWriter } from '../../src/storage/index.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '../../cli.js');
 const RATE_PER_S = 20;
@@ -32,9 +33,7 @@ function pct(xs: number[], p: number): number {
   return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] * 100) / 100;
 }
 
-const market: CoinMarket = {
-  family: 'coin',
-  market_id: 'bench-1',
+const market: CoinMarket = coinMarket('bench-1', {
   event_id: null,
   condition_id: '0xbench',
   slug: 'bench-1',
@@ -43,20 +42,8 @@ const market: CoinMarket = {
     { label: 'Up', token_id: 'bench-up' },
     { label: 'Down', token_id: 'bench-down' },
   ],
-  coin: 'btc',
-  window: '15m',
   start_time: null,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-};
+});
 
 /** A realistic book: 10 levels a side. */
 const ladder = (p0: number, step: number): [string, string][] =>
