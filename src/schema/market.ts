@@ -11,8 +11,24 @@ export interface Outcome {
   readonly token_id: string;
 }
 
+/** What the two up/down families (coin and wallet) both know of a market: its coin, window, life and resolution. */
+interface UpDownMarketFields {
+  readonly coin: string;
+  readonly window: string | null;
+  readonly start_time: number | null;
+  readonly end_time: number | null;
+  readonly created_time: number | null;
+  readonly updated_time: number | null;
+  readonly status: MarketStatus;
+  readonly resolution: Resolution | null;
+  readonly winning_outcome: string | null;
+  readonly resolved_time: number | null;
+  readonly volume: number | null;
+  readonly liquidity: number | null;
+}
+
 /** A market of the `clob` venue as described by its `catalog` REST (the `/v3/{coin}` family). */
-export interface CoinMarket {
+export interface CoinMarket extends UpDownMarketFields {
   readonly family: 'coin';
   readonly market_id: string;
   readonly event_id: string | null;
@@ -21,23 +37,11 @@ export interface CoinMarket {
   readonly question: string;
   /** First outcome first: the venue prices books in each token; `outcomes[0]` is Up. */
   readonly outcomes: readonly Outcome[];
-  readonly coin: string;
-  readonly window: string | null;
-  readonly start_time: number | null;
-  readonly end_time: number | null;
-  readonly created_time: number | null;
-  readonly updated_time: number | null;
-  readonly status: MarketStatus;
-  readonly resolution: Resolution | null;
-  readonly winning_outcome: string | null;
-  readonly resolved_time: number | null;
-  readonly volume: number | null;
-  readonly liquidity: number | null;
   readonly native: unknown;
 }
 
 /** A wallet venue topic joined to its underlying market (the `/v3/wallet-prediction` family). */
-export interface WalletMarket {
+export interface WalletMarket extends UpDownMarketFields {
   readonly family: 'wallet-prediction';
   readonly topic_id: string;
   readonly market_id: string;
@@ -45,18 +49,6 @@ export interface WalletMarket {
   readonly slug: string | null;
   /** First outcome (indexSet 1) first: the stored book is priced in it; the other is its mirror. */
   readonly outcomes: readonly Outcome[];
-  readonly coin: string;
-  readonly window: string | null;
-  readonly start_time: number | null;
-  readonly end_time: number | null;
-  readonly created_time: number | null;
-  readonly updated_time: number | null;
-  readonly status: MarketStatus;
-  readonly resolution: Resolution | null;
-  readonly winning_outcome: string | null;
-  readonly resolved_time: number | null;
-  readonly volume: number | null;
-  readonly liquidity: number | null;
   readonly participants: number | null;
   readonly chain: { readonly chain_id: number; readonly exchange_contract: string } | null;
   readonly start_price: number | null;
