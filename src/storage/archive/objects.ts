@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Transform, type Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 
 /** Part size of multipart uploads; fixed so the expected multipart ETag can be computed locally. */
@@ -95,15 +95,20 @@ const notFound = (e: unknown): boolean => {
   return x.name === 'NotFound' || x.name === 'NoSuchKey' || x.$metadata?.httpStatusCode === 404;
 };
 
-/** The sha256 and length of an object's bytes as the store serves them (a full read). */
-export async function remoteDigest(s3: S3Client, bucket: string, key: string): Promise<{ sha256: string; size: number } | null> {
-  let r;
+/** A GET of the whole object, or null when it does not exist. */
+async function getObjectOrNull(s3: S3Client, bucket: string, key: string): Promise<GetObjectCommandOutput | null> {
   try {
-    r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
   } catch (e) {
     if (notFound(e)) return null;
     throw e;
   }
+}
+
+/** The sha256 and length of an object's bytes as the store serves them (a full read). */
+export async function remoteDigest(s3: S3Client, bucket: string, key: string): Promise<{ sha256: string; size: number } | null> {
+  const r = await getObjectOrNull(s3, bucket, key);
+  if (r === null) return null;
   const h = createHash('sha256');
   let n = 0;
   for await (const chunk of r.Body as Readable) {
@@ -117,13 +122,8 @@ export async function remoteDigest(s3: S3Client, bucket: string, key: string): P
 
 /** Reads a small object whole (manifests, day records), or null when absent. */
 export async function getBytes(s3: S3Client, bucket: string, key: string): Promise<Buffer | null> {
-  let r;
-  try {
-    r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  } catch (e) {
-    if (notFound(e)) return null;
-    throw e;
-  }
+  const r = await getObjectOrNull(s3, bucket, key);
+  if (r === null) return null;
   const chunks: Buffer[] = [];
   for await (const chunk of r.Body as Readable) chunks.push(chunk as Buffer);
   const out = Buffer.concat(chunks);
