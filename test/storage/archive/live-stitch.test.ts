@@ -7,7 +7,7 @@
 // that needs it is a 502 `upstream_unavailable` naming it, never a 500 nor a cut answer.
 
 import t from 'tap';
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
@@ -156,6 +156,24 @@ if (bin) {
       t.equal(got.via, 'stitched', `stitched: ${path}`);
       t.ok(want.body.split('\n').length > 10, `the replay has lines: ${path}`);
       t.equal(got.body, want.body, `the replay as one server answers it: ${path}`);
+    }
+
+    // A live server that does not share the reader's cursor secret cannot continue its pages: a
+    // 502 saying so, never a page with repeated or missing items.
+    const stranger = tmpDataDir(t);
+    cpSync(host, stranger, { recursive: true });
+    rmSync(join(stranger, 'api', 'cursor.secret'));
+    const other = await startApi(testConfig(stranger, { port: 0 }), { logger: false });
+    t.teardown(() => other.close());
+    const misled = await startApi(testConfig(readerDir, { port: 0 }), {
+      logger: false,
+      liveFrom: { url: other.url, archiveEnd: () => B },
+    });
+    t.teardown(() => misled.close());
+    for (const path of [paged[3], paged[1]]) {
+      const refused = await get(misled.url, path, paid);
+      t.equal(refused.status, 502, `502 without the shared secret: ${path}`);
+      t.match(refused.body, /"code":"upstream_unavailable".*cursor\.secret/);
     }
 
     // The live server down: a page the archive cannot fill alone (its day D part ends short of the
