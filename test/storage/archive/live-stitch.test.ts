@@ -8,6 +8,8 @@
 
 import t from 'tap';
 import { copyFileSync, cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
@@ -175,6 +177,38 @@ if (bin) {
       t.equal(refused.status, 502, `502 without the shared secret: ${path}`);
       t.match(refused.body, /"code":"upstream_unavailable".*cursor\.secret/);
     }
+
+    // The live server breaking off the rest of a replay: the stream ends with an error line saying
+    // so (API.md §8), after lines that are exactly the first ones of the whole replay, and no end line.
+    const cutter = createServer((req, res) => {
+      void fetch(`${liveUrl}${req.url}`, { headers: { authorization: String(req.headers.authorization) } }).then(async (up) => {
+        res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'text/plain' });
+        const body = Buffer.from(await up.arrayBuffer());
+        if (!req.url!.startsWith('/v3/replay')) return void res.end(body);
+        res.write(body.subarray(0, body.length >> 1)); // half the rest, then the connection dies
+        setImmediate(() => res.socket?.destroy());
+      });
+    });
+    await new Promise<void>((ok) => cutter.listen(0, '127.0.0.1', ok));
+    t.teardown(() => void cutter.close());
+    const cutReader = await startApi(testConfig(readerDir, { port: 0 }), {
+      logger: false,
+      liveFrom: { url: `http://127.0.0.1:${(cutter.address() as AddressInfo).port}`, archiveEnd: () => B },
+    });
+    t.teardown(() => cutReader.close());
+    const whole = (await get(one.url, replays[0], paid)).body.split('\n');
+    const cut = await get(cutReader.url, replays[0], paid);
+    const lines = cut.body.trimEnd().split('\n');
+    const last = JSON.parse(lines.at(-1)!) as { type: string; error?: { code: string } };
+    t.equal(last.type, 'error', 'the cut replay ends with an error line');
+    t.equal(last.error?.code, 'upstream_unavailable');
+    t.notOk(
+      lines.some((l) => l.startsWith('{"type":"end"')),
+      'and no end line',
+    );
+    t.same(lines.slice(0, -1), whole.slice(0, lines.length - 1), 'the lines before it are the replay as it is');
+    const fromLive = lines.filter((l) => (/"receive_time":"([^"]+)"/.exec(l)?.[1] ?? '') >= iso(B));
+    t.ok(fromLive.length > 0 && fromLive.length < lines.length - 1, 'lines of both parts came before the break');
 
     // The live server down: a page the archive cannot fill alone (its day D part ends short of the
     // limit), a descending page (it starts on the live side) and a replay are a 502 naming it,
