@@ -4,7 +4,9 @@
 // span both days — snapshots pages in both orders followed through every next_cursor, timeseries,
 // replay — byte for byte as one server holding both days does (request ids aside). Forwarding such
 // a request whole (the code before stitching) loses day D. With the live server down, a request
-// that needs it is a 502 `upstream_unavailable` naming it, never a 500 nor a cut answer.
+// that needs it is a 502 `upstream_unavailable` naming it, never a 500 nor a cut answer; one that
+// breaks off mid-replay ends the stream with an `upstream_unavailable` error line. A live server
+// without the reader's cursor secret is refused (502), never answered with repeats or holes.
 
 import t from 'tap';
 import { copyFileSync, cpSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
