@@ -1,59 +1,31 @@
-// `serve --live-from <url>`: a stateless reader answers closed days from the archive and hands the
-// rest to a server that holds the logs. A request is forwarded whole (status, headers and body
-// relayed as they stream) unless it bounds itself at or before the end of the last archived day
-// (`end_time` or `as_of`); the datasets routes, health, metrics and docs are always local. The
-// live stream's WebSocket upgrade is relayed byte for byte to the live server. The reader checks
-// the key first (its own key file) and passes the Authorization header on, so both must know it.
+// `serve --live-from <url>`: a stateless reader answers closed days from the archive and asks a
+// server that holds the logs for the rest (src/api/live/split.ts decides who answers what): a
+// request bounded at or before the archive's end is answered here, seq-paged lists and replays
+// that span the end are stitched from both sides (src/api/live/), and anything else that may reach
+// past it is forwarded whole, its answer relayed as it streams. The datasets routes, health,
+// metrics and docs are always local. The stream's WebSocket upgrade is relayed byte for byte. The
+// reader checks the key first (its own key file) and passes the Authorization header on, so both
+// must know it; stitching also needs both to hold the same api/cursor.secret.
 
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import type { AddressInfo } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { PmtapeError } from '../../errors.js';
+import { isPart, pathOf, splitOf } from '../live/split.js';
+import { relay, Side } from '../live/sides.js';
+import { stitchPage } from '../live/pages.js';
+import { stitchReplay } from '../live/replay.js';
+
+export { reachesPastArchive } from '../live/split.js';
 
 export interface LiveForwardOptions {
   /** The live server's base URL (http or https). */
   readonly url: string;
   /** End of the last archived day (epoch ms, exclusive); -Infinity when none is archived yet. */
   readonly archiveEnd: () => number;
-}
-
-/** Routes a reader always answers itself. */
-const LOCAL = /^\/(v3\/datasets|healthz|metrics|docs|$)/;
-
-/** A time parameter as epoch ms (numbers or ISO 8601), or null when absent or not a time. */
-function msOf(v: unknown): number | null {
-  if (typeof v !== 'string' || v === '') return null;
-  const ms = /^\d+$/.test(v) ? Number(v) : Date.parse(v);
-  return Number.isFinite(ms) ? ms : null;
-}
-
-/** True when the request may need records newer than the archive holds. */
-export function reachesPastArchive(path: string, query: Readonly<Record<string, unknown>>, archiveEnd: number): boolean {
-  if (LOCAL.test(path.slice(0, path.indexOf('?') >>> 0))) return false;
-  const bound = msOf(query.end_time) ?? msOf(query.as_of);
-  return bound === null || bound > archiveEnd;
-}
-
-/** Response headers that describe the hop, not the answer. */
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'content-encoding']);
-
-async function forward(base: string, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const headers: Record<string, string> = {};
-  for (const h of ['authorization', 'accept', 'range', 'if-none-match', 'if-range']) {
-    const v = req.headers[h];
-    if (typeof v === 'string') headers[h] = v;
-  }
-  const res = await fetch(new URL(req.url, base), { method: req.method, headers, redirect: 'manual' });
-  void reply.code(res.status);
-  res.headers.forEach((v, k) => {
-    if (!HOP.has(k) && k !== 'x-request-id') void reply.header(k, v);
-  });
-  void reply.header('x-pmtape-forwarded', 'live');
-  return reply.send(res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream) : null);
 }
 
 /** Relays a WebSocket upgrade for `path` to the live server: the request head, then both directions. */
@@ -88,18 +60,42 @@ function relayUpgrade(base: URL, req: IncomingMessage, socket: Duplex, head: Buf
   socket.on('close', close);
 }
 
+/** This server's own loopback URL (the reader's side of a stitched answer). */
+function selfUrl(app: FastifyInstance): string {
+  const a = app.server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? (a.address === '::' ? '[::1]' : `[${a.address}]`) : a.address === '0.0.0.0' ? '127.0.0.1' : a.address;
+  return `http://${host}:${a.port}`;
+}
+
 async function liveForward(app: FastifyInstance, opts: LiveForwardOptions): Promise<void> {
   const base = new URL(opts.url);
+  const live = new Side(`The live server ${opts.url}`, () => opts.url, true);
+  const local = new Side('This reader', () => selfUrl(app), false);
   app.addHook('preHandler', async (req, reply) => {
-    if (!reachesPastArchive(req.url, req.query as Record<string, unknown>, opts.archiveEnd())) return;
-    try {
-      return await forward(opts.url, req, reply);
-    } catch (e) {
-      throw new PmtapeError(
-        'upstream_unavailable',
-        `The live server ${opts.url} did not answer (${(e as Error).message}); times up to the archive's end (end_time or as_of) are served here.`,
-      );
+    // This reader's own side of a stitched answer: answered here, from the archive.
+    if (isPart(app, req)) return;
+    const split = splitOf(pathOf(req.url), req.query as Record<string, unknown>, opts.archiveEnd());
+    if (split === 'local') return;
+    const token = app.pmtape.cursors.partToken();
+    if (split === 'live') return relay(await live.get(req, req.url), reply, 'live');
+    if (split === 'replay') {
+      const r = await stitchReplay(req, local, live, token);
+      if ('relay' in r) return r.relay.status === 404 ? relay(await live.get(req, req.url), reply, 'live') : relay(r.relay, reply, 'local');
+      return reply
+        .code(200)
+        .header('content-type', 'application/x-ndjson; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .header('x-pmtape-forwarded', 'stitched')
+        .send(r.stream);
     }
+    const asc = (req.query as Record<string, unknown>).order !== 'desc';
+    const r = await stitchPage(req, asc ? local : live, asc ? live : local, token);
+    // A market the archive does not know yet is the live server's alone.
+    if ('relay' in r)
+      return r.relay.status === 404 && asc
+        ? relay(await live.get(req, req.url), reply, 'live')
+        : relay(r.relay, reply, asc ? 'local' : 'live');
+    return reply.code(200).header('content-type', 'application/json; charset=utf-8').header('x-pmtape-forwarded', 'stitched').send(r.body);
   });
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => relayUpgrade(base, req, socket, head));
 }

@@ -9,6 +9,7 @@ import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import type { Config } from '../../config.js';
 import { PmtapeError } from '../../errors.js';
+import { isPart } from '../live/split.js';
 
 async function rateLimitPlugin(app: FastifyInstance, opts: { limits: Config['rateLimits'] }): Promise<void> {
   const limits = opts.limits;
@@ -16,8 +17,9 @@ async function rateLimitPlugin(app: FastifyInstance, opts: { limits: Config['rat
   await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',
-    // Open routes (health, metrics, docs) and unauthenticated requests are not counted.
-    allowList: (req: FastifyRequest) => !req.apiKey,
+    // Open routes (health, metrics, docs) and unauthenticated requests are not counted, nor a
+    // reader's request for its own side of a stitched answer (the client's request was counted).
+    allowList: (req: FastifyRequest) => !req.apiKey || isPart(app, req),
     // The key is computed before the allow list is asked, so keyless requests reach these too.
     keyGenerator: (req: FastifyRequest) => req.apiKey?.id ?? '',
     // Synchronous: an async max/timeWindow costs two promises on every request.

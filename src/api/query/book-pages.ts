@@ -23,6 +23,11 @@ export interface Page {
   readonly items: Record<string, unknown>[];
   /** The cursor position of the next page, or null when nothing more exists now. */
   readonly next: CursorPos | null;
+  /**
+   * Where a page that exhausted the log would resume after its last item (null without items): a
+   * reader stitching the archive and a live server continues on the other side from here.
+   */
+  readonly tail?: CursorPos | null;
 }
 
 const DEFAULT_BUDGET = 50_000;
@@ -112,7 +117,7 @@ async function ascPage(reader: LogReader, model: BookModel, req: PageRequest): P
   }
   if (more) return { items, next: { after: lastEmitted } };
   if (cut) return { items, next: { after: lastScanned } };
-  return { items, next: null };
+  return { items, next: null, tail: items.length > 0 ? { after: lastEmitted } : null };
 }
 
 /** Candidates walking back from the bound, then one warm-up pass from the oldest to the newest. */
@@ -140,7 +145,7 @@ async function descPage(reader: LogReader, model: BookModel, req: PageRequest): 
       break;
     }
   }
-  if (cands.length === 0) return { items: [], next: exhausted ? null : { before: lastScanned } };
+  if (cands.length === 0) return { items: [], next: exhausted ? null : { before: lastScanned }, tail: null };
   const oldest = cands[cands.length - 1];
   const newest = cands[0];
   const out: { seq: number; snap: Record<string, unknown> }[] = [];
@@ -165,7 +170,8 @@ async function descPage(reader: LogReader, model: BookModel, req: PageRequest): 
   }
   const page = out.slice(0, req.limit);
   if (out.length > req.limit) return { items: page.map((x) => x.snap), next: { before: page[page.length - 1].seq } };
-  return { items: page.map((x) => x.snap), next: exhausted ? null : { before: lastScanned } };
+  const tail = page.length > 0 ? { before: page[page.length - 1].seq } : null;
+  return { items: page.map((x) => x.snap), next: exhausted ? null : { before: lastScanned }, tail };
 }
 
 /** One page of snapshots in either order. */

@@ -69,6 +69,14 @@ export class CursorCodec {
     return createHmac('sha256', this.secret).update(body).digest().subarray(0, 18);
   }
 
+  /**
+   * The value of the header that asks a server for one side of a stitched page (src/api/live/):
+   * only a server holding the same secret (as every server a cursor travels between must) knows it.
+   */
+  partToken(): string {
+    return createHmac('sha256', this.secret).update('pmtape-live-part').digest('base64url').slice(0, 32);
+  }
+
   /** `route` names the logical route (aliases share it); `query` is the request's query plus the resolved path ids. */
   encode(route: string, query: Record<string, unknown>, pos: CursorPos): string {
     const body = Buffer.from(JSON.stringify({ q: queryDigest(route, query), p: pos })).toString('base64url');

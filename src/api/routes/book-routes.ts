@@ -14,7 +14,7 @@ import type { BookModel } from '../../book/book-model.js';
 import { bookAsOf, snapshotPage } from '../query/book-pages.js';
 import { asOfParam, listParams } from '../query/params.js';
 import { listOf, narrowQuery, oneOf, queryParam, single, typedParams, typedQuery } from '../route-params.js';
-import { nextCursor, resumeOf } from './helpers.js';
+import { nextCursor, pageCursor, resumeOf } from './helpers.js';
 import { cursorMarket } from '../query/cursor.js';
 import { resolvePathMarket, type ResolvedMarket } from '../query/resolve-market.js';
 
@@ -142,7 +142,7 @@ export function bookRoutes(app: FastifyInstance, descriptor: FamilyDescriptor): 
         response: { 200: routes.schemas.snapshotsPage ?? listOf(routes.schemas.snapshot) },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const query = req.query;
       const list = listParams(query);
       const target = await resolvePathMarket(app, descriptor, req.params);
@@ -166,7 +166,7 @@ export function bookRoutes(app: FastifyInstance, descriptor: FamilyDescriptor): 
         // `mk` names the market for the stream's `from`, which cannot check the query digest (protocol.ts).
         return {
           data: page.items,
-          next_cursor: nextCursor(app, route, cursorScope, page.next && { ...page.next, mk: cursorMarket(descriptor.family, target.id) }),
+          next_cursor: pageCursor(app, req, reply, route, cursorScope, page, { mk: cursorMarket(descriptor.family, target.id) }),
         };
       }
       let resume: number | undefined;

@@ -16,7 +16,7 @@ import { listParams } from '../query/params.js';
 import { listOf, oneOf, queryParam, sampleSchema, typedParams, typedQuery } from '../route-params.js';
 import { outcomeOr400 } from './book-routes.js';
 import { resolvePathMarket } from '../query/resolve-market.js';
-import { nextCursor, resumeOf } from './helpers.js';
+import { pageCursor, resumeOf } from './helpers.js';
 
 export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics: readonly [string, ...string[]]): void {
   const api = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -42,7 +42,7 @@ export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics:
         response: { 200: listOf(sampleSchema) },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const qs = req.query;
       const lp = listParams(qs);
       const at = await resolvePathMarket(app, d, req.params);
@@ -62,7 +62,7 @@ export function seriesRoutes(app: FastifyInstance, d: FamilyDescriptor, metrics:
         },
       };
       const page = await snapshotPage(reader, model, { order: lp.order, limit: lp.limit, start: lp.start, end: lp.end, resume });
-      return { data: page.items, next_cursor: nextCursor(app, `${d.routes.name}.timeseries`, cq, page.next) };
+      return { data: page.items, next_cursor: pageCursor(app, req, reply, `${d.routes.name}.timeseries`, cq, page) };
     },
   );
 
