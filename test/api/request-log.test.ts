@@ -89,6 +89,30 @@ t.test('lines stay byte for byte when their parts repeat, are too long to keep, 
   t.equal(fastLines.filter((l) => l.includes('"url":"/v3/[redacted]/x"')).length, 3, 'the key in the path, three times');
 });
 
+t.test("a child logger's bindings (start's `part`) are in the line, byte for byte", async (t) => {
+  const fast = capture();
+  const buffer = new LineBuffer(fast.dest);
+  const f = requestLog(pino({ level: 'info' }, buffer).child({ part: 'api' }))!;
+  const slow = textCapture();
+  const slowLog = pino({ level: 'info' }, slow.dest).child({ part: 'api' });
+  const s = requestLog({ level: 'info', info: (o: object, m: string) => slowLog.info(o, m) } as unknown as FastifyBaseLogger)!;
+  for (let i = 0; i < 3; i++) {
+    for (const [r, status] of [
+      [req(`p${i}`, '/v3/btc/markets/x/orderbook/latest', 'k1', '127.0.0.1'), 200],
+      [req(`q${i}`, '/healthz', null, '127.0.0.1'), 200],
+    ] as const) {
+      f(r, reply(status), i);
+      s(r, reply(status), i);
+    }
+  }
+  buffer.flushSync();
+  const noTime = (l: string): string => l.replace(/"time":\d+/, '"time":0');
+  const fastLines = fast.out.join('').split('\n').filter(Boolean).map(noTime);
+  t.equal(fastLines.length, 6);
+  t.same(fastLines, slow.out.join('').split('\n').filter(Boolean).map(noTime));
+  t.ok(fastLines.every((l) => l.includes('"part":"api"')));
+});
+
 t.test("pino's own lines and request lines keep their order; the buffer hands over when full, on flush and at exit", async (t) => {
   const c = capture();
   const lines = new LineBuffer(c.dest);
