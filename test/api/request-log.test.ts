@@ -132,9 +132,9 @@ t.test("pino's own lines and request lines keep their order; the buffer hands ov
     ['first', 'request', 'third'],
     'in the order logged',
   );
-  for (let i = 0; i < 400; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
+  for (let i = 0; i < 1000; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
   t.ok(c.out.length > 1, 'a full buffer is handed over without a flush');
   lines.flushSync();
   t.equal(c.syncs.length, 1, 'flushSync reaches the destination');
-  t.equal(c.out.join('').split('\n').filter(Boolean).length, 403, 'every line handed over');
+  t.equal(c.out.join('').split('\n').filter(Boolean).length, 1003, 'every line handed over');
 });
