@@ -6,13 +6,19 @@
 import t from 'tap';
 import { pino } from 'pino';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import { LineBuffer, requestLog } from '../../src/api/plugins/request-log.js';
+import { LineBuffer, requestLog, type ByteDestination } from '../../src/api/plugins/request-log.js';
 
-/** A destination that keeps what it is handed (as pino's sonic-boom would write it). */
-function capture(): { dest: pino.DestinationStream & { flushSync(): void }; out: string[]; syncs: number[] } {
+/** A destination that keeps what it is handed (as pino's sonic-boom would write it), as text. */
+function capture(): { dest: ByteDestination; out: string[]; syncs: number[] } {
   const out: string[] = [];
   const syncs: number[] = [];
-  return { out, syncs, dest: { write: (s: string) => void out.push(s), flushSync: () => void syncs.push(out.length) } };
+  return { out, syncs, dest: { write: (b: Buffer) => void out.push(b.toString('utf8')), flushSync: () => void syncs.push(out.length) } };
+}
+
+/** pino's own destination's shape, for a logger writing straight to a capture. */
+function textCapture(): { dest: pino.DestinationStream; out: string[] } {
+  const out: string[] = [];
+  return { out, dest: { write: (s: string) => void out.push(s) } };
 }
 
 const req = (id: string, url: string, key: string | null, ip: string | undefined): FastifyRequest =>
@@ -23,7 +29,7 @@ t.test("the text line equals pino's own line for the same fields", async (t) => 
   const fast = capture();
   const buffer = new LineBuffer(fast.dest);
   const fastLog = pino({ level: 'info' }, buffer);
-  const slow = capture();
+  const slow = textCapture();
   const slowLog = pino({ level: 'info' }, slow.dest);
   const cases: [FastifyRequest, number, number][] = [
     [req('req-1', '/v3/btc/markets/x/orderbook/latest?depth=5', 'k1', '127.0.0.1'), 200, 0.1234],
@@ -45,6 +51,68 @@ t.test("the text line equals pino's own line for the same fields", async (t) => 
   t.notOk(fastLines.join('\n').includes('AAAAAAAA'), 'a key in the URL is redacted on this path too');
 });
 
+t.test('lines stay byte for byte when their parts repeat, are too long to keep, or overflow what is kept', async (t) => {
+  const fast = capture();
+  const buffer = new LineBuffer(fast.dest);
+  const f = requestLog(pino({ level: 'info' }, buffer))!;
+  const slow = textCapture();
+  const slowLog = pino({ level: 'info' }, slow.dest);
+  const s = requestLog({ level: 'info', info: (o: object, m: string) => slowLog.info(o, m) } as unknown as FastifyBaseLogger)!;
+  const secret = 'pmt_0123456789ab_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+  const cases: [FastifyRequest, number, number][] = [];
+  const method = (r: FastifyRequest, m: string): FastifyRequest => Object.assign(r, { method: m });
+  for (let round = 0; round < 3; round++) {
+    // The same URL, key and address again and again (their parts are kept after the first line).
+    cases.push([req(`a${round}`, '/v3/btc/markets/x/orderbook/latest', 'k1', '127.0.0.1'), 200, 0.004 + round]);
+    // A key in the query or the path: redacted on every line, never kept with the key in it.
+    cases.push([req(`b${round}`, `/v3/coverage?limit=5&api_key=${secret}`, null, '::1'), 401, 0]);
+    cases.push([req(`c${round}`, `/v3/${secret}/x`, null, '10.0.0.1'), 404, 1 / 3]);
+    // Another method on the same URL, another status and key, no address, no key.
+    cases.push([method(req(`d${round}`, '/v3/btc/markets/x/orderbook/latest', 'k2', undefined), 'HEAD'), 429, 99.999]);
+    cases.push([req(`e${round}`, '/v3/btc/markets/x/orderbook/latest', null, '127.0.0.1'), 500, 1234.5678]);
+    // Too long to keep (made per line), and escapes.
+    cases.push([req(`f${round}`, `/v3/markets?q=${'x'.repeat(300)}"\\\u0002`, 'k1', '127.0.0.1'), 400, 0.1]);
+  }
+  // More distinct URLs than are kept: the map is emptied and filled again.
+  for (let i = 0; i < 1100; i++) cases.push([req(`g${i}`, `/v3/markets/${i % 700}`, i % 2 ? 'k1' : null, `10.0.${i % 3}.1`), 200, i / 7]);
+  for (const [r, status, ms] of cases) {
+    f(r, reply(status), ms);
+    s(r, reply(status), ms);
+  }
+  buffer.flushSync();
+  const noTime = (l: string): string => l.replace(/"time":\d+/, '"time":0');
+  const fastLines = fast.out.join('').split('\n').filter(Boolean).map(noTime);
+  const slowLines = slow.out.join('').split('\n').filter(Boolean).map(noTime);
+  t.equal(fastLines.length, cases.length, 'one line per request');
+  t.same(fastLines, slowLines, 'byte for byte, but for the time');
+  t.notOk(fastLines.join('\n').includes('BBBBBBBB'), 'a key in the URL is redacted on every line');
+  t.equal(fastLines.filter((l) => l.includes('"url":"/v3/[redacted]/x"')).length, 3, 'the key in the path, three times');
+});
+
+t.test("a child logger's bindings (start's `part`) are in the line, byte for byte", async (t) => {
+  const fast = capture();
+  const buffer = new LineBuffer(fast.dest);
+  const f = requestLog(pino({ level: 'info' }, buffer).child({ part: 'api' }))!;
+  const slow = textCapture();
+  const slowLog = pino({ level: 'info' }, slow.dest).child({ part: 'api' });
+  const s = requestLog({ level: 'info', info: (o: object, m: string) => slowLog.info(o, m) } as unknown as FastifyBaseLogger)!;
+  for (let i = 0; i < 3; i++) {
+    for (const [r, status] of [
+      [req(`p${i}`, '/v3/btc/markets/x/orderbook/latest', 'k1', '127.0.0.1'), 200],
+      [req(`q${i}`, '/healthz', null, '127.0.0.1'), 200],
+    ] as const) {
+      f(r, reply(status), i);
+      s(r, reply(status), i);
+    }
+  }
+  buffer.flushSync();
+  const noTime = (l: string): string => l.replace(/"time":\d+/, '"time":0');
+  const fastLines = fast.out.join('').split('\n').filter(Boolean).map(noTime);
+  t.equal(fastLines.length, 6);
+  t.same(fastLines, slow.out.join('').split('\n').filter(Boolean).map(noTime));
+  t.ok(fastLines.every((l) => l.includes('"part":"api"')));
+});
+
 t.test("pino's own lines and request lines keep their order; the buffer hands over when full, on flush and at exit", async (t) => {
   const c = capture();
   const lines = new LineBuffer(c.dest);
@@ -64,9 +132,9 @@ t.test("pino's own lines and request lines keep their order; the buffer hands ov
     ['first', 'request', 'third'],
     'in the order logged',
   );
-  for (let i = 0; i < 400; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
+  for (let i = 0; i < 1000; i++) rl(req(`r${i}`, '/b', null, '127.0.0.1'), reply(200), 1);
   t.ok(c.out.length > 1, 'a full buffer is handed over without a flush');
   lines.flushSync();
   t.equal(c.syncs.length, 1, 'flushSync reaches the destination');
-  t.equal(c.out.join('').split('\n').filter(Boolean).length, 403, 'every line handed over');
+  t.equal(c.out.join('').split('\n').filter(Boolean).length, 1003, 'every line handed over');
 });
