@@ -29,6 +29,9 @@ export class DayFiles {
   async writeBatch(b: Batch): Promise<void> {
     for (const seg of b.segments) {
       const created = seg.day !== this.day && (await this.switchTo(seg.day, seg.startOffset));
+      // Every batch into a past day's file is journaled before it is written (not only the
+      // opening): a census taken while such a writer runs names the file changed after it.
+      if (!created && seg.day < utcDay(Date.now())) await journalDay(this.dataDir, this.key, seg.day);
       const path = logFilePath(this.dataDir, this.key, seg.day);
       await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts, path);
       if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts, indexPathOf(path));

@@ -1,14 +1,14 @@
 // The day journal of a stream: one line `<market folder>\t<day>\n` appended to
 // `logs/<family>/<stream>/.day-journal` whenever a day file of the stream may change other than by
-// an append to today's file: a writer creating a day file or opening one of a past day (an import,
-// a late record), retention deleting one. A reader that took a census of the stream's day files
+// an append to today's file: a writer creating a day file or writing to one of a past day (an
+// import, a late record: every batch), retention deleting one, a recovery or repair cutting one. A reader that took a census of the stream's day files
 // (log-census.ts) then knows which logs changed since from the journal's tail alone, instead of
 // listing every market's folder. The line is appended before the file changes, so a reader that
 // finds no line for a log since its census knows that log is as the census saw it. The leading
 // `.` keeps the journal out of the stream's market listing (no market folder starts with `.`).
 
 import { appendFile, open } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Family, StreamName } from '../../schema/observation.js';
 import { encodeMarket, streamDir } from '../paths.js';
 import type { LogKey } from '../types.js';
@@ -21,6 +21,15 @@ export const dayJournalPath = (dataDir: string, family: Family, stream: StreamNa
 /** Appends the line of one log's day (one small O_APPEND write: whole lines, whatever else appends). */
 export async function journalDay(dataDir: string, key: LogKey, day: string): Promise<void> {
   await appendFile(dayJournalPath(dataDir, key.family, key.stream), `${encodeMarket(key.market)}\t${day}\n`);
+}
+
+/**
+ * `journalDay` for a caller that holds only a day file's path (`<stream>/<market>/<day>.log`):
+ * a repair or a recovery about to cut it.
+ */
+export async function journalLogFile(logPath: string): Promise<void> {
+  const marketDir = dirname(logPath);
+  await appendFile(join(dirname(marketDir), DAY_JOURNAL), `${basename(marketDir)}\t${basename(logPath).slice(0, 10)}\n`);
 }
 
 /**
