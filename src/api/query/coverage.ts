@@ -313,6 +313,12 @@ export class CoverageCache {
       e.checkedAt = now;
       return e.span;
     }
+    if (stamp.days?.length === 0 && st.dates.length === 0) {
+      // No day file and nothing compacted: no record, known without a reader (a family's metrics).
+      this.reads++;
+      this.spans.set(key, { stamp, span: null, checkedAt: now });
+      return null;
+    }
     const running = fresh ? undefined : this.reading.get(key);
     if (running) return running;
     const p = (async () => {
