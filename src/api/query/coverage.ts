@@ -337,6 +337,26 @@ export class CoverageCache {
     return p;
   }
 
+  /**
+   * Every catalogued market's spans read once (a list page's work, without gaps), so that the first
+   * page a server answers is a warm one: `serve` calls it before it listens. With the compacted
+   * days' summaries and the logs' census this reads a few files; without them, every log.
+   */
+  async warm(
+    families: readonly Family[],
+    list: (f: Family) => Promise<readonly { market: { market_id: string } }[]>,
+    reader: (f: Family, s: StreamName, market: string) => Promise<LogReader>,
+  ): Promise<number> {
+    let n = 0;
+    for (const f of families)
+      for (const e of await list(f)) {
+        const id = e.market.market_id;
+        if (this.getNow(f, id) === undefined) await this.get(f, id, (s) => reader(f, s, id), false);
+        n++;
+      }
+    return n;
+  }
+
   /** Spans of every dataset; the books' gaps too when `withGaps` (incremental scan of the books log). */
   async get(family: Family, market: string, reader: (s: StreamName) => Promise<LogReader>, withGaps = true): Promise<MarketCoverage> {
     const [b, m, c] = await Promise.all(
