@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import { KeyStore } from './plugins/keys.js';
 import { CursorCodec, loadCursorSecret } from './query/cursor.js';
 import { MarketsIndex } from './query/markets-index.js';
+import { CoverageCache } from './query/coverage.js';
 import { StatusBoard } from './query/status.js';
 import { LatestBooks } from './query/latest.js';
 import { LatestBodies } from './query/latest-body.js';
@@ -50,6 +51,8 @@ export interface Services {
   readonly latest: LatestBooks;
   /** Serialized latest-book bodies, reused until the newest record or `stale` changes. */
   readonly latestBodies: LatestBodies;
+  /** First/last record per log for `/v3/coverage` (query/coverage.ts), filled at start by `serve`. */
+  readonly coverage: CoverageCache;
   /** The process's logger (errors, warnings, the request log); Fastify's own `app.log` is silent. */
   readonly log: FastifyBaseLogger;
   /** One line per answered request (plugins/request-log.ts), or null when the level is above info. */
@@ -92,6 +95,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
       recheckMs: config.latestRecheckMs,
     }),
     latestBodies: new LatestBodies(),
+    coverage: new CoverageCache(config.dataDir, new LogChanges(config.dataDir)),
     log,
     requestLog: requestLog(log),
   };
@@ -99,6 +103,7 @@ async function app(fastify: FastifyInstance, opts: AppOptions): Promise<void> {
   fastify.addHook('onClose', async () => {
     services.latest.close();
     services.markets.close();
+    services.coverage.close();
   });
 
   await fastify.register(errorHandler);

@@ -64,13 +64,22 @@ async function warmReadSide(app: FastifyInstance, dataDir: string, replay: boole
     replay && decoded
       ? await warmDatasetRows(dataDir, decoded).catch((e: unknown) => void log.warn({ err: e }, 'could not warm the dataset rows at start'))
       : undefined;
+  // The coverage list's spans (query/coverage.ts), from the markets just listed: its first page
+  // would otherwise read them all (and compile the code that does).
+  const coverage = await app.pmtape.coverage
+    .warm(
+      FAMILIES,
+      (f) => app.pmtape.markets.list(f),
+      (f, s, id) => app.pmtape.markets.reader(f, s, id),
+    )
+    .catch((e: unknown) => void log.warn({ err: e }, 'could not warm the coverage list at start'));
   // The markets view is a second old by now: re-read it so that the first requests find it fresh.
   if (replayed) {
     await Promise.all(FAMILIES.map((f) => app.pmtape.markets.rebuild(f))).catch(
       (e: unknown) => void log.warn({ err: e }, 'could not rebuild the markets index at start'),
     );
   }
-  log.info({ ms: Math.round(performance.now() - t0), markets, parquet, replay: replayed, rows }, 'read side warmed');
+  log.info({ ms: Math.round(performance.now() - t0), markets, parquet, replay: replayed, rows, coverage }, 'read side warmed');
 }
 
 export interface StartOptions extends Partial<AppOptions> {

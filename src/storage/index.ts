@@ -36,6 +36,7 @@ export { acquireLock } from './log/lock.js';
 export { setIndexCacheBytes } from './read/segment.js';
 export { LogChanges, type LogChangeSubscription } from './read/log-changes.js';
 export { logStamp, logStampSync, parquetStamp, sameStamp, type LogStamp } from './read/log-stamp.js';
+export { logCensus, type CensusLog } from './read/log-census.js';
 export { listMarkets, logsRoot, streamDir } from './paths.js';
 export { verifyDataDir } from './verify.js';
 // Parquet side. Compaction loads parquet-wasm, so it is reached through lazy wrappers: importing

@@ -5,6 +5,7 @@
 import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileDurable } from './durable.js';
+import { journalLogFile } from './log/day-journal.js';
 import { isLockedByLiveProcess } from './log/lock.js';
 import { indexPathOf, listDays, listKeys, lockFilePath, logFilePath, marketDir } from './paths.js';
 import { readIndexFile } from './log/recovery.js';
@@ -55,6 +56,7 @@ export async function checkLogFile(logPath: string, opts: CheckLogOptions): Prom
             : `damaged frame: ${stop.problem ?? 'invalid'}`;
       let repaired = false;
       if (repair) {
+        await journalLogFile(logPath); // before the cut: a census of the logs learns it changed
         await fh.truncate(stop.end);
         await fh.sync();
         forgetSegment(logPath);

@@ -9,9 +9,11 @@
 // per-key limit on expensive requests answered 429). Target: a warm or re-stamped page ≤ 50 ms.
 // Then the history case (`history`): the same markets recorded on a closed day and compacted, a
 // cold server's first page with the day's logs kept and again with them deleted, each against the
-// warm pages of the same server: a compacted day's ends come from its manifest, not its log.
+// warm pages of the same server, each with the coverage summaries and log censuses compaction
+// wrote and without them (moved aside: the manifests' and per-log path), alternately
+// (PMTAPE_BENCH_COVERAGE_ROUNDS rounds, default 3; medians).
 
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKey } from '../../src/api/plugins/keys.js';
@@ -115,6 +117,14 @@ async function coldAndWarm(root: string, key: string, pages: number): Promise<{ 
   }
 }
 
+type Side = { cold: number; warm: number; cold_vs_warm: number };
+const ROUNDS = Math.round(envNum('PMTAPE_BENCH_COVERAGE_ROUNDS', 3));
+/** Per field, the median of the rounds. */
+function median(xs: Side[]): Side {
+  const m = (k: keyof Side): number => [...xs.map((x) => x[k])].sort((p, q) => p - q)[Math.floor(xs.length / 2)];
+  return { cold: m('cold'), warm: m('warm'), cold_vs_warm: m('cold_vs_warm') };
+}
+
 /** The history case: markets of a closed, compacted day (see the header). */
 async function history(M: number, pages: number): Promise<Record<string, unknown>> {
   const root = mkdtempSync(join(tmpdir(), 'pmtape-bench-coverage-history-'));
@@ -125,12 +135,32 @@ async function history(M: number, pages: number): Promise<Record<string, unknown
     log('history: compacting');
     await compactDay(root, day);
     const { key } = await createKey(root, 'paid', 'bench');
-    const kept = await coldAndWarm(root, key, pages);
+    // With the coverage summaries and log censuses compaction wrote, and without them (moved aside:
+    // the path of trees compacted by older versions), alternately, ROUNDS times each.
+    const on = join(root, '_coverage');
+    const off = join(root, '_coverage.off');
+    const alternate = async (): Promise<{ summary: Side; no_summary: Side; cold_no_summary_vs_summary: number }> => {
+      const a: Side[] = [];
+      const b: Side[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        a.push(await coldAndWarm(root, key, pages));
+        renameSync(on, off);
+        b.push(await coldAndWarm(root, key, pages));
+        renameSync(off, on);
+      }
+      const summary = median(a);
+      const noSummary = median(b);
+      return { summary, no_summary: noSummary, cold_no_summary_vs_summary: round(noSummary.cold / Math.max(summary.cold, 1), 2) };
+    };
+    const kept = await alternate();
     // The books logs retired (the catalogue's kept: the markets list is read from its logs).
     rmSync(join(root, 'logs', 'coin', 'books'), { recursive: true, force: true });
-    const deleted = await coldAndWarm(root, key, pages);
-    log(`history: cold ${kept.cold} ms (logs kept), ${deleted.cold} ms (logs deleted); warm ${kept.warm} / ${deleted.warm} ms`);
-    return { day, logs_kept: kept, logs_deleted: deleted };
+    const deleted = await alternate();
+    log(
+      `history: cold ${kept.summary.cold} ms with summaries, ${kept.no_summary.cold} ms without (logs kept); ` +
+        `${deleted.summary.cold} / ${deleted.no_summary.cold} ms (logs deleted); warm ${kept.summary.warm} / ${deleted.summary.warm} ms`,
+    );
+    return { day, rounds: ROUNDS, logs_kept: kept, logs_deleted: deleted };
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -27,6 +27,8 @@ import {
   type LogReader,
   type LogStamp,
   type SpanHint,
+  logCensus,
+  type CensusLog,
 } from '../../storage/index.js';
 import { RECHECK_MS } from './markets-index.js';
 
@@ -142,6 +144,8 @@ interface StreamState {
   readonly since: string;
   /** The stream's compacted dates, taken with `parquet` (spans need not stat the folders again). */
   readonly dates: readonly string[];
+  /** Logs whose stamp storage's census still knows (no listing, no stat); null: none known. */
+  readonly census: ReadonlyMap<string, CensusLog> | null;
 }
 const DAY_MS = 86_400_000;
 
@@ -214,10 +218,25 @@ export class CoverageCache {
       parquetStamp(this.dataDir!, family, stream),
       listMarkets(this.dataDir!, family, stream),
       parquetDates(this.dataDir!, family, stream),
-    ]).then(([parquet, ids, dates]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates }));
+      logCensus(this.dataDir!, family, stream).catch(() => null),
+    ]).then(
+      ([parquet, ids, dates, census]) => (held.value = { parquet, folders: new Set(ids), since: utcDay(now - DAY_MS), dates, census }),
+    );
     held.state.catch(() => this.streams.delete(key));
     this.streams.set(key, held);
     return held.state;
+  }
+
+  /**
+   * The log's stamp: from the census when it knows the log and the log is not live (a live log's
+   * newest file grows by appends, which the census cannot know), else a listing and a stat.
+   */
+  private stampOf(st: StreamState, family: Family, stream: SpanStream, market: string, exists: boolean, fresh = false): LogStamp {
+    const c = exists && !fresh ? st.census?.get(market) : undefined;
+    if (c !== undefined && !(c.day !== null && c.day >= st.since))
+      return { day: c.day, size: c.size, mtimeMs: c.mtimeMs, ino: c.ino, parquet: st.parquet, days: c.days };
+    if (exists) this.stamps++; // (a log without a folder is stamped without a call)
+    return logStampSync(this.dataDir!, { family, stream, market }, st.parquet, exists);
   }
 
   /**
@@ -283,8 +302,7 @@ export class CoverageCache {
     // days was a fifth of a cold page over compacted history.
     const watchFirst = exists && e !== undefined && recent;
     this.watch(key, family, stream, market, watchFirst);
-    this.stamps++;
-    let stamp = logStampSync(this.dataDir, { family, stream, market }, st.parquet, exists);
+    let stamp = this.stampOf(st, family, stream, market, exists, fresh);
     const live = (s: LogStamp): boolean => s.day !== null && s.day >= st.since;
     if (!watchFirst && exists && live(stamp)) {
       this.watch(key, family, stream, market, true);
@@ -294,6 +312,12 @@ export class CoverageCache {
     if (e && sameStamp(e.stamp, stamp)) {
       e.checkedAt = now;
       return e.span;
+    }
+    if (stamp.days?.length === 0 && st.dates.length === 0) {
+      // No day file and nothing compacted: no record, known without a reader (a family's metrics).
+      this.reads++;
+      this.spans.set(key, { stamp, span: null, checkedAt: now });
+      return null;
     }
     const running = fresh ? undefined : this.reading.get(key);
     if (running) return running;
@@ -311,6 +335,26 @@ export class CoverageCache {
     });
     this.reading.set(key, p);
     return p;
+  }
+
+  /**
+   * Every catalogued market's spans read once (a list page's work, without gaps), so that the first
+   * page a server answers is a warm one: `serve` calls it before it listens. With the compacted
+   * days' summaries and the logs' census this reads a few files; without them, every log.
+   */
+  async warm(
+    families: readonly Family[],
+    list: (f: Family) => Promise<readonly { market: { market_id: string } }[]>,
+    reader: (f: Family, s: StreamName, market: string) => Promise<LogReader>,
+  ): Promise<number> {
+    let n = 0;
+    for (const f of families)
+      for (const e of await list(f)) {
+        const id = e.market.market_id;
+        if (this.getNow(f, id) === undefined) await this.get(f, id, (s) => reader(f, s, id), false);
+        n++;
+      }
+    return n;
   }
 
   /** Spans of every dataset; the books' gaps too when `withGaps` (incremental scan of the books log). */

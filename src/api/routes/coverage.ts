@@ -11,20 +11,17 @@ import { overlaps } from '../../schema/time.js';
 import { familyOf } from '../../families/registry.js';
 import { planAllows } from '../plugins/auth.js';
 import type { Plan } from '../plugins/keys.js';
-import { clipCoverage, clipSources, CoverageCache } from '../query/coverage.js';
+import { clipCoverage, clipSources } from '../query/coverage.js';
 import { listParams } from '../query/params.js';
 import { coverageSchema, listOf, oneOf, queryParam, typedQuery } from '../route-params.js';
 import type { IndexedMarket } from '../query/markets-index.js';
-import { LogChanges } from '../../storage/index.js';
 
 /** The two answers: one market's coverage, or a page of the list. */
 const ONE = { type: 'object', properties: { data: coverageSchema }, required: ['data'], additionalProperties: false };
 const LIST: { [key: string]: unknown } = listOf(coverageSchema) as { [key: string]: unknown };
 
 export default async function coverageRoutes(app: FastifyInstance): Promise<void> {
-  const cache = new CoverageCache(app.pmtape.config.dataDir, new LogChanges(app.pmtape.config.dataDir));
-  app.addHook('onClose', async () => cache.close());
-  const { markets } = app.pmtape;
+  const { markets, coverage: cache } = app.pmtape;
 
   // A family's coverage (its market ids and ranges) is part of the family: a key whose plan does not
   // include the family (the descriptor's plan) reads none of it, as on the family's own routes.

@@ -13,6 +13,8 @@ import { buildStream, legacyPartition, type LegacyPartition } from './stream.js'
 import { DerivedHelper, startDerivedSplit } from './derived-split.js';
 import { buildDerived } from './derived.js';
 import { isDiskError } from './input.js';
+import { writeCoverageSummary } from '../parquet/coverage-summary.js';
+import { writeLogCensus } from '../read/log-census.js';
 import { currentPartNames, publishEmpty, settleLeftovers, stagingRoot } from '../parquet/publish.js';
 import { acquireLock } from '../log/lock.js';
 import { LockedError, StorageError } from '../../errors.js';
@@ -252,6 +254,19 @@ export async function compactDay(dataDir: string, day: string, opts: CompactOpti
       }
     }
     await Promise.all(pending);
+    // Last, after every partition of the day: the families' coverage summaries (a page over the day
+    // reads one file, not every manifest). Without one (a failure here, older trees) pages read the
+    // manifests as before, so a failure to write it fails nothing; a full disk still stops the run.
+    // Then a census of every stream's logs (log-census.ts): its stamps spare a page a listing and a
+    // stat per log that the day journal does not name as changed since.
+    const optional = (e: unknown): void => {
+      if (isDiskError(e)) throw e;
+    };
+    if (!opts.dryRun)
+      for (const family of FAMILIES) {
+        await writeCoverageSummary(dataDir, family, day).catch(optional);
+        for (const stream of ['books', 'metrics', 'catalog'] as const) await writeLogCensus(dataDir, family, stream).catch(optional);
+      }
     return out.sort(byPartition);
   } finally {
     await helper.close(); // after a failure: stops a helper job still running (its caller abandons it)

@@ -5,6 +5,7 @@
 
 import { createHash } from 'node:crypto';
 import { readFile, stat, unlink } from 'node:fs/promises';
+import { journalDay } from '../log/day-journal.js';
 import { join } from 'node:path';
 import { DAY_MS, dayStartMs } from '../../schema/time.js';
 import { listPartitions, partitionDir, partitionRel, readManifest } from '../parquet/manifest.js';
@@ -108,7 +109,9 @@ export async function deleteExpiredLogs(
         });
         continue;
       }
-      // The log first: from that instant readers serve the day from Parquet; the index is derived data.
+      // Journaled first (a census of the logs learns it is gone), then the log: from that instant
+      // readers serve the day from Parquet; the index is derived data.
+      await journalDay(dataDir, { family: p.family, stream, market: x.market }, p.date);
       await unlink(x.log);
       await unlink(indexFilePath(dataDir, { family: p.family, stream, market: x.market }, p.date)).catch(() => undefined);
       out.deleted.push(x.log);

@@ -12,6 +12,8 @@ import type { LogKey } from '../types.js';
 import { writeAll, type Batch } from './batch.js';
 import { diskFault, errnoError } from './disk-faults.js';
 import { encodeFileHeader, FILE_HEADER_BYTES } from './file-header.js';
+import { journalDay } from './day-journal.js';
+import { utcDay } from '../../schema/time.js';
 
 export class DayFiles {
   private day: string | null = null;
@@ -27,6 +29,9 @@ export class DayFiles {
   async writeBatch(b: Batch): Promise<void> {
     for (const seg of b.segments) {
       const created = seg.day !== this.day && (await this.switchTo(seg.day, seg.startOffset));
+      // Every batch into a past day's file is journaled before it is written (not only the
+      // opening): a census taken while such a writer runs names the file changed after it.
+      if (!created && seg.day < utcDay(Date.now())) await journalDay(this.dataDir, this.key, seg.day);
       const path = logFilePath(this.dataDir, this.key, seg.day);
       await writeAll(this.log!, created ? [encodeFileHeader(), ...seg.frames.parts] : seg.frames.parts, path);
       if (seg.entries.parts.length > 0) await writeAll(this.idx!, seg.entries.parts, indexPathOf(path));
@@ -58,6 +63,13 @@ export class DayFiles {
     this.day = day;
     const size = (await log.stat()).size;
     const created = size === 0;
+    // A new day file, or one of a past day (an import, a late record): journaled before its first
+    // byte, so a census of the stream's logs learns it changed (day-journal.ts).
+    if (created || day < utcDay(Date.now()))
+      await journalDay(this.dataDir, this.key, day).catch(async (e: unknown) => {
+        await this.close();
+        throw e;
+      });
     if ((created ? FILE_HEADER_BYTES : size) !== expectedSize) {
       throw new StorageError(`${path} is ${size} bytes, expected ${expectedSize}: another process wrote it`, path, size);
     }

@@ -4,6 +4,7 @@
 // A torn format header (the writer died creating the file) leaves an empty file; an unknown format
 // version or a damaged header throws and the file is left untouched.
 
+import { journalLogFile } from './day-journal.js';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { FRAME_OVERHEAD, MAX_FRAME_BYTES, PREFIX_BYTES, decodeRecord, parseFrame, type FrameHead } from './frame.js';
 import { scanFrames, type ScanStop } from './scan.js';
@@ -117,6 +118,7 @@ export async function recoverLogFile(logPath: string, everyBytes: number): Promi
             entries.consider(head, everyBytes);
           });
     if (stop.reason !== 'eof') {
+      await journalLogFile(logPath); // before the cut: a census of the logs learns it changed
       await fh.truncate(stop.end);
       await fh.sync();
     }

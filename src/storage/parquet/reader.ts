@@ -11,7 +11,21 @@ import { LRUCache } from 'lru-cache';
 import type { Family, Recorded } from '../../schema/observation.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest } from './manifest.js';
 import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
-import { datasetsOfStream, type AnyDataset, type Dataset, type Stream } from './datasets.js';
+import { datasetsOfStream, streamOfDataset, type AnyDataset, type Dataset, type Stream } from './datasets.js';
+import { readCoverageSummary, summaryFileStamp, type CoverageSummary } from './coverage-summary.js';
+
+/** A loaded coverage summary: the folders' mtimes and the file's stamp it was loaded under. */
+interface SummaryEntry {
+  readonly key: string;
+  p: Promise<CoverageSummary | null>;
+  checkedAt: number;
+  readonly file: string;
+  /** Indexes in SUMMARY_DATASETS of the datasets of the streams it holds rows of (once loaded). */
+  streams?: number[];
+}
+
+/** The record datasets a coverage summary is made from (their folders' mtimes keep it current). */
+const SUMMARY_DATASETS: readonly Dataset[] = (['books', 'metrics', 'catalog'] as const).flatMap((s) => datasetsOfStream(s));
 import { int64At, int64Words } from './columns.js';
 import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
 
@@ -133,6 +147,9 @@ export class ParquetStore {
    */
   private readonly recentDates = new Map<string, { mtimeMs: number; dates: string[] }>();
   private readonly recentParts = new Map<string, { parentMtimeMs: number; p: OpenPartition }>();
+  /** The record datasets' folders of each family, in SUMMARY_DATASETS order. */
+  private readonly summaryBases = new Map<Family, string[]>();
+  private readonly summaries = new LRUCache<string, SummaryEntry>({ max: 4096 });
 
   constructor(
     readonly dataDir: string,
@@ -221,6 +238,14 @@ export class ParquetStore {
    * partition set (read it instead); null when the set does not list the market.
    */
   async daySummary(family: Family, stream: Stream, day: string, market: string): Promise<DaySummary | null | undefined> {
+    // The family-day's coverage summary when it is current (one small file for every market).
+    const rows = (await this.coverageSummary(family, day))?.get(stream);
+    if (rows) {
+      const r = rows.get(market);
+      return r
+        ? { first: { seq: r[0], recv_ts: r[1] }, last: { seq: r[2], recv_ts: r[3] }, logBytes: r[4], logLastSeq: r[5], quarantined: r[6] }
+        : null;
+    }
     const datasets = datasetsOfStream(stream);
     const parts = await Promise.all(datasets.map((d) => this.partition(family, d, day)));
     if (parts.some((p) => !p || manifestVersion(p.manifest) < 2)) return undefined;
@@ -323,6 +348,42 @@ export class ParquetStore {
     const g: RawGroup = { seqWords, bytes: seqWords.byteLength };
     this.cache.set(key, g);
     return g;
+  }
+
+  /**
+   * The family-day's coverage summary (coverage-summary.ts), checked against its manifests when
+   * loaded and held while the record datasets' folders keep their mtimes (as `partition` holds a
+   * partition): a publication or rebuild renames a date folder, which makes it load again.
+   */
+  private coverageSummary(family: Family, day: string): Promise<CoverageSummary | null> {
+    let bases = this.summaryBases.get(family);
+    if (bases === undefined) {
+      const base = join(parquetRoot(this.dataDir), `family=${family}`);
+      this.summaryBases.set(family, (bases = SUMMARY_DATASETS.map((d) => join(base, `dataset=${d}`))));
+    }
+    const mtimes = bases.map((b) => this.recentDates.get(b)?.mtimeMs ?? -1);
+    const key = mtimes.join(',');
+    const id = `${family}|${day}`;
+    const hit = this.summaries.get(id);
+    // A folder never stamped (-1) vouches for nothing: checked again, unless the summary's streams
+    // that it holds rows of are all stamped.
+    const now = Date.now();
+    if (hit && hit.key === key && hit.streams !== undefined && hit.streams.every((k) => mtimes[k] >= 0)) {
+      // The file itself is looked at again once a second (a rewrite or damage since it was loaded).
+      if (now - hit.checkedAt < 1000) return hit.p;
+      hit.checkedAt = now;
+      if (summaryFileStamp(this.dataDir, family, day) === hit.file) return hit.p;
+    }
+    const entry: SummaryEntry = { key, p: null as never, checkedAt: now, file: summaryFileStamp(this.dataDir, family, day) };
+    entry.p = readCoverageSummary(this.dataDir, family, day).then(
+      (v) => {
+        entry.streams = v ? SUMMARY_DATASETS.flatMap((d, k) => (v.has(streamOfDataset(d)) ? [k] : [])) : [];
+        return v;
+      },
+      () => null,
+    );
+    this.summaries.set(id, entry);
+    return entry.p;
   }
 
   /** The published partition (manifest present, file as listed), reopened when it was replaced. */
