@@ -1,0 +1,63 @@
+// Row groups decoded on another thread for the Tardis files: the Parquet decode (parquet-wasm) was
+// about a third of the writer's thread, so a helper thread decodes the next row groups while this
+// one writes the rows of the current one and zlib compresses in the thread pool; the three overlap.
+// One helper for the process, started on first use and not keeping the process alive. A decode
+// that fails rejects with the file, row group and the decoder's message; a helper that dies rejects
+// every decode waiting on it and the next decode starts a new one.
+
+import { Worker } from 'node:worker_threads';
+import { tableFromIPC, type Table } from 'apache-arrow';
+import type { DecodeAnswer, DecodeJob } from './decode-worker.js';
+
+interface Waiting {
+  readonly resolve: (t: Uint8Array) => void;
+  readonly reject: (e: Error) => void;
+  readonly what: string;
+}
+
+let worker: Worker | null = null;
+let jobs = 0;
+const waiting = new Map<number, Waiting>();
+
+function failAll(w: Worker, why: string): void {
+  if (worker === w) worker = null;
+  for (const [job, x] of waiting) {
+    waiting.delete(job);
+    x.reject(new Error(`tardis: decoding ${x.what} failed: the decoding thread ${why}`));
+  }
+}
+
+function helper(): Worker {
+  if (worker) return worker;
+  const w = new Worker(new URL('./decode-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 64 } });
+  w.unref(); // idle, it does not keep a command's process alive
+  w.on('message', (a: DecodeAnswer) => {
+    const x = waiting.get(a.job);
+    if (!x) return;
+    waiting.delete(a.job);
+    if (waiting.size === 0) w.unref();
+    if ('ipc' in a) x.resolve(a.ipc);
+    else x.reject(new Error(`tardis: decoding ${x.what} failed: ${a.error}`));
+  });
+  w.on('error', (e) => failAll(w, `stopped (${e.message})`));
+  w.on('exit', (code) => failAll(w, `exited (code ${code})`));
+  worker = w;
+  return w;
+}
+
+/** Rows [offset, offset + limit) of row group `rg` of the part file at `path` (`id`: path and sha256), decoded on the helper thread. */
+export function decodeElsewhere(id: string, path: string, rg: number, offset: number, limit: number, columns: readonly string[]): Promise<Table> {
+  const w = helper();
+  const job = ++jobs;
+  return new Promise<Uint8Array>((resolve, reject) => {
+    waiting.set(job, { resolve, reject, what: `${path} row group ${rg}` });
+    w.ref(); // while a decode is waiting, the process waits for it
+    w.postMessage({ job, id, path, rg, offset, limit, columns } satisfies DecodeJob);
+  }).then((ipc) => tableFromIPC(ipc));
+}
+
+/** Stops the helper thread (tests: a helper that dies mid-file). */
+export async function stopDecoders(): Promise<void> {
+  const w = worker;
+  if (w) await w.terminate();
+}
