@@ -8,6 +8,23 @@
 import { Worker } from 'node:worker_threads';
 import { tableFromIPC, type Table } from 'apache-arrow';
 import type { DecodeAnswer, DecodeJob } from './decode-worker.js';
+import type { FileSegment, OpenFile } from '../parquet/partition-files.js';
+import { remoteFile } from '../parquet/remote-files.js';
+
+/**
+ * Where row groups are decoded: `worker` on the helper thread (files read from a mounted bucket are
+ * decoded here, as the bucket is known to this thread only), `inline` on this one. Both give the
+ * same rows; a damaged row group makes parquet-wasm panic outside any promise, which ends the
+ * thread it runs on: on the helper, only the helper.
+ */
+export type TardisDecode = 'worker' | 'inline';
+
+/** One market's segment of a part file, decoded where `decode` says. */
+export function readSegment(f: OpenFile, s: FileSegment, names: readonly string[], decode: TardisDecode): Promise<Table> {
+  return decode === 'worker' && remoteFile(f.path) === null
+    ? decodeElsewhere(f.id, f.path, s.rg, s.start, s.rows, names)
+    : f.reader.readRows(s.rg, s.start, s.rows, [...names]);
+}
 
 interface Waiting {
   readonly resolve: (t: Uint8Array) => void;
@@ -23,7 +40,7 @@ function failAll(w: Worker, why: string): void {
   if (worker === w) worker = null;
   for (const [job, x] of waiting) {
     waiting.delete(job);
-    x.reject(new Error(`tardis: decoding ${x.what} failed: the decoding thread ${why}`));
+    x.reject(new Error(`tardis: decoding ${x.what} failed: the decoding thread ${why}; the part file may be damaged`));
   }
 }
 
@@ -46,7 +63,14 @@ function helper(): Worker {
 }
 
 /** Rows [offset, offset + limit) of row group `rg` of the part file at `path` (`id`: path and sha256), decoded on the helper thread. */
-export function decodeElsewhere(id: string, path: string, rg: number, offset: number, limit: number, columns: readonly string[]): Promise<Table> {
+export function decodeElsewhere(
+  id: string,
+  path: string,
+  rg: number,
+  offset: number,
+  limit: number,
+  columns: readonly string[],
+): Promise<Table> {
   const w = helper();
   const job = ++jobs;
   return new Promise<Uint8Array>((resolve, reject) => {

@@ -11,6 +11,7 @@ import { partitionDir, readManifest } from '../parquet/manifest.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import { booksOf } from '../parquet/datasets.js';
 import { chunks } from './columns.js';
+import { readSegment } from './decoders.js';
 import { tardisBody, tardisHeader, type TardisDecode, type TardisRequest, type TardisView } from './rows.js';
 
 export interface TardisSymbol {
@@ -71,7 +72,7 @@ async function tokenSymbols(store: ParquetStore, family: Family, day: string, ma
     const files = await store.datasetFiles(family, dataset, day, market);
     if (!files) continue;
     for (const s of files.segments) {
-      const t = await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, ['token_id', 'outcome']);
+      const t = await readSegment(files.files.get(s.file)!, s, ['token_id', 'outcome'], 'worker');
       for (const { n, c } of chunks(t, ['token_id', 'outcome'])) {
         for (let i = 0; i < n; i++) {
           const tok = c.token_id.text(i);

@@ -9,9 +9,8 @@ import type { Family } from '../../schema/observation.js';
 import { decodeDecimal } from '../parquet/decimal.js';
 import type { ParquetStore } from '../parquet/reader.js';
 import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
-import { remoteFile } from '../parquet/remote-files.js';
 import { chunks, type Col } from './columns.js';
-import { decodeElsewhere } from './decoders.js';
+import { readSegment, type TardisDecode } from './decoders.js';
 import { TextOut, byteCache } from './text-out.js';
 import { TardisBook, decimalText, type L2Row, type Levels } from './book.js';
 
@@ -89,12 +88,7 @@ function decTexts(scale: number): (c: Col, i: number) => string {
 const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
 const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
 
-/**
- * Where row groups are decoded: `worker` on the helper thread (decoders.ts; files read from a
- * mounted bucket are decoded here, as the bucket is known to this thread only), `inline` on this one.
- * Both give the same rows.
- */
-export type TardisDecode = 'worker' | 'inline';
+export type { TardisDecode };
 
 /** Segments decoded ahead of the one being written: the helper keeps busy while this thread writes. */
 const READ_AHEAD = 2;
@@ -113,11 +107,7 @@ async function* segments(
   if (!files) return;
   const read = (k: number): Promise<Table> => {
     const s = files.segments[k];
-    const f = files.files.get(s.file)!;
-    const p =
-      decode === 'worker' && remoteFile(f.path) === null
-        ? decodeElsewhere(f.id, f.path, s.rg, s.start, s.rows, names)
-        : f.reader.readRows(s.rg, s.start, s.rows, [...names]);
+    const p = readSegment(files.files.get(s.file)!, s, names, decode);
     p.catch(() => undefined); // observed when awaited; a reader that stops early leaves it unawaited
     return p;
   };
@@ -156,7 +146,9 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
         const size = c.size.isNull(i) ? '' : sizeText(c.size, i);
-        w.text(`${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`);
+        w.text(
+          `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`,
+        );
         if (w.full) yield w.take()!;
       }
     }
