@@ -1,5 +1,5 @@
 // Row groups decoded on another thread for the Tardis files: the Parquet decode (parquet-wasm) was
-// about a third of the writer's thread, so a helper thread decodes the next row groups while this
+// about a quarter of the writer's thread, so a helper thread decodes the next row groups while this
 // one writes the rows of the current one and zlib compresses in the thread pool; the three overlap.
 // One helper for the process, started on first use and not keeping the process alive. A decode
 // that fails rejects with the file, row group and the decoder's message; a helper that dies rejects
@@ -78,10 +78,4 @@ export function decodeElsewhere(
     w.ref(); // while a decode is waiting, the process waits for it
     w.postMessage({ job, id, path, rg, offset, limit, columns } satisfies DecodeJob);
   }).then((ipc) => tableFromIPC(ipc));
-}
-
-/** Stops the helper thread (tests: a helper that dies mid-file). */
-export async function stopDecoders(): Promise<void> {
-  const w = worker;
-  if (w) await w.terminate();
 }
