@@ -157,5 +157,12 @@ export async function openArchiveReader(archive: ArchiveConfig): Promise<Archive
 }
 
 // Tardis-format CSV files of compacted days (see tardis/files.ts, docs/tardis.md).
-export { TARDIS_DATA_TYPES, tardisHeader, type TardisDataType, type TardisRequest, type TardisView } from './tardis/rows.js';
+export {
+  TARDIS_DATA_TYPES,
+  tardisHeader,
+  type TardisDataType,
+  type TardisDecode,
+  type TardisRequest,
+  type TardisView,
+} from './tardis/rows.js';
 export { findTardisSymbol, symbolPart, tardisFile, tardisMarkets, tardisSymbols, type TardisSymbol } from './tardis/files.js';

@@ -6,7 +6,7 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -42,6 +42,7 @@ export async function run(): Promise<Record<string, unknown>> {
 
     // Route and DuckDB alternate, ROUNDS times, and each side's median counts: on a shared machine
     // the load moves between runs, and measured one after the other the ratio moved from 0.7 to 2.5.
+    const loadStart = loadavg()[0];
     const db = await DuckDBInstance.create(':memory:');
     const conn = await db.connect();
     const out = join(dir, 'duckdb.csv.gz');
@@ -109,11 +110,12 @@ export async function run(): Promise<Record<string, unknown>> {
       duckdb_rows_per_s: Math.round(duckRate),
       duckdb_bytes: duckBytes,
       route_vs_duckdb: round(routeRate / duckRate),
+      load_average_1m: [round(loadStart), round(loadavg()[0])],
       rss_idle_mb: round(route.rssIdle / 2 ** 20, 1),
       rss_max_during_day_mb: round(route.rssMax / 2 ** 20, 1),
       rss_growth_mb: round((route.rssMax - route.rssIdle) / 2 ** 20, 1),
       targets: 'route_vs_duckdb >= 3; rss_growth_mb flat (<= 50)',
-      note: "route rows are the incremental_book_L2 rows of one outcome book downloaded whole by a local client (full books after another written as their difference); DuckDB rows are the same book's book_changes rows as they are (every full book whole); gzip: the route's level (TARDIS_GZIP_LEVEL, 1 since 2026-11-27; 6 before), DuckDB's own default for COPY (compare the bytes)",
+      note: "route rows are the incremental_book_L2 rows of one outcome book downloaded whole by a local client (full books after another written as their difference), decoded on the helper thread; DuckDB rows are the same book's book_changes rows as they are (every full book whole). gzip: the route's level is TARDIS_GZIP_LEVEL (1); DuckDB's COPY has no level option and always compresses with miniz at its default level 6 (memLevel 1): compare the bytes, and read the ratio as the route's file against DuckDB's, not as equal compression work",
     };
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -118,8 +118,8 @@ export class ParquetFileReader {
    * Rows [offset, offset + limit) of one row group as an Arrow IPC stream (schema, record batches,
    * end marker) as the decoder writes it: no JavaScript object per row or column is made.
    */
-  async readRowsIPC(index: number, offset: number, limit: number): Promise<Uint8Array> {
-    const t = await this.file.read({ rowGroups: [index], offset, limit, batchSize: 1 << 16 });
+  async readRowsIPC(index: number, offset: number, limit: number, columns?: string[]): Promise<Uint8Array> {
+    const t = await this.file.read({ rowGroups: [index], columns, offset, limit, batchSize: 1 << 16 });
     return t.intoIPCStream();
   }
 

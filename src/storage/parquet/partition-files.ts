@@ -14,6 +14,8 @@ export interface FileSegment extends Segment {
 
 export interface OpenFile {
   readonly reader: ParquetFileReader;
+  /** The file's path (another thread opens it by this name: tardis/decoders.ts). */
+  readonly path: string;
   /** Cache-key prefix: path and sha256, so a replaced file never hits old decoded groups. */
   readonly id: string;
   /** This file's segments by market (the footer's sparse index). */
@@ -95,7 +97,7 @@ export class PartitionFiles {
       if (!list) segments.set(s.market, (list = []));
       list.push({ ...s, file: i });
     }
-    return { reader, id: `${path}@${f.sha256}`, segments };
+    return { reader, path, id: `${path}@${f.sha256}`, segments };
   }
 
   /** Frees the open files (their wasm memory and descriptors). */

@@ -15,8 +15,9 @@ const valid = (d: Data, i: number): boolean => {
 
 /** A column of one chunk: `num` for timestamps (µs), int64 and decimals (unscaled), `text`, `bool`. */
 export class Col {
-  private readonly words: Uint32Array | null = null;
-  private readonly stride: number = 2;
+  /** A 64-bit column's values as (low, high) 32-bit words, `stride` words apart (4 for a decimal128). */
+  readonly words: Uint32Array | null = null;
+  readonly stride: number = 2;
   private prevAt = -1;
   private prevLen = -1;
   private prevText: string | null = null;

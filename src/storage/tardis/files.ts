@@ -11,7 +11,8 @@ import { partitionDir, readManifest } from '../parquet/manifest.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import { booksOf } from '../parquet/datasets.js';
 import { chunks } from './columns.js';
-import { tardisBody, tardisHeader, type TardisRequest, type TardisView } from './rows.js';
+import { readSegment } from './decoders.js';
+import { tardisBody, tardisHeader, type TardisDecode, type TardisRequest, type TardisView } from './rows.js';
 
 export interface TardisSymbol {
   readonly symbol: string;
@@ -71,7 +72,7 @@ async function tokenSymbols(store: ParquetStore, family: Family, day: string, ma
     const files = await store.datasetFiles(family, dataset, day, market);
     if (!files) continue;
     for (const s of files.segments) {
-      const t = await files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, ['token_id', 'outcome']);
+      const t = await readSegment(files.files.get(s.file)!, s, ['token_id', 'outcome'], 'worker');
       for (const { n, c } of chunks(t, ['token_id', 'outcome'])) {
         for (let i = 0; i < n; i++) {
           const tok = c.token_id.text(i);
@@ -112,11 +113,19 @@ export async function findTardisSymbol(
  */
 export const TARDIS_GZIP_LEVEL = constants.Z_BEST_SPEED;
 
-/** One symbol's file of one day: its CSV (header, then rows) gzip-compressed as it is read. */
-export function tardisFile(dataDir: string, req: TardisRequest, store: ParquetStore = parquetStore(dataDir)): Readable {
-  async function* text(): AsyncGenerator<string> {
+/**
+ * One symbol's file of one day: its CSV (header, then rows) gzip-compressed as it is read. A row
+ * group that cannot be decoded destroys the stream with the error (the route aborts its response).
+ */
+export function tardisFile(
+  dataDir: string,
+  req: TardisRequest,
+  store: ParquetStore = parquetStore(dataDir),
+  decode: TardisDecode = 'worker',
+): Readable {
+  async function* text(): AsyncGenerator<string | Buffer> {
     yield tardisHeader(req.dataType);
-    yield* tardisBody(store, req);
+    yield* tardisBody(store, req, decode);
   }
   // Deep buffers on both sides of zlib: it compresses in the thread pool, and with Node's 16 KiB
   // defaults every text chunk stopped the row writer until zlib had drained it, so the two took

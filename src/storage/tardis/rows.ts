@@ -2,7 +2,7 @@
 // the day's Parquet partitions a row group at a time: `incremental_book_L2`, `book_snapshot_25` and
 // `quotes` from `book_changes` (through the symbol's book state, book.ts), `trades` from `trades`.
 // Memory holds one decoded row group and one book, whatever the day's size; text leaves in chunks
-// of about CHUNK_CHARS for the caller to compress (tardis.ts).
+// of about 256 KiB (text-out.ts) for the caller to compress (files.ts).
 
 import type { Table } from 'apache-arrow';
 import type { Family } from '../../schema/observation.js';
@@ -10,6 +10,8 @@ import { decodeDecimal } from '../parquet/decimal.js';
 import type { ParquetStore } from '../parquet/reader.js';
 import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
+import { readSegment, type TardisDecode } from './decoders.js';
+import { TextOut, byteCache } from './text-out.js';
 import { TardisBook, decimalText, type L2Row, type Levels } from './book.js';
 
 export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
@@ -31,7 +33,6 @@ export interface TardisRequest {
 }
 
 const SNAPSHOT_LEVELS = 25;
-const CHUNK_CHARS = 1 << 18;
 
 export function tardisHeader(t: TardisDataType): string {
   const head = 'exchange,symbol,timestamp,local_timestamp';
@@ -49,25 +50,48 @@ function decText(c: Col, i: number, scale: number): string {
   return decimalText(c.num(i), scale);
 }
 
+const TEXT_BITS = 18;
+const TEXT_SLOTS = 1 << TEXT_BITS;
+
 /**
- * `decText` remembering the texts of the values it has seen (up to a bound): a day repeats a few
- * thousand sizes and prices millions of times, and building each one's text again showed in the profile.
+ * `decText` remembering the texts of the values it has seen (up to half its slots): a day repeats a
+ * few thousand sizes and prices millions of times. Keyed by the value's two 32-bit words in an open
+ * table: a Map keyed by the number spent a fifth of the writer's time hashing the numbers (above
+ * 2^31 they are heap numbers, each read one more allocation).
  */
 function decTexts(scale: number): (c: Col, i: number) => string {
-  const texts = new Map<number, string>();
+  const los = new Uint32Array(TEXT_SLOTS);
+  const his = new Uint32Array(TEXT_SLOTS);
+  const texts: (string | undefined)[] = new Array<string | undefined>(TEXT_SLOTS).fill(undefined);
+  let used = 0;
   return (c, i) => {
-    if (c.huge(i)) return decText(c, i, scale);
-    const k = c.num(i);
-    let s = texts.get(k);
-    if (s === undefined) {
-      s = decimalText(k, scale);
-      if (texts.size < 100_000) texts.set(k, s);
+    if (c.huge(i) || c.isNull(i)) return decText(c, i, scale);
+    const w = c.words!;
+    const k = i * c.stride;
+    const lo = w[k],
+      hi = w[k + 1];
+    let h = (Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> (32 - TEXT_BITS)) & (TEXT_SLOTS - 1);
+    for (let t = texts[h]; t !== undefined; t = texts[h]) {
+      if (los[h] === lo && his[h] === hi) return t;
+      h = (h + 1) & (TEXT_SLOTS - 1);
+    }
+    const s = decimalText(hi * 4294967296 + lo, scale);
+    if (used < TEXT_SLOTS >> 1) {
+      los[h] = lo;
+      his[h] = hi;
+      texts[h] = s;
+      used++;
     }
     return s;
   };
 }
 const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
 const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
+
+export type { TardisDecode };
+
+/** Segments decoded ahead of the one being written: the helper keeps busy while this thread writes. */
+const READ_AHEAD = 2;
 
 /** The rows of one market in one dataset of one day, a decoded chunk at a time (typed, see columns.ts). */
 async function* segments(
@@ -77,20 +101,26 @@ async function* segments(
   day: string,
   market: string,
   names: readonly string[],
+  decode: TardisDecode,
 ): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
   const files = await store.datasetFiles(family, dataset, day, market);
   if (!files) return;
   const read = (k: number): Promise<Table> => {
     const s = files.segments[k];
-    const p = files.files.get(s.file)!.reader.readRows(s.rg, s.start, s.rows, [...names]);
+    const p = readSegment(files.files.get(s.file)!, s, names, decode);
     p.catch(() => undefined); // observed when awaited; a reader that stops early leaves it unawaited
     return p;
   };
-  // The next segment is read while this one's rows are written: the file reads overlap the CPU work.
-  let next = files.segments.length > 0 ? read(0) : null;
-  for (let k = 0; next !== null; k++) {
-    const t = await next;
-    next = k + 1 < files.segments.length ? read(k + 1) : null;
+  // The next segments are read while this one's rows are written: the reads and decodes overlap the writing.
+  const ahead: Promise<Table>[] = [];
+  let asked = 0;
+  const fill = (): void => {
+    while (asked < files.segments.length && ahead.length < (decode === 'worker' ? READ_AHEAD : 1)) ahead.push(read(asked++));
+  };
+  fill();
+  while (ahead.length > 0) {
+    const t = await ahead.shift()!;
+    fill();
     yield* chunks(t, names);
   }
 }
@@ -99,9 +129,9 @@ const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_
 const TRADE_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'price', 'size', 'side'];
 
 /** The CSV text of a request after its header, in chunks. */
-export async function* tardisBody(store: ParquetStore, req: TardisRequest): AsyncGenerator<string> {
+export async function* tardisBody(store: ParquetStore, req: TardisRequest, decode: TardisDecode = 'worker'): AsyncGenerator<Buffer> {
   const lead = `${req.exchange},${req.symbol},`;
-  let buf = '';
+  const w = new TextOut();
   if (req.dataType === 'trades') {
     const scales = scalesOf(req.family);
     const sizeText = decTexts(scales.size);
@@ -109,21 +139,21 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
     const want = 'token' in req.view ? req.view.token : req.view.yesno;
     let prevSeq = -1,
       k = 0;
-    for await (const { n, c } of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS)) {
+    for await (const { n, c } of segments(store, req.family, 'trades', req.day, req.market, TRADE_COLUMNS, decode)) {
       for (let i = 0; i < n; i++) {
         if (c.token_id.text(i) !== want) continue;
         const seq = c.seq.num(i);
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
         const size = c.size.isNull(i) ? '' : sizeText(c.size, i);
-        buf += `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`;
-        if (buf.length >= CHUNK_CHARS) {
-          yield buf;
-          buf = '';
-        }
+        w.text(
+          `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`,
+        );
+        if (w.full) yield w.take()!;
       }
     }
-    if (buf) yield buf;
+    const rest = w.take();
+    if (rest) yield rest;
     return;
   }
   const yesno = booksOf(req.family) === 'yesno';
@@ -144,19 +174,30 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
   const book = new TardisBook();
   const out: L2Row[] = [];
   const type = req.dataType;
-  // A row's cells before its price, by is_snapshot and side: four constant strings, not four cells a row.
-  const kinds = { true: { bid: 'true,bid,', ask: 'true,ask,' }, false: { bid: 'false,bid,', ask: 'false,ask,' } };
+  // A row's cells before its price, by is_snapshot and side: four constant byte strings, not four cells a row.
+  const kind = (t: string): Buffer => Buffer.from(t, 'latin1');
+  const kinds = { true: { bid: kind('true,bid,'), ask: kind('true,ask,') }, false: { bid: kind('false,bid,'), ask: kind('false,ask,') } };
+  const priceBytes = byteCache(price);
+  const amountBytes = byteCache((a: string) => a);
   const emit = (ts: number, local: number): void => {
     if (type === 'incremental_book_L2') {
       if (out.length === 0) return;
-      const head = `${lead}${ts},${local},`; // a batch's rows share it: its numbers become text once
-      for (const [snap, side, p, amount] of out) buf += head + (snap ? kinds.true : kinds.false)[side] + price(p) + ',' + amount + '\n';
+      w.head(`${lead}${ts},${local},`); // a batch's rows share it: its numbers become text once
+      for (let r = 0; r < out.length; r++) {
+        const [snap, side, p, amount] = out[r];
+        if (r > 0) w.repeatHead();
+        w.bytes((snap ? kinds.true : kinds.false)[side]);
+        w.bytes(priceBytes(p));
+        w.byte(44); // ,
+        w.bytes(amountBytes(amount));
+        w.byte(10); // \n
+      }
     } else if (type === 'quotes') {
       const q = book.quote(price);
-      if (q !== null) buf += `${lead}${ts},${local},${q}\n`;
+      if (q !== null) w.text(`${lead}${ts},${local},${q}\n`);
     } else {
       const top = book.top(SNAPSHOT_LEVELS, price);
-      if (top !== null) buf += `${lead}${ts},${local},${top}\n`;
+      if (top !== null) w.text(`${lead}${ts},${local},${top}\n`);
     }
     out.length = 0;
   };
@@ -176,7 +217,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
     emit(fullTs, fullLocal);
     full = null;
   };
-  for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS)) {
+  for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS, decode)) {
     for (let i = 0; i < n; i++) {
       if (token !== null && c.token_id.text(i) !== token) continue;
       const seq = c.seq.num(i);
@@ -210,12 +251,10 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest): Asyn
       // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
       const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
       if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));
-      if (buf.length >= CHUNK_CHARS) {
-        yield buf;
-        buf = '';
-      }
+      if (w.full) yield w.take()!;
     }
   }
   closeFull();
-  if (buf) yield buf;
+  const rest = w.take();
+  if (rest) yield rest;
 }
