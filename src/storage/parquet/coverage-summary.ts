@@ -19,6 +19,17 @@ import { writeFileDurable } from '../durable.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest } from './manifest.js';
 import { datasetsOfStream, type Stream } from './datasets.js';
 
+/** A compacted market-day's ends as its manifest records them (ParquetStore.daySummary). */
+export interface DaySummary {
+  readonly first: { readonly recv_ts: number; readonly seq: number };
+  readonly last: { readonly recv_ts: number; readonly seq: number };
+  /** The day's log as compaction read it: its bytes and last seq (-1: not recorded). */
+  readonly logBytes: number;
+  readonly logLastSeq: number;
+  /** Records of the market set aside in quarantine files (not in the record index). */
+  readonly quarantined: number;
+}
+
 export const COVERAGE_SUMMARY_VERSION = 1;
 const STREAMS: readonly Stream[] = ['books', 'metrics', 'catalog'];
 

@@ -8,11 +8,14 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
-import type { Family, Recorded } from '../../schema/observation.js';
+import type { Family } from '../../schema/observation.js';
 import { MANIFEST, manifestVersion, partitionDir, readManifest, readdirOrEmpty, parquetRoot, type Manifest } from './manifest.js';
 import { PartitionFiles, type FileSegment, type MarketFiles, type OpenFile } from './partition-files.js';
 import { datasetsOfStream, streamOfDataset, type AnyDataset, type Dataset, type Stream } from './datasets.js';
-import { readCoverageSummary, summaryFileStamp, type CoverageSummary } from './coverage-summary.js';
+import { readCoverageSummary, summaryFileStamp, type CoverageSummary, type DaySummary } from './coverage-summary.js';
+import { int64Words } from './columns.js';
+import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
+import { DecodedGroup, joinSlices, lowerBound, type RawGroup } from './decoded-group.js';
 
 /** A loaded coverage summary: the folders' mtimes and the file's stamp it was loaded under. */
 interface SummaryEntry {
@@ -26,77 +29,6 @@ interface SummaryEntry {
 
 /** The record datasets a coverage summary is made from (their folders' mtimes keep it current). */
 const SUMMARY_DATASETS: readonly Dataset[] = (['books', 'metrics', 'catalog'] as const).flatMap((s) => datasetsOfStream(s));
-import { int64At, int64Words } from './columns.js';
-import { decodeDataset, recordsOf, type Columns, type RecordRow } from './records.js';
-
-/** One decoded group of records (a v1 row group, or a v2 record chunk) in seq order. */
-export class DecodedGroup {
-  private readonly parsed: (Recorded | undefined)[];
-  constructor(
-    readonly seqs: Float64Array,
-    readonly recvUs: Float64Array,
-    readonly checkpoints: Uint8Array,
-    private readonly texts: (string | Recorded)[],
-    readonly bytes: number,
-  ) {
-    this.parsed = new Array<Recorded | undefined>(texts.length);
-  }
-
-  record(i: number): Recorded {
-    const t = this.texts[i];
-    return (this.parsed[i] ??= typeof t === 'string' ? (JSON.parse(t) as Recorded) : t);
-  }
-
-  static of(rows: readonly RecordRow[], bytes: number): DecodedGroup {
-    const n = rows.length;
-    const seqs = new Float64Array(n);
-    const recvUs = new Float64Array(n);
-    const cps = new Uint8Array(n);
-    rows.forEach((r, i) => {
-      seqs[i] = r.seq;
-      recvUs[i] = Math.round(r.recvMs * 1000);
-      cps[i] = r.checkpoint ? 1 : 0;
-    });
-    return new DecodedGroup(
-      seqs,
-      recvUs,
-      cps,
-      rows.map((r) => r.rec),
-      bytes,
-    );
-  }
-}
-
-/** Row ranges of several decoded row groups as one set of columns. */
-function joinSlices(slices: readonly { cols: Columns; a: number; b: number }[]): { cols: Columns; a: number; b: number } {
-  const cols: Columns = {};
-  for (const name of Object.keys(slices[0].cols)) {
-    const out: unknown[] = [];
-    for (const s of slices) for (let i = s.a; i < s.b; i++) out.push(s.cols[name][i]);
-    cols[name] = out;
-  }
-  return { cols, a: 0, b: cols.seq.length };
-}
-
-/**
- * The seq column of a v2 row group: a chunk locates its rows by seq and reads only those, so a
- * one-hour read of a market does not decode a whole 65,536-row group. Kept as the raw 64-bit words
- * (a binary search converts the few it touches, not all 65,536).
- */
-interface RawGroup {
-  readonly seqWords: Uint32Array;
-  readonly bytes: number;
-}
-
-/** First row in [lo, hi) whose seq is ≥ `x` (seqs ascending there). */
-function lowerBound(w: Uint32Array, x: number, lo: number, hi: number): number {
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (int64At(w, mid) < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
 
 /** The rows of one market in one compacted day: its segments, decoded on demand. */
 export interface MarketDay {
@@ -109,6 +41,8 @@ export interface MarketDay {
 }
 
 export type { FileSegment } from './partition-files.js';
+export type { DecodedGroup } from './decoded-group.js';
+export type { DaySummary } from './coverage-summary.js';
 
 /** A published partition: its manifest at once, its files only when a market in it is read. */
 interface OpenPartition {
@@ -119,17 +53,6 @@ interface OpenPartition {
   /** Markets whose logs went into it (from the manifest): others never open the files. */
   readonly markets: ReadonlySet<string>;
   readonly files: PartitionFiles;
-}
-
-/** A compacted market-day's ends as its manifest records them (ParquetStore.daySummary). */
-export interface DaySummary {
-  readonly first: { readonly recv_ts: number; readonly seq: number };
-  readonly last: { readonly recv_ts: number; readonly seq: number };
-  /** The day's log as compaction read it: its bytes and last seq (-1: not recorded). */
-  readonly logBytes: number;
-  readonly logLastSeq: number;
-  /** Records of the market set aside in quarantine files (not in the record index). */
-  readonly quarantined: number;
 }
 
 /** Decoded row groups, bounded by bytes; shared by every reader of the process. */
