@@ -16,6 +16,7 @@ import { compactDay } from '../compaction/compact-day.js';
 import type { Stream } from '../parquet/datasets.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { openLogReader } from '../read/reader.js';
+import { parquetStore } from '../parquet/reader.js';
 import type { LogKey, LogView, LogWriter } from '../types.js';
 import { archiveClient, DEFAULT_RETRY, explain, isFatal, type RetryOptions } from '../archive/client.js';
 import { dayRecordRel, objectKey } from '../archive/layout.js';
@@ -24,6 +25,7 @@ import { planDay, publishDay, type DayResult } from '../archive/publish.js';
 import { fetchDay, recordersOfDay, recorderArchive, type DayMarkets } from './fetch-day.js';
 import { mergeBooks, mergeFollowing, type Emit } from './market.js';
 import { mergedGaps, type Segment } from './plan.js';
+import { scanCompactedBooks, type BooksScan } from './scan.js';
 
 export interface MergeOptions {
   /** Recorders to merge, in priority order (default: every recorder that published the day, by id). */
@@ -157,7 +159,12 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
           );
           const w = await sink(out, key, day);
           if (stream === 'books') {
-            const r = await mergeBooks(views, dayEnd, w.emit);
+            const scanned = new Map<string, BooksScan>();
+            for (const [id, v] of views) {
+              const sc = await scanCompactedBooks(id, parquetStore(dirs.get(id)!), v, key, day, dayEnd);
+              if (sc) scanned.set(id, sc);
+            }
+            const r = await mergeBooks(views, dayEnd, w.emit, scanned);
             segmentsOf.set(`${family}|${market}`, r.segments);
             records += r.records;
             gapMs += mergedGaps(r.segments).reduce((n, g) => n + g.end - g.start, 0);
