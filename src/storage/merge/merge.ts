@@ -6,7 +6,7 @@
 // merge killed at any point leaves nothing visible; the next run starts over in a new scratch folder.
 
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import type { Family } from '../../schema/observation.js';
@@ -26,13 +26,14 @@ import { fetchDay, recordersOfDay, recorderArchive, type DayMarkets } from './fe
 import { mergeBooks, mergeFollowing, type Emit } from './market.js';
 import { mergedGaps, type Segment } from './plan.js';
 import { scanCompactedBooks, type BooksScan } from './scan.js';
+import { deleteReplaced, newGeneration } from './replace.js';
 
 export interface MergeOptions {
   /** Recorders to merge, in priority order (default: every recorder that published the day, by id). */
   readonly recorders?: readonly string[];
   /** Where the scratch folder is made (default the OS temp dir). */
   readonly workDir?: string;
-  /** Replace a canonical day that is already published (not atomic for readers that hold it: see docs). */
+  /** Replace a canonical day that is already published (atomically for readers: replace.ts). */
   readonly replace?: boolean;
   readonly retry?: RetryOptions;
   /** Threads the merged day's compaction may use (default 1; see CompactOptions.threads). */
@@ -112,7 +113,8 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
       throw new Error(
         `no recorder published ${day} under ${a.url}/recorders/ (set storage.archive.recorder_id on each recorder and let it publish the day first)`,
       );
-    if (!o.replace && (await getBytes(s3, a.bucket, objectKey(a, dayRecordRel(day))))) {
+    const merged = (await getBytes(s3, a.bucket, objectKey(a, dayRecordRel(day)))) !== null;
+    if (!o.replace && merged) {
       return {
         date: day,
         recorders,
@@ -184,9 +186,15 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
       throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
     step(`compacted the merged ${day}: ${parts.length} partitions`);
     o.onPhase?.('compacted');
-    const plan = await planDay(out, a, day);
+    // Replacing a merged day: under new names, the old objects deleted once the new record is written (replace.ts).
+    const writer = { kind: 'merge' as const, host: hostname(), id: `merge-${recorders.join('+')}`.slice(0, 64) };
+    const plan = await planDay(out, a, day, writer, merged ? newGeneration() : undefined);
     const published = await publishDay(s3, a, out, plan, { retry, onObject: () => o.onPhase?.('object') });
     step(`published the merged ${day} to ${a.url}: ${published.uploaded} objects uploaded, ${published.failed} failed`);
+    if (merged && published.failed === 0) {
+      const n = await deleteReplaced(s3, a, plan, retry, () => o.onPhase?.('delete'));
+      step(`deleted ${n} objects of the ${day} it replaced`);
+    }
     return { date: day, recorders, markets: count, records, gap_ms: gapMs, published };
   } catch (e) {
     if (isFatal(e)) throw explain(e, a);
