@@ -140,7 +140,13 @@ export async function run(): Promise<Record<string, unknown>> {
     // fresh copy of A's logs (the baseline) and merges the day again (`--replace`).
     const rounds = Number(process.env.PMTAPE_BENCH_MERGE_ROUNDS ?? 3);
     const load0 = loadavg().map((x) => round(x));
-    const per: { compact_one_ms: number; merge_to_compacted_ms: number; merge_with_publication_ms: number; ratio: number }[] = [];
+    const per: {
+      compact_one_ms: number;
+      merge_to_compacted_ms: number;
+      merge_with_publication_ms: number;
+      ratio: number;
+      merge_phases_ms: Record<string, number>;
+    }[] = [];
     let last: Awaited<ReturnType<typeof mergeArchiveDay>> | null = null;
     for (let i = 0; i < rounds; i++) {
       const copy = join(root, `round-${i}`);
@@ -150,16 +156,22 @@ export async function run(): Promise<Record<string, unknown>> {
         await compactDay(copy, day, { threads: 2 });
         return performance.now() - c0;
       };
+      // The merge's own phases: fetching both days, merging them into logs, compacting those logs.
+      const phases: Record<string, number> = {};
       const merge = async (): Promise<[number, number]> => {
         const c0 = performance.now();
-        let compactedAt = 0;
+        let at = c0;
         last = await mergeArchiveDay(archive, day, {
           threads: 2,
           replace: true,
-          onPhase: (p) => void (p === 'compacted' && (compactedAt = performance.now())),
+          onPhase: (p) => {
+            if (p !== 'fetched' && p !== 'merged' && p !== 'compacted') return;
+            phases[p] = Math.round(performance.now() - at);
+            at = performance.now();
+          },
         });
         if (last.published?.failed) throw new Error('merge publication failed');
-        return [compactedAt - c0, performance.now() - c0];
+        return [at - c0, performance.now() - c0];
       };
       log(`round ${i + 1}/${rounds} (${i % 2 ? 'merge first' : 'compaction first'}) ...`);
       let compactMs: number, merged: [number, number];
@@ -176,6 +188,7 @@ export async function run(): Promise<Record<string, unknown>> {
         merge_to_compacted_ms: Math.round(merged[0]),
         merge_with_publication_ms: Math.round(merged[1]),
         ratio: round(merged[0] / compactMs),
+        merge_phases_ms: phases,
       });
       log(`round ${i + 1}: ${JSON.stringify(per[per.length - 1])}`);
     }

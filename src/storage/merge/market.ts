@@ -70,6 +70,8 @@ class Cursor {
   private it: AsyncIterator<ReplayItem> | null = null;
   private head: Recorded | null = null;
   private ended = false;
+  /** Records were taken without applying them (take with `each`): the books must be rebuilt. */
+  private stale = false;
   books = new MarketBooks();
   units: PriceUnits = 'decimal';
   yesno: Recorded<YesNoBook> | null = null;
@@ -86,13 +88,14 @@ class Cursor {
    * intervals is read over those intervals only, not from the start of its day.
    */
   async seek(t: number): Promise<void> {
-    if (this.it) {
+    if (this.it && !this.stale) {
       const head = await this.peek();
       if (head === null || head.recv_ts > t) return;
       const cp = await this.view.checkpointAtOrBefore(t);
       if (!cp || cp.rec.recv_ts <= head.recv_ts) return this.take(t, true);
-      await this.it.return?.(undefined);
     }
+    await this.it?.return?.(undefined);
+    this.stale = false;
     this.books = new MarketBooks();
     this.units = 'decimal';
     this.yesno = null;
@@ -111,14 +114,21 @@ class Cursor {
     return this.head;
   }
 
-  /** Applies every record before `until` (at or before when `inclusive`), passing each to `each`. */
+  /**
+   * Takes every record before `until` (at or before when `inclusive`): applied to the books, or,
+   * with `each`, passed to it unapplied. Copying a source's interval needs no books (only its entry
+   * does), and applying every change of a day was most of a merge's reading: the books are then
+   * stale, and the next seek rebuilds them from a checkpoint.
+   */
   async take(until: number, inclusive: boolean, each?: (r: Recorded) => Promise<void>): Promise<void> {
     for (let r = await this.peek(); r !== null && (r.recv_ts < until || (inclusive && r.recv_ts === until)); r = await this.peek()) {
       this.head = null;
-      this.books.apply(r);
+      if (each) {
+        this.stale = true;
+        await each(r);
+      } else this.books.apply(r);
       if (r.type === 'book' || r.type === 'book_checkpoint') this.units = r.units;
       if (r.type === 'yesno_book') this.yesno = r;
-      if (each) await each(r);
     }
   }
 
