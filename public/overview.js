@@ -18,7 +18,8 @@ export function daysOf(from, to) {
 }
 
 /**
- * Per day: recorded and gap milliseconds and gap reasons, from one coverage answer's data. A gap
+ * Per day: recorded and gap milliseconds and gap reasons, from one coverage answer's data, and on a
+ * merged history (`sources`) the milliseconds each recorder is the source of. A gap
  * still open runs to `openUntil`: now while the market is recorded, else its window's end (a
  * recorder that died mid-window left a gap) or its last record (a market that is over is not a gap).
  */
@@ -36,8 +37,15 @@ export function dayCells(data, days, openUntil) {
         reasons.add(g.reason);
       }
     }
+    // A history merged from several recorders: the milliseconds of the day each one is the source of.
+    const sources = {};
+    for (const src of data.sources ?? []) {
+      const ms = clip(Date.parse(src.start), Date.parse(src.end), d);
+      const who = src.recorder ?? '?';
+      if (ms > 0) sources[who] = (sources[who] ?? 0) + ms;
+    }
     const state = recorded + gap === 0 ? 'none' : gap === 0 ? 'complete' : 'partial';
-    return { day: d, recorded, gap, reasons: [...reasons], state };
+    return { day: d, recorded, gap, reasons: [...reasons], state, ...(Object.keys(sources).length ? { sources } : {}) };
   });
 }
 
@@ -127,8 +135,14 @@ export async function loadFamilyStrip(el, family, { label, windowEnd, onPick }) 
                 ? `coverage unavailable: ${c.error}`
                 : c.state === 'none'
                   ? 'nothing recorded'
-                  : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${c.gap ? `, gaps ${dur(c.gap)}: ${c.reasons.join(', ')}` : ''}`;
-            return `<td class="cell" data-state="${c.state}" data-date="${new Date(c.day).toISOString().slice(0, 10)}" data-market="${esc(e.market_id)}" style="background:${colourOf(c)}" title="${esc(`${label(e.market_id)} · ${new Date(c.day).toISOString().slice(0, 10)}: ${title}`)}"></td>`;
+                  : `${pct(c.recorded / total)} recorded (${dur(c.recorded)})${
+                      c.sources
+                        ? ` from ${Object.entries(c.sources)
+                            .map(([r, ms]) => `${r} ${dur(ms)}`)
+                            .join(', ')}`
+                        : ''
+                    }${c.gap ? `, gaps ${dur(c.gap)}${c.sources ? ' (all recorders)' : ''}: ${c.reasons.join(', ')}` : ''}`;
+            return `<td class="cell" data-state="${c.state}" data-date="${new Date(c.day).toISOString().slice(0, 10)}" data-market="${esc(e.market_id)}"${c.sources ? ` data-recorders="${esc(Object.keys(c.sources).join(','))}"` : ''} style="background:${colourOf(c)}" title="${esc(`${label(e.market_id)} · ${new Date(c.day).toISOString().slice(0, 10)}: ${title}`)}"></td>`;
           })
           .join('')}</tr>`,
     )

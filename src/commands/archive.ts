@@ -63,9 +63,10 @@ export function register(program: Command): void {
       });
       (bar as Progress | null)?.done(`${r.days} day(s), ${r.uploaded} uploaded, ${r.skipped} already there, ${r.failed} failed`);
       for (const e of r.errors) process.stderr.write(`failed ${e}\n`);
-      process.stdout.write(
-        JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed }) + '\n',
-      );
+      for (const c of r.conflicts) process.stderr.write(`warning: ${c}\n`);
+      const summary = { days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed };
+      // `shared_prefix`: days refused because another recorder published them into this prefix (docs/redundancy.md).
+      process.stdout.write(JSON.stringify(r.conflicts.length ? { ...summary, shared_prefix: r.conflicts.length } : summary) + '\n');
       if (r.failed) process.exitCode = 1;
     } catch (e) {
       (bar as Progress | null)?.done();

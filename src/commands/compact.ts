@@ -96,6 +96,7 @@ export function register(program: Command): void {
       try {
         const r = await syncArchive(cfg.dataDir, archive, { days: 'pending' });
         for (const e of r.errors) process.stderr.write(`archive: failed ${e}\n`);
+        for (const c of r.conflicts) process.stderr.write(`archive: warning: ${c}\n`);
         process.stdout.write(
           `archive ${JSON.stringify({ days: r.days, files: r.files, uploaded: r.uploaded, skipped: r.skipped, bytes: r.bytes, failed: r.failed })}\n`,
         );

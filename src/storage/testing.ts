@@ -34,4 +34,4 @@ export { stagingFileName } from './parquet/manifest.js';
 export { columnsOf, type RowDataset } from './parquet/datasets.js';
 export { encodeDecimal } from './parquet/decimal.js';
 export { PART_SIZE } from './archive/objects.js';
-export { scanBooks } from './merge/market.js';
+export { scanBooks, scanCompactedBooks } from './merge/scan.js';

@@ -120,7 +120,7 @@ const overview = (await import(pathToFileURL(join(REPO, 'public', 'overview.js')
     data: unknown,
     days: number[],
     openUntil: number,
-  ): { day: number; recorded: number; gap: number; reasons: string[]; state: string }[];
+  ): { day: number; recorded: number; gap: number; reasons: string[]; state: string; sources?: Record<string, number> }[];
   openUntil(data: unknown, windowEnd: number, now: number): number;
 };
 const dataTab = (await import(pathToFileURL(join(REPO, 'public', 'data-tab.js')).href)) as {
@@ -228,6 +228,29 @@ t.test('overview cells: recorded and gap time per UTC day', async (t) => {
   );
   t.equal(overview.openUntil({ connected: true }, NaN, 5), 5, 'while recorded, an open gap runs to now');
   t.equal(overview.dayCells({ intervals: [], gaps: [] }, days, 0)[0].state, 'none', 'nothing recorded is none');
+  t.notOk('sources' in cells[0], "a single recorder's history names no source");
+  // A merged history: the overview's cells say which recorder each day's recorded time came from.
+  const merged = overview.dayCells(
+    {
+      intervals: [{ start: '2026-07-26T22:00:00Z', end: '2026-07-27T01:00:00Z' }],
+      sources: [
+        { start: '2026-07-26T22:00:00Z', end: '2026-07-26T23:30:00Z', recorder: 'rec-a' },
+        { start: '2026-07-26T23:30:00Z', end: '2026-07-27T00:30:00Z', recorder: 'rec-b' },
+        { start: '2026-07-27T00:30:00Z', end: '2026-07-27T01:00:00Z', recorder: 'rec-a' },
+      ],
+      gaps: [],
+    },
+    days,
+    0,
+  );
+  t.same(
+    merged.map((c) => c.sources && Object.fromEntries(Object.entries(c.sources).map(([k, v]) => [k, v / 60_000]))),
+    [
+      { 'rec-a': 90, 'rec-b': 30 },
+      { 'rec-b': 30, 'rec-a': 30 },
+    ],
+    'per day: minutes from each recorder',
+  );
 });
 
 t.test('data tab: the DuckDB query and sizes', async (t) => {

@@ -6,13 +6,14 @@
 // compacted (fetching both days from the bucket, merging, compacting) and with its publication,
 // their ratio (target ≤ 1.5), and the merged gap seconds against the seconds both were down.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../src/book/book-state.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, listKeys as listLogKeys, openLogReader, scanBooks } from '../../src/storage/testing.js';
+import { compactDay, listKeys as listLogKeys, openLogReader } from '../../src/storage/testing.js';
+import { accountDown } from './merge-gaps.js';
 import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
 import { parseArchiveUrl, type ArchiveConfig } from '../../src/config.js';
 import { writeFixture } from '../fixtures/compaction-logs.js';
@@ -124,60 +125,92 @@ export async function run(): Promise<Record<string, unknown>> {
       maxLagDays: 2,
     };
 
-    log('compacting A (the baseline) ...');
-    let c0 = performance.now();
-    await compactDay(dirA, day, { threads: 2 });
-    const compactMs = performance.now() - c0;
-    await compactDay(dirB, day, { threads: 2 });
+    // Both recorders' days published once (each compacted on a copy of its logs).
     for (const [id, d] of [
       ['a', dirA],
       ['b', dirB],
     ] as const) {
-      const r = await syncArchive(d, { ...archive, recorderId: id }, { days: [day] });
+      const pub = join(root, `pub-${id}`);
+      await cp(d, pub, { recursive: true });
+      await compactDay(pub, day, { threads: 2 });
+      const r = await syncArchive(pub, { ...archive, recorderId: id }, { days: [day] });
       if (r.failed) throw new Error(`publishing ${id} failed: ${r.errors.join('; ')}`);
     }
-    log('merging ...');
-    c0 = performance.now();
-    let compactedAt = 0;
-    const r = await mergeArchiveDay(archive, day, {
-      threads: 2,
-      onPhase: (p) => void (p === 'compacted' && (compactedAt = performance.now())),
-    });
-    const mergeMs = performance.now() - c0;
-    if (r.published?.failed) throw new Error('merge publication failed');
-    // Seconds every recorder lost, per market: the fixture's own gaps (both copies have them) and the
-    // window both were down, within the market's recorded span.
-    let allDownMs = 0;
-    for (const key of await listLogKeys(whole)) {
-      if (key.stream !== 'books') continue;
-      const reader = openLogReader(whole, key);
-      const scan = await scanBooks('whole', await reader.view(), dayStartMs(day)! + DAY_MS);
-      const cov = scan.coverage.covered;
-      if (cov.length === 0) continue;
-      const [lo, hi] = [cov[0].start, cov[cov.length - 1].end];
-      const spans: [number, number][] = [
-        ...scan.coverage.gaps.map((g) => [Math.max(lo, g.start), Math.min(hi, g.end)] as [number, number]),
-        [Math.max(lo, t0 + 190 * min), Math.min(hi, t0 + 200 * min)],
-      ];
-      let cur = -Infinity;
-      for (const [a, b] of spans.filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0])) {
-        if (b <= cur) continue;
-        allDownMs += b - Math.max(a, cur);
-        cur = b;
+    // Rounds alternate which side runs first (the machine's load drifts): each round compacts a
+    // fresh copy of A's logs (the baseline) and merges the day again (`--replace`).
+    const rounds = Number(process.env.PMTAPE_BENCH_MERGE_ROUNDS ?? 3);
+    const load0 = loadavg().map((x) => round(x));
+    const per: {
+      compact_one_ms: number;
+      merge_to_compacted_ms: number;
+      merge_with_publication_ms: number;
+      ratio: number;
+      merge_phases_ms: Record<string, number>;
+    }[] = [];
+    let last: Awaited<ReturnType<typeof mergeArchiveDay>> | null = null;
+    for (let i = 0; i < rounds; i++) {
+      const copy = join(root, `round-${i}`);
+      await cp(dirA, copy, { recursive: true });
+      const compaction = async (): Promise<number> => {
+        const c0 = performance.now();
+        await compactDay(copy, day, { threads: 2 });
+        return performance.now() - c0;
+      };
+      // The merge's own phases: fetching both days, merging them into logs, compacting those logs.
+      const phases: Record<string, number> = {};
+      const merge = async (): Promise<[number, number]> => {
+        const c0 = performance.now();
+        let at = c0;
+        last = await mergeArchiveDay(archive, day, {
+          threads: 2,
+          replace: true,
+          onPhase: (p) => {
+            if (p !== 'fetched' && p !== 'merged' && p !== 'compacted') return;
+            phases[p] = Math.round(performance.now() - at);
+            at = performance.now();
+          },
+        });
+        if (last.published?.failed) throw new Error('merge publication failed');
+        return [at - c0, performance.now() - c0];
+      };
+      log(`round ${i + 1}/${rounds} (${i % 2 ? 'merge first' : 'compaction first'}) ...`);
+      let compactMs: number, merged: [number, number];
+      if (i % 2) {
+        merged = await merge();
+        compactMs = await compaction();
+      } else {
+        compactMs = await compaction();
+        merged = await merge();
       }
+      await rm(copy, { recursive: true, force: true });
+      per.push({
+        compact_one_ms: Math.round(compactMs),
+        merge_to_compacted_ms: Math.round(merged[0]),
+        merge_with_publication_ms: Math.round(merged[1]),
+        ratio: round(merged[0] / compactMs),
+        merge_phases_ms: phases,
+      });
+      log(`round ${i + 1}: ${JSON.stringify(per[per.length - 1])}`);
     }
-    const markets = r.markets;
+    const r = last!;
+    const down = await accountDown(whole, [dirA, dirB], [t0 + 190 * min, t0 + 200 * min], dayStartMs(day)! + DAY_MS);
+    const ratios = per.map((x) => x.ratio).sort((x, y) => x - y);
     return {
       day_books_per_market: books,
-      markets,
-      compact_one_ms: Math.round(compactMs),
-      merge_to_compacted_ms: Math.round(compactedAt - c0),
-      merge_with_publication_ms: Math.round(mergeMs),
-      merge_vs_compaction: round((compactedAt - c0) / compactMs),
+      markets: r.markets,
+      rounds: per,
+      merge_vs_compaction_median: ratios[Math.floor(ratios.length / 2)],
+      merge_vs_compaction_max: ratios[ratios.length - 1],
       target: '≤ 1.5',
+      load_average_before: load0,
+      load_average_after: loadavg().map((x) => round(x)),
       merged_gap_s: round(r.gap_ms / 1000, 1),
-      all_down_s: round(allDownMs / 1000, 1),
-      note: "summed over the merged markets; all_down counts the day's own gaps (in both copies) and the window both were down; a recorder's gap starts at its last record before it stopped and ends at its first whole book after",
+      all_down_naive_s: round(down.naive_ms / 1000, 1),
+      all_down_exact_s: round(down.exact_ms / 1000, 1),
+      naive_but_held_s: round(down.held_in_naive_ms / 1000, 1),
+      exact_beyond_naive_s: round(down.beyond_naive_ms / 1000, 1),
+      resyncs_s: down.resyncs,
+      note: "gaps summed over the merged markets. naive: the day's own gaps plus the window both were down; exact: the seconds no copy held a whole book, each copy scanned alone; naive_but_held: naive seconds a copy held a book (a restart's fresh book inside a venue gap); exact_beyond_naive: from a copy's last record to the moment it stopped",
     };
   } finally {
     for (const fn of teardowns.reverse()) await fn();

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** Modules beside the benchmarks that are their parts, not benchmarks (no `run()`). */
-const PARTS = new Set(['run', 'open-loop', 'api-probes', 'wrk', 'recorder-yesno', 'serve', 'archive-page']);
+const PARTS = new Set(['run', 'open-loop', 'api-probes', 'wrk', 'recorder-yesno', 'serve', 'archive-page', 'merge-gaps']);
 const available = (): string[] =>
   readdirSync(here)
     .filter((f) => f.endsWith('.js') && !PARTS.has(f.slice(0, -3)))

@@ -6,7 +6,8 @@
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { writeFileDurable } from '../durable.js';
 import { MANIFEST, readdirOrEmpty } from '../parquet/manifest.js';
@@ -18,13 +19,41 @@ export const dayRecordsPrefix = (a: ArchiveConfig): string => objectKey(a, '_arc
 /** The day record: deterministic bytes (no timestamp), so a rerun finds it unchanged and skips it. */
 export interface DayRecord {
   readonly date: string;
+  /** Who published the day (absent in records written before it was recorded): see DayWriter. */
+  readonly writer?: DayWriter;
   readonly partitions: readonly {
     readonly path: string;
     readonly manifest_sha256: string;
+    /**
+     * The object name of the partition's manifest in its folder, when it is not `_manifest.json`: a
+     * merged day published again (`archive merge --replace`) names its objects anew, so readers
+     * of the day it replaces keep theirs until the new day record is written (merge/merge.ts).
+     */
+    readonly manifest?: string;
     readonly files: number;
     readonly bytes: number;
   }[];
 }
+
+/**
+ * The publisher of a day record: a recorder's data dir on a host (`id`: a fingerprint of both, so
+ * two recorders publishing into one prefix are told apart), or a merge (`archive merge`).
+ */
+export interface DayWriter {
+  readonly kind: 'recorder' | 'merge';
+  readonly host: string;
+  readonly id: string;
+}
+
+/** The writer identity of a recorder's data dir on this host. */
+export const recorderWriter = (dataDir: string): DayWriter => ({
+  kind: 'recorder',
+  host: hostname(),
+  id: sha256Hex(Buffer.from(`${hostname()}\0${resolve(dataDir)}`)).slice(0, 16),
+});
+
+/** The key (relative to the prefix) of a day record's partition manifest. */
+export const manifestRel = (p: { readonly path: string; readonly manifest?: string }): string => `${p.path}/${p.manifest ?? MANIFEST}`;
 
 /** What this data dir published of a day, to which archive, and each partition's manifest sha256. */
 export interface PublishedState {

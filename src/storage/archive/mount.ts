@@ -16,7 +16,7 @@ import { addRemoteResolver, type RemoteFile } from '../parquet/remote-files.js';
 import { streamOfDataset } from '../parquet/datasets.js';
 import { encodeMarket, streamDir } from '../paths.js';
 import { archiveClient, explain, withRetries, type S3Client } from './client.js';
-import { dayRecordsPrefix, objectKey, sha256Hex, type DayRecord } from './layout.js';
+import { dayRecordsPrefix, manifestRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
 import { RangeCache, type RangeStats } from './range-cache.js';
 
 export interface ArchiveMount {
@@ -79,9 +79,9 @@ export async function mountArchive(
     const rec = JSON.parse(Buffer.from(await getBytes(s3, a, objectKey(a, `_archive/days/${day}.json`))).toString('utf8')) as DayRecord;
     const manifests: { path: string; bytes: Uint8Array; m: Manifest }[] = [];
     for (const p of rec.partitions) {
-      const bytes = await getBytes(s3, a, objectKey(a, `${p.path}/${MANIFEST}`));
+      const bytes = await getBytes(s3, a, objectKey(a, manifestRel(p)));
       if (sha256Hex(bytes) !== p.manifest_sha256)
-        throw new Error(`${objectKey(a, `${p.path}/${MANIFEST}`)} does not match the sha256 its day record names`);
+        throw new Error(`${objectKey(a, manifestRel(p))} does not match the sha256 its day record names`);
       manifests.push({ path: p.path, bytes, m: JSON.parse(Buffer.from(bytes).toString('utf8')) as Manifest });
     }
     for (const { path, m } of manifests) {

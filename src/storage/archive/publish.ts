@@ -11,7 +11,8 @@ import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
 import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
-import { dayRecordRel, objectKey, writePublished, type DayRecord } from './layout.js';
+import { dayRecordRel, objectKey, recorderWriter, writePublished, type DayRecord, type DayWriter } from './layout.js';
+import { getBytes } from './objects.js';
 
 export interface SyncCounts {
   days: number;
@@ -42,6 +43,8 @@ interface PartitionPlan {
 
 export interface DayPlan {
   readonly day: string;
+  /** Who publishes it (written into the day record). */
+  readonly writer: DayWriter;
   readonly partitions: readonly PartitionPlan[];
   readonly record: LocalObject;
 }
@@ -51,15 +54,30 @@ export const planSize = (p: DayPlan): number => p.partitions.reduce((n, x) => n 
 
 const json = (v: unknown): Uint8Array => Buffer.from(JSON.stringify(v, null, 1) + '\n');
 
+/** An object name of generation `gen` (see planDay): `x.parquet` → `x.r<gen>.parquet`. */
+export const generationName = (name: string, gen: string): string => name.replace(/(\.[a-z]+)$/, `.r${gen}$1`);
+
 /**
  * Lists the day's local partitions from their manifests. Refuses (throws) when a file is missing or
  * of another size; its checksum is proven while it uploads (or before it is skipped), in one read.
+ * With `generation`, every object of the day is named anew (generationName; the manifests list the
+ * new names and the day record names each manifest), so publishing never overwrites an object a
+ * reader of an earlier publication of the day may still read.
  */
-export async function planDay(dataDir: string, a: ArchiveConfig, day: string): Promise<DayPlan> {
+export async function planDay(
+  dataDir: string,
+  a: ArchiveConfig,
+  day: string,
+  writer: DayWriter = recorderWriter(dataDir),
+  generation?: string,
+): Promise<DayPlan> {
   const partitions: PartitionPlan[] = [];
+  const named = (f: string): string => (generation === undefined ? f : generationName(f, generation));
   for (const [rel, dir] of await dayPartitions(dataDir, day)) {
-    const mBytes = await readFile(join(dir, MANIFEST));
+    let mBytes = await readFile(join(dir, MANIFEST));
     const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+    if (generation !== undefined)
+      mBytes = Buffer.from(JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, file: named(f.file) })) }, null, 1));
     const files: LocalObject[] = [];
     for (const f of m.files) {
       const path = join(dir, f.file);
@@ -73,7 +91,7 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string): P
         );
       }
       files.push({
-        key: objectKey(a, `parquet/${rel}/${f.file}`),
+        key: objectKey(a, `parquet/${rel}/${named(f.file)}`),
         path,
         size,
         sha256: f.sha256,
@@ -81,7 +99,7 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string): P
       });
     }
     const manifest: LocalObject = {
-      key: objectKey(a, `parquet/${rel}/${MANIFEST}`),
+      key: objectKey(a, `parquet/${rel}/${named(MANIFEST)}`),
       body: mBytes,
       ...digestBytes(mBytes),
       contentType: 'application/json',
@@ -90,15 +108,22 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string): P
   }
   const rec: DayRecord = {
     date: day,
+    writer,
     partitions: partitions.map((p) => ({
       path: `parquet/${p.rel}`,
       manifest_sha256: p.manifest.sha256,
+      ...(generation === undefined ? {} : { manifest: named(MANIFEST) }),
       files: p.files.length,
       bytes: p.files.reduce((n, f) => n + f.size, 0),
     })),
   };
   const body = json(rec);
-  return { day, partitions, record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' } };
+  return {
+    day,
+    writer,
+    partitions,
+    record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' },
+  };
 }
 
 /** Runs `fn` over `items` with at most `n` in flight; resolves once all settled. */
@@ -149,6 +174,32 @@ function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOpti
 /** The counts of one day, and what went wrong when `failed` > 0 (the day then stays unpublished). */
 export interface DayResult extends SyncCounts {
   readonly errors: string[];
+  /** Another recorder's day found where this one publishes: the day was not published (see sharedPrefix). */
+  readonly conflicts: string[];
+}
+
+/**
+ * Why `plan` must not replace the day record already at its key, or null: a recorder's day written
+ * by another recorder (another host or data dir). Two recorders publishing into one prefix (no
+ * recorder id, or the same one) would overwrite each other's days, each losing the other's records.
+ */
+async function sharedPrefix(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<string | null> {
+  if (plan.writer.kind !== 'recorder') return null;
+  const b = await withRetries(`GET ${plan.record.key}`, () => getBytes(s3, a.bucket, plan.record.key), retry);
+  if (!b) return null;
+  let was: DayWriter | undefined;
+  try {
+    was = (JSON.parse(Buffer.from(b).toString('utf8')) as DayRecord).writer;
+  } catch {
+    return null; // not a day record we can read: publishing replaces it, as before
+  }
+  if (!was || was.kind !== 'recorder' || was.id === plan.writer.id) return null;
+  return (
+    `${plan.day} in ${a.url} was published by another recorder (host ${was.host}, data dir ${was.id}; this is host ` +
+    `${plan.writer.host}, data dir ${plan.writer.id}): two recorders publish into one archive prefix and would overwrite ` +
+    `each other's days. Give each recorder its own storage.archive.recorder_id (PMTAPE_RECORDER_ID; docs/redundancy.md); ` +
+    `nothing of ${plan.day} was published from here`
+  );
 }
 
 /**
@@ -164,8 +215,18 @@ export async function publishDay(
   plan: DayPlan,
   hooks: PublishHooks = {},
 ): Promise<DayResult> {
-  const c: DayResult = { ...zeroCounts(), days: 1, errors: [] };
+  const c: DayResult = { ...zeroCounts(), days: 1, errors: [], conflicts: [] };
   const retry = hooks.retry ?? DEFAULT_RETRY;
+  const conflict = await sharedPrefix(s3, a, plan, retry).catch((e: unknown) => {
+    if (isFatal(e)) throw explain(e, a);
+    throw e;
+  });
+  if (conflict) {
+    c.failed++;
+    c.errors.push(`${plan.record.key}: ${conflict}`);
+    c.conflicts.push(conflict);
+    return c;
+  }
   let fatal: unknown = null;
   // One listing per partition says what is there already (size and ETag, the server's MD5), in
   // place of a HEAD per object; a later attempt at an object asks the object itself.

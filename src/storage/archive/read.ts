@@ -7,7 +7,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
 import { archiveClient, explain, isFatal, withRetries, type RetryOptions } from './client.js';
 import { getBytes } from './objects.js';
-import { dayRecordRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
+import { dayRecordRel, manifestRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
 import { archivedDays } from './verify.js';
 
 /** One data file the archive publishes: `path` is relative to `parquet/` (as `/v3/datasets` gives it). */
@@ -108,7 +108,7 @@ export async function openArchiveReader(a: ArchiveConfig): Promise<ArchiveReader
           for (const p of rec.partitions) {
             const part = partitionOf(p.path);
             if ((f.family && part.family !== f.family) || (f.dataset && part.dataset !== f.dataset)) continue;
-            const mKey = objectKey(a, `${p.path}/_manifest.json`);
+            const mKey = objectKey(a, manifestRel(p));
             const mBytes = await withRetries(mKey, () => getBytes(s3, a.bucket, mKey), retry);
             if (!mBytes) throw new Error(`archive ${a.url}: ${mKey} is missing though ${recKey} lists it (run pmtape archive verify)`);
             if (sha256Hex(mBytes) !== p.manifest_sha256) {

@@ -20,6 +20,8 @@ export interface SyncOptions extends PublishHooks {
 export interface SyncResult extends SyncCounts {
   /** One line per object that could not be published (the day stays unpublished, rerun resumes). */
   readonly errors: string[];
+  /** Days another recorder had published where this one publishes (refused; see publish.ts sharedPrefix). */
+  readonly conflicts: string[];
 }
 
 export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: SyncOptions = {}): Promise<SyncResult> {
@@ -43,7 +45,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     plans.reduce((n, p) => n + planSize(p), 0),
     plans.length,
   );
-  const total: SyncResult = { ...zeroCounts(), errors: [] };
+  const total: SyncResult = { ...zeroCounts(), errors: [], conflicts: [] };
   if (plans.length === 0) return total;
   // Every failed request attempt counts (pmtape_archive_upload_errors_total), retried or not,
   // and so does a verification that failed after an upload the server accepted.
@@ -62,6 +64,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
       const r = await publishDay(s3, a, dataDir, plan, { ...o, retry });
       for (const k of ['days', 'files', 'uploaded', 'skipped', 'bytes', 'failed'] as const) total[k] += r[k];
       total.errors.push(...r.errors);
+      total.conflicts.push(...r.conflicts);
     }
   } finally {
     s3.destroy();

@@ -5,7 +5,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
 import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { getBytes, remoteDigest } from './objects.js';
-import { dayRecordRel, dayRecordsPrefix, objectKey, sha256Hex, type DayRecord } from './layout.js';
+import { dayRecordRel, dayRecordsPrefix, manifestRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
 
 export interface VerifyCounts {
   days: number;
@@ -90,7 +90,7 @@ export async function verifyArchive(
       }
       good(recKey, recBytes.length);
       for (const p of rec.partitions) {
-        const mKey = objectKey(a, `${p.path}/_manifest.json`);
+        const mKey = objectKey(a, manifestRel(p));
         const mBytes = await read(mKey);
         c.files++;
         if (!mBytes) {

@@ -13,7 +13,7 @@ import { streamOfDataset, type Stream } from '../parquet/datasets.js';
 import { encodeMarket, streamDir } from '../paths.js';
 import { withRetries, type RetryOptions, type S3Client } from '../archive/client.js';
 import { getBytes } from '../archive/objects.js';
-import { dayRecordRel, objectKey, recorderRel, sha256Hex, type DayRecord } from '../archive/layout.js';
+import { dayRecordRel, manifestRel, objectKey, recorderRel, sha256Hex, type DayRecord } from '../archive/layout.js';
 
 /** The archive of one recorder: the shared archive's `recorders/<id>/`. */
 export function recorderArchive(a: ArchiveConfig, id: string): ArchiveConfig {
@@ -75,7 +75,7 @@ export async function fetchDay(
   const markets: DayMarkets = new Map();
   let bytes = 0;
   for (const p of rec.partitions) {
-    const mBytes = await getChecked(s3, a, objectKey(a, `${p.path}/${MANIFEST}`), p.manifest_sha256, retry);
+    const mBytes = await getChecked(s3, a, objectKey(a, manifestRel(p)), p.manifest_sha256, retry);
     const m = JSON.parse(mBytes.toString('utf8')) as Manifest;
     const dir = join(dataDir, p.path);
     await mkdir(dir, { recursive: true });

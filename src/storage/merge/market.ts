@@ -1,6 +1,7 @@
 // One market-day merged from several recorders' copies of it. The books stream: every recorder's
-// day is scanned once for what it covered (a valid book: from its first whole book to its last
-// record, minus its gap spans) and for its trades; plan.ts picks a source per interval; then each
+// day is scanned for what it covered (a valid book: from its first whole book to its last record,
+// minus its gap spans) and for its trades (scan.ts: a compacted day without reading its book
+// changes); plan.ts picks a source per interval; then each
 // source's records of its intervals are copied, each interval entered through a whole book the
 // source held at the interval's start (a checkpoint of its books, or its yes/no book). Where no
 // recorder covered, one gap (open at its start, closed at its end, as a recorder writes one).
@@ -8,70 +9,13 @@
 // catalogue comes from the first recorder that has it. Every record names its recorder.
 
 import { MarketBooks } from '../../book/book-state.js';
-import type { GapReason, Observation, PriceUnits, Recorded, Trade, YesNoBook } from '../../schema/observation.js';
+import type { Observation, PriceUnits, Recorded, Trade, YesNoBook } from '../../schema/observation.js';
 import type { LogView, ReplayItem } from '../types.js';
-import { coveredIntervals, planSegments, sourceAt, type GapSpan, type RecorderCoverage, type Segment } from './plan.js';
+import { planSegments, sourceAt, type RecorderCoverage, type Segment } from './plan.js';
+import { scanBooks, type BooksScan } from './scan.js';
 
 /** Where merged records go, in receive-time order. */
 export type Emit = (obs: Observation, checkpoint: boolean) => Promise<void>;
-
-interface BooksScan {
-  readonly coverage: RecorderCoverage;
-  readonly trades: Recorded<Trade>[];
-}
-
-const FULL = new Set(['book', 'book_checkpoint', 'yesno_book']);
-
-/** One pass over a recorder's books of the day: what it covered, its gap spans and its trades. */
-export async function scanBooks(id: string, view: LogView, dayEnd: number): Promise<BooksScan> {
-  const trades: Recorded<Trade>[] = [];
-  const done: GapSpan[] = [];
-  const open = new Map<string, { start: number; reason: GapReason }>();
-  const tokens = new Set<string>();
-  const booked = new Set<string>();
-  let firstValid: number | null = null;
-  let last = -Infinity;
-  for await (const { rec } of view.replay('start')) {
-    last = rec.recv_ts;
-    switch (rec.type) {
-      case 'trade':
-        trades.push(rec);
-        break;
-      case 'gap': {
-        const k = `${rec.start_ts}|${rec.token_id ?? ''}`;
-        if (rec.end_ts === null) {
-          if (!open.has(k)) open.set(k, { start: rec.start_ts, reason: rec.reason });
-        } else {
-          open.delete(k);
-          done.push({ start: rec.start_ts, end: rec.end_ts, reason: rec.reason });
-        }
-        break;
-      }
-      case 'book_delta':
-        tokens.add(rec.token_id);
-        break;
-      case 'book':
-        tokens.add(rec.token_id);
-        booked.add(rec.token_id);
-        if (firstValid === null && [...tokens].every((t) => booked.has(t))) firstValid = rec.recv_ts;
-        break;
-      case 'book_checkpoint':
-      case 'yesno_book':
-        firstValid ??= rec.recv_ts;
-        break;
-      default:
-    }
-    // An open gap ends at the next whole book (the recorders' own rule; a closed record restates it).
-    if (FULL.has(rec.type) && open.size > 0) {
-      for (const g of open.values()) done.push({ start: g.start, end: Math.max(g.start, rec.recv_ts), reason: g.reason });
-      open.clear();
-    }
-  }
-  const lastEnd = Math.min(dayEnd, last + 1);
-  for (const g of open.values()) done.push({ start: g.start, end: dayEnd, reason: g.reason });
-  const gaps = done.filter((g) => g.end > g.start);
-  return { coverage: { id, covered: coveredIntervals(firstValid, lastEnd, gaps), gaps }, trades };
-}
 
 /** A trade's venue identity (transaction hash or venue time, with token, price, size, side), or null without one. */
 function tradeKey(t: Trade): string | null {
@@ -123,37 +67,68 @@ export function keptTrades(
 
 /** A recorder's records read forward once, with its books as they stand after what was read. */
 class Cursor {
-  private readonly it: AsyncIterator<ReplayItem>;
+  private it: AsyncIterator<ReplayItem> | null = null;
   private head: Recorded | null = null;
   private ended = false;
-  readonly books = new MarketBooks();
+  /** Records were taken without applying them (take with `each`): the books must be rebuilt. */
+  private stale = false;
+  books = new MarketBooks();
   units: PriceUnits = 'decimal';
   yesno: Recorded<YesNoBook> | null = null;
 
   constructor(
     readonly id: string,
-    view: LogView,
-  ) {
-    this.it = view.replay('start')[Symbol.asyncIterator]();
+    private readonly view: LogView,
+  ) {}
+
+  /**
+   * Stands at `t` (records at `t` applied), with the books as the recorder held them there. It jumps
+   * (the newest checkpoint before `t`, then the records up to `t`, as an `as_of` read rebuilds a
+   * book) rather than read on whenever that skips records: a recorder that is the source of a few
+   * intervals is read over those intervals only, not from the start of its day.
+   */
+  async seek(t: number): Promise<void> {
+    if (this.it && !this.stale) {
+      const head = await this.peek();
+      if (head === null || head.recv_ts > t) return;
+      const cp = await this.view.checkpointAtOrBefore(t);
+      if (!cp || cp.rec.recv_ts <= head.recv_ts) return this.take(t, true);
+    }
+    await this.it?.return?.(undefined);
+    this.stale = false;
+    this.books = new MarketBooks();
+    this.units = 'decimal';
+    this.yesno = null;
+    this.head = null;
+    this.ended = false;
+    this.it = this.view.replay({ time: t }, { warmup: true })[Symbol.asyncIterator]();
+    await this.take(t, true);
   }
 
   private async peek(): Promise<Recorded | null> {
     if (this.head === null && !this.ended) {
-      const n = await this.it.next();
+      const n = await this.it!.next();
       if (n.done) this.ended = true;
       else this.head = n.value.rec;
     }
     return this.head;
   }
 
-  /** Applies every record before `until` (at or before when `inclusive`), passing each to `each`. */
+  /**
+   * Takes every record before `until` (at or before when `inclusive`): applied to the books, or,
+   * with `each`, passed to it unapplied. Copying a source's interval needs no books (only its entry
+   * does), and applying every change of a day was most of a merge's reading: the books are then
+   * stale, and the next seek rebuilds them from a checkpoint.
+   */
   async take(until: number, inclusive: boolean, each?: (r: Recorded) => Promise<void>): Promise<void> {
     for (let r = await this.peek(); r !== null && (r.recv_ts < until || (inclusive && r.recv_ts === until)); r = await this.peek()) {
       this.head = null;
-      this.books.apply(r);
+      if (each) {
+        this.stale = true;
+        await each(r);
+      } else this.books.apply(r);
       if (r.type === 'book' || r.type === 'book_checkpoint') this.units = r.units;
       if (r.type === 'yesno_book') this.yesno = r;
-      if (each) await each(r);
     }
   }
 
@@ -175,7 +150,7 @@ class Cursor {
   }
 
   async close(): Promise<void> {
-    await this.it.return?.(undefined);
+    await this.it?.return?.(undefined);
   }
 }
 
@@ -192,12 +167,18 @@ export interface BooksMerge {
 
 /**
  * Merges one market's books of the day from `views` (recorder id → its view, in priority order)
- * into `emit`. Returns the plan it followed (for metrics and the coverage record).
+ * into `emit`. `scanned` holds the recorders' scans already made (scan.ts); the others are scanned
+ * here. Returns the plan it followed (for metrics and the coverage record).
  */
-export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: number, emit: Emit): Promise<BooksMerge> {
+export async function mergeBooks(
+  views: ReadonlyMap<string, LogView>,
+  dayEnd: number,
+  emit: Emit,
+  scanned: ReadonlyMap<string, BooksScan> = new Map(),
+): Promise<BooksMerge> {
   const order = [...views.keys()];
   const scans = new Map<string, BooksScan>();
-  for (const [id, v] of views) scans.set(id, await scanBooks(id, v, dayEnd));
+  for (const [id, v] of views) scans.set(id, scanned.get(id) ?? (await scanBooks(id, v, dayEnd)));
   const coverage = order.map((id) => scans.get(id)!.coverage);
   const segments = planSegments(coverage);
   const trades = keptTrades(new Map(order.map((id) => [id, scans.get(id)!.trades])), segments, order);
@@ -235,7 +216,7 @@ export async function mergeBooks(views: ReadonlyMap<string, LogView>, dayEnd: nu
       }
       let c = cursors.get(s.source);
       if (!c) cursors.set(s.source, (c = new Cursor(s.source, views.get(s.source)!)));
-      await c.take(s.start, true);
+      await c.seek(s.start);
       if (openGap) {
         await out(
           {

@@ -6,7 +6,7 @@
 // merge killed at any point leaves nothing visible; the next run starts over in a new scratch folder.
 
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import type { Family } from '../../schema/observation.js';
@@ -16,6 +16,7 @@ import { compactDay } from '../compaction/compact-day.js';
 import type { Stream } from '../parquet/datasets.js';
 import { compositeReader } from '../read/composite-reader.js';
 import { openLogReader } from '../read/reader.js';
+import { parquetStore } from '../parquet/reader.js';
 import type { LogKey, LogView, LogWriter } from '../types.js';
 import { archiveClient, DEFAULT_RETRY, explain, isFatal, type RetryOptions } from '../archive/client.js';
 import { dayRecordRel, objectKey } from '../archive/layout.js';
@@ -24,13 +25,15 @@ import { planDay, publishDay, type DayResult } from '../archive/publish.js';
 import { fetchDay, recordersOfDay, recorderArchive, type DayMarkets } from './fetch-day.js';
 import { mergeBooks, mergeFollowing, type Emit } from './market.js';
 import { mergedGaps, type Segment } from './plan.js';
+import { scanCompactedBooks, type BooksScan } from './scan.js';
+import { deleteReplaced, newGeneration } from './replace.js';
 
 export interface MergeOptions {
   /** Recorders to merge, in priority order (default: every recorder that published the day, by id). */
   readonly recorders?: readonly string[];
   /** Where the scratch folder is made (default the OS temp dir). */
   readonly workDir?: string;
-  /** Replace a canonical day that is already published (not atomic for readers that hold it: see docs). */
+  /** Replace a canonical day that is already published (atomically for readers: replace.ts). */
   readonly replace?: boolean;
   readonly retry?: RetryOptions;
   /** Threads the merged day's compaction may use (default 1; see CompactOptions.threads). */
@@ -110,7 +113,8 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
       throw new Error(
         `no recorder published ${day} under ${a.url}/recorders/ (set storage.archive.recorder_id on each recorder and let it publish the day first)`,
       );
-    if (!o.replace && (await getBytes(s3, a.bucket, objectKey(a, dayRecordRel(day))))) {
+    const merged = (await getBytes(s3, a.bucket, objectKey(a, dayRecordRel(day)))) !== null;
+    if (!o.replace && merged) {
       return {
         date: day,
         recorders,
@@ -157,7 +161,12 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
           );
           const w = await sink(out, key, day);
           if (stream === 'books') {
-            const r = await mergeBooks(views, dayEnd, w.emit);
+            const scanned = new Map<string, BooksScan>();
+            for (const [id, v] of views) {
+              const sc = await scanCompactedBooks(id, parquetStore(dirs.get(id)!), v, key, day, dayEnd);
+              if (sc) scanned.set(id, sc);
+            }
+            const r = await mergeBooks(views, dayEnd, w.emit, scanned);
             segmentsOf.set(`${family}|${market}`, r.segments);
             records += r.records;
             gapMs += mergedGaps(r.segments).reduce((n, g) => n + g.end - g.start, 0);
@@ -177,9 +186,15 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
       throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
     step(`compacted the merged ${day}: ${parts.length} partitions`);
     o.onPhase?.('compacted');
-    const plan = await planDay(out, a, day);
+    // Replacing a merged day: under new names, the old objects deleted once the new record is written (replace.ts).
+    const writer = { kind: 'merge' as const, host: hostname(), id: `merge-${recorders.join('+')}`.slice(0, 64) };
+    const plan = await planDay(out, a, day, writer, merged ? newGeneration() : undefined);
     const published = await publishDay(s3, a, out, plan, { retry, onObject: () => o.onPhase?.('object') });
     step(`published the merged ${day} to ${a.url}: ${published.uploaded} objects uploaded, ${published.failed} failed`);
+    if (merged && published.failed === 0) {
+      const n = await deleteReplaced(s3, a, plan, retry, () => o.onPhase?.('delete'));
+      step(`deleted ${n} objects of the ${day} it replaced`);
+    }
     return { date: day, recorders, markets: count, records, gap_ms: gapMs, published };
   } catch (e) {
     if (isFatal(e)) throw explain(e, a);
