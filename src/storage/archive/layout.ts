@@ -4,10 +4,10 @@
 // when, and only when, its record exists. Locally, `archive-state/<date>.json` remembers what was
 // published and verified, so retention and the lag need no request to the bucket.
 
-import { createHash } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { writeFileDurable } from '../durable.js';
 import { MANIFEST, readdirOrEmpty } from '../parquet/manifest.js';
@@ -36,8 +36,10 @@ export interface DayRecord {
 }
 
 /**
- * The publisher of a day record: a recorder's data dir on a host (`id`: a fingerprint of both, so
- * two recorders publishing into one prefix are told apart), or a merge (`archive merge`).
+ * The publisher of a day record: a recorder's data dir (`id`: a random name the data dir keeps, so
+ * two recorders publishing into one prefix are told apart), or a merge (`archive merge`). `host` is
+ * for the humans reading a refusal; identity is `id` alone, so a new hostname (a container's
+ * restart) or a data dir moved to another path is still the same recorder.
  */
 export interface DayWriter {
   readonly kind: 'recorder' | 'merge';
@@ -45,12 +47,34 @@ export interface DayWriter {
   readonly id: string;
 }
 
-/** The writer identity of a recorder's data dir on this host. */
-export const recorderWriter = (dataDir: string): DayWriter => ({
-  kind: 'recorder',
-  host: hostname(),
-  id: sha256Hex(Buffer.from(`${hostname()}\0${resolve(dataDir)}`)).slice(0, 16),
-});
+const WRITER_ID = 'writer-id';
+
+/**
+ * The writer identity of this data dir: its id is created once (16 random hex digits, linked into
+ * place so two processes starting together agree on one) and kept in `archive-state/writer-id`.
+ */
+export async function recorderWriter(dataDir: string): Promise<DayWriter> {
+  const path = join(stateDir(dataDir), WRITER_ID);
+  const read = async (): Promise<string | null> => {
+    const text = await readFile(path, 'utf8').catch(() => null);
+    const id = text?.trim() ?? '';
+    return /^[0-9a-f]{16}$/.test(id) ? id : null;
+  };
+  let id = await read();
+  if (id === null) {
+    await mkdir(stateDir(dataDir), { recursive: true });
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    await writeFileDurable(tmp, `${randomBytes(8).toString('hex')}\n`);
+    // link() fails when another process linked its id first: then both use that one.
+    await link(tmp, path).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EEXIST') throw e;
+    });
+    await unlink(tmp).catch(() => undefined);
+    id = await read();
+    if (id === null) throw new Error(`${path} holds no writer id (16 hex digits): delete it and run again`);
+  }
+  return { kind: 'recorder', host: hostname(), id };
+}
 
 /** The key (relative to the prefix) of a day record's partition manifest. */
 export const manifestRel = (p: { readonly path: string; readonly manifest?: string }): string => `${p.path}/${p.manifest ?? MANIFEST}`;

@@ -64,13 +64,8 @@ export const generationName = (name: string, gen: string): string => name.replac
  * new names and the day record names each manifest), so publishing never overwrites an object a
  * reader of an earlier publication of the day may still read.
  */
-export async function planDay(
-  dataDir: string,
-  a: ArchiveConfig,
-  day: string,
-  writer: DayWriter = recorderWriter(dataDir),
-  generation?: string,
-): Promise<DayPlan> {
+export async function planDay(dataDir: string, a: ArchiveConfig, day: string, writer?: DayWriter, generation?: string): Promise<DayPlan> {
+  writer ??= await recorderWriter(dataDir);
   const partitions: PartitionPlan[] = [];
   const named = (f: string): string => (generation === undefined ? f : generationName(f, generation));
   for (const [rel, dir] of await dayPartitions(dataDir, day)) {

@@ -62,6 +62,8 @@ export interface Summary {
   bytes: number;
   failed: number;
   ok?: number;
+  /** Days refused because another recorder published them into the same prefix. */
+  shared_prefix?: number;
 }
 
 /** Runs `pmtape archive ...` against `endpoint`; returns the exit code, output and last-line JSON. */
