@@ -1,35 +1,49 @@
 // The day journal of a stream: one line `<market folder>\t<day>\n` appended to
-// `logs/<family>/<stream>/.day-journal` whenever a day file of the stream may change other than by
-// an append to today's file: a writer creating a day file or writing to one of a past day (an
-// import, a late record: every batch), retention deleting one, a recovery or repair cutting one. A reader that took a census of the stream's day files
-// (log-census.ts) then knows which logs changed since from the journal's tail alone, instead of
-// listing every market's folder. The line is appended before the file changes, so a reader that
-// finds no line for a log since its census knows that log is as the census saw it. The leading
-// `.` keeps the journal out of the stream's market listing (no market folder starts with `.`).
+// `_coverage/family=<family>/journal-<stream>` whenever a day file of the stream may change other
+// than by an append to today's file: a writer creating a day file or writing to one of a past day
+// (an import, a late record: every batch), retention deleting one, a recovery or repair cutting one.
+// A reader that took a census of the stream's day files (log-census.ts) then knows which logs
+// changed since from the journal's tail alone, instead of listing every market's folder. The line is
+// appended before the file changes, so a reader that finds no line for a log since its census knows
+// that log is as the census saw it. It lives beside the census, outside `logs/`, so nothing that
+// walks the log tree (tools, scripts, a backup's filter) meets a file that is not a market's folder.
 
-import { appendFile, open } from 'node:fs/promises';
+import { appendFile, mkdir, open } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Family, StreamName } from '../../schema/observation.js';
-import { encodeMarket, streamDir } from '../paths.js';
+import { encodeMarket } from '../paths.js';
 import type { LogKey } from '../types.js';
 
-export const DAY_JOURNAL = '.day-journal';
-
 export const dayJournalPath = (dataDir: string, family: Family, stream: StreamName): string =>
-  join(streamDir(dataDir, family, stream), DAY_JOURNAL);
+  join(dataDir, '_coverage', `family=${family}`, `journal-${stream}`);
 
-/** Appends the line of one log's day (one small O_APPEND write: whole lines, whatever else appends). */
+/** One whole line in one O_APPEND write (whole lines, whatever else appends); the folder made on first use. */
+async function appendLine(path: string, line: string): Promise<void> {
+  try {
+    await appendFile(path, line);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    await mkdir(dirname(path), { recursive: true });
+    await appendFile(path, line);
+  }
+}
+
+/** Appends the line of one log's day. */
 export async function journalDay(dataDir: string, key: LogKey, day: string): Promise<void> {
-  await appendFile(dayJournalPath(dataDir, key.family, key.stream), `${encodeMarket(key.market)}\t${day}\n`);
+  await appendLine(dayJournalPath(dataDir, key.family, key.stream), `${encodeMarket(key.market)}\t${day}\n`);
 }
 
 /**
- * `journalDay` for a caller that holds only a day file's path (`<stream>/<market>/<day>.log`):
- * a repair or a recovery about to cut it.
+ * `journalDay` for a caller that holds only a day file's path
+ * (`<data>/logs/<family>/<stream>/<market>/<day>.log`): a repair or a recovery about to cut it.
  */
 export async function journalLogFile(logPath: string): Promise<void> {
   const marketDir = dirname(logPath);
-  await appendFile(join(dirname(marketDir), DAY_JOURNAL), `${basename(marketDir)}\t${basename(logPath).slice(0, 10)}\n`);
+  const streamDir = dirname(marketDir);
+  const familyDir = dirname(streamDir);
+  const dataDir = dirname(dirname(familyDir));
+  const path = dayJournalPath(dataDir, basename(familyDir) as Family, basename(streamDir) as StreamName);
+  await appendLine(path, `${basename(marketDir)}\t${basename(logPath).slice(0, 10)}\n`);
 }
 
 /**
