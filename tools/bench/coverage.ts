@@ -21,6 +21,7 @@ import type { CoinMarket } from '../../src/schema/market.js';
 import { compactDay, openWriter } from '../../src/storage/index.js';
 import { utcDay } from '../../src/schema/time.js';
 import { startServe, stopServe } from './serve.js';
+import { coinMarket } from '../fixtures/markets.js';
 
 const log = (s: string): void => void process.stderr.write(`bench coverage: ${s}\n`);
 const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
@@ -29,31 +30,8 @@ const envNum = (name: string, dflt: number): number => {
   return Number.isFinite(v) && v > 0 ? v : dflt;
 };
 
-const market = (id: string): CoinMarket => ({
-  family: 'coin',
-  market_id: id,
-  event_id: null,
-  condition_id: `0x${id}`,
-  slug: `btc-updown-15m-${id}`,
-  question: 'Bench?',
-  outcomes: [
-    { label: 'Up', token_id: `${id}-up` },
-    { label: 'Down', token_id: `${id}-down` },
-  ],
-  coin: 'btc',
-  window: '15m',
-  start_time: null,
-  end_time: null,
-  created_time: null,
-  updated_time: null,
-  status: 'open',
-  resolution: null,
-  winning_outcome: null,
-  resolved_time: null,
-  volume: null,
-  liquidity: null,
-  native: {},
-});
+const market = (id: string): CoinMarket =>
+  coinMarket(id, { event_id: null, condition_id: `0x${id}`, slug: `btc-updown-15m-${id}`, question: 'Bench?', start_time: null });
 
 async function writeMarket(dir: string, id: string, t0: number): Promise<void> {
   const c = await openWriter(dir, { family: 'coin', stream: 'catalog', market: id });
