@@ -15,9 +15,9 @@ import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
 import { compactDay, listKeys as listLogKeys, openLogReader } from '../../src/storage/testing.js';
 import { accountDown } from './merge-gaps.js';
 import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
-import { parseArchiveUrl, type ArchiveConfig } from '../../src/config.js';
+
 import { writeFixture } from '../fixtures/compaction-logs.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY } from '../fixtures/weed.js';
+import { startWeed, useTestArchive } from '../fixtures/weed.js';
 import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
 const log = (s: string): void => void process.stderr.write(`bench merge: ${s}\n`);
@@ -113,17 +113,8 @@ export async function run(): Promise<Record<string, unknown>> {
     await withDowntime(whole, dirB, downB);
     const weed = await startWeed(t, bin);
     await weed.createBucket('bench');
-    process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
-    process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
     const url = 's3://bench/shared';
-    const archive: ArchiveConfig = {
-      url,
-      ...parseArchiveUrl(url, 'bench'),
-      endpoint: weed.endpoint,
-      region: 'us-east-1',
-      pathStyle: true,
-      maxLagDays: 2,
-    };
+    const archive = useTestArchive(url, weed.endpoint);
 
     // Both recorders' days published once (each compacted on a copy of its logs).
     for (const [id, d] of [

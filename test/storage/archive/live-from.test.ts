@@ -8,14 +8,14 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { requireTool } from '../../helpers/toolchains.js';
-import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
+
 import { startApi } from '../../../src/api/server.js';
 import { syncArchive } from '../../../src/storage/index.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { deleteExpiredLogs } from '../../../src/storage/compaction/retention.js';
 import { bookRecords, keysFor, seedAll, testConfig, tmpDataDir, writeLog, T0 } from '../../api/helpers.js';
 import { runCli, runCliOnce } from '../../selfhost/helpers.js';
-import { startWeed, archiveEnv, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
+import { startWeed, archiveEnv, useTestArchive } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const DAY = '2026-07-26';
@@ -32,16 +32,7 @@ if (bin) {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-live');
     const url = 's3://pmtape-live/l';
-    process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
-    process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
-    const archive: ArchiveConfig = {
-      url,
-      ...parseArchiveUrl(url, 'test'),
-      endpoint: weed.endpoint,
-      region: 'us-east-1',
-      pathStyle: true,
-      maxLagDays: 2,
-    };
+    const archive = useTestArchive(url, weed.endpoint);
     const host = tmpDataDir(t);
     await seedAll(host);
     await compactDay(host, DAY);

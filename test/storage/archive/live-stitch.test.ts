@@ -14,14 +14,14 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
-import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
+
 import { DAY_MS, dayStartMs, utcDay } from '../../../src/schema/time.js';
 import { startApi } from '../../../src/api/server.js';
 import { mountArchive, syncArchive } from '../../../src/storage/index.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { keysFor, testConfig, tmpDataDir } from '../../api/helpers.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY } from '../../../tools/fixtures/weed.js';
+import { startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
 
 const bin = requireTool(t, 'seaweedfs');
 const D = utcDay(Date.now() - 3 * DAY_MS);
@@ -77,16 +77,7 @@ if (bin) {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-stitch');
     const url = 's3://pmtape-stitch/s';
-    process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
-    process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
-    const archive: ArchiveConfig = {
-      url,
-      ...parseArchiveUrl(url, 'test'),
-      endpoint: weed.endpoint,
-      region: 'us-east-1',
-      pathStyle: true,
-      maxLagDays: 2,
-    };
+    const archive = useTestArchive(url, weed.endpoint);
 
     // One server holding both days: D compacted (and published), D+1 in its logs.
     const full = tmpDataDir(t);

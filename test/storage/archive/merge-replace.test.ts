@@ -13,14 +13,14 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { tempDir } from '../../selfhost/helpers.js';
-import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
+
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
 import { mountArchive } from '../../../src/storage/index.js';
 import { decodeMarket } from '../../../src/storage/paths.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY, archiveCli, getObject, listKeys } from './common.js';
-import { ACCESS_KEY, SECRET_KEY, startWeed } from '../../../tools/fixtures/weed.js';
+import { ACCESS_KEY, SECRET_KEY, startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
 import { bookMarkets } from './merge-helpers.js';
 
 t.setTimeout(900_000);
@@ -50,15 +50,7 @@ if (bin) {
     const weed = await startWeed(t, bin);
     await weed.createBucket(BUCKET);
     const url = `s3://${BUCKET}/shared`;
-    const archive: ArchiveConfig = {
-      url,
-      ...parseArchiveUrl(url, 'test'),
-      endpoint: weed.endpoint,
-      region: 'us-east-1',
-      pathStyle: true,
-      maxLagDays: 2,
-    };
-    Object.assign(process.env, { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_EC2_METADATA_DISABLED: 'true' });
+    const archive = useTestArchive(url, weed.endpoint);
     const dir = tempDir(t, 'pmtape-merge-replace-');
     const whole = join(dir, 'whole');
     mkdirSync(whole);

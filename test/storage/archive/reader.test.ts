@@ -10,14 +10,14 @@ import t from 'tap';
 import { copyFileSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
-import { parseArchiveUrl, type ArchiveConfig } from '../../../src/config.js';
+import type { ArchiveConfig } from '../../../src/config.js';
 import { mountArchive, syncArchive } from '../../../src/storage/index.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { deleteExpiredLogs } from '../../../src/storage/compaction/retention.js';
 import { rangeCacheDir } from '../../../src/storage/archive/mount.js';
 import { RANGE_BLOCK } from '../../../src/storage/archive/range-cache.js';
 import { keysFor, seedAll, testApp, testConfig, tmpDataDir, T0, coinMarket } from '../../api/helpers.js';
-import { startWeed, ACCESS_KEY, SECRET_KEY, type Weed } from '../../../tools/fixtures/weed.js';
+import { startWeed, type Weed, useTestArchive } from '../../../tools/fixtures/weed.js';
 import { startFaultProxy } from '../../../tools/fixtures/fault-proxy.js';
 import { localObjects } from './common.js';
 import { rng, writeFixture } from '../../../tools/fixtures/compaction-logs.js';
@@ -50,11 +50,7 @@ const ROUTES = [
   '/v3/btc/markets/nope/snapshots',
 ];
 
-function archiveOf(weed: Weed, url: string): ArchiveConfig {
-  process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
-  process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
-  return { url, ...parseArchiveUrl(url, 'test'), endpoint: weed.endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 };
-}
+const archiveOf = (weed: Weed, url: string): ArchiveConfig => useTestArchive(url, weed.endpoint);
 
 /**
  * Cursors are signed with the data dir's secret: readers that share it accept each other's (and the
