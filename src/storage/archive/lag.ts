@@ -17,11 +17,9 @@ export async function compactedDays(dataDir: string): Promise<string[]> {
 
 /** The local partitions of `day` that have a manifest: rel path → folder. */
 export async function dayPartitions(dataDir: string, day: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const p of await listPartitions(dataDir)) {
-    if (p.date === day && (await readManifest(p.dir))) out.set(partitionRel(p.family, p.dataset, p.date), p.dir);
-  }
-  return out;
+  const ofDay = (await listPartitions(dataDir)).filter((p) => p.date === day);
+  const has = await Promise.all(ofDay.map(async (p) => (await readManifest(p.dir)) !== null));
+  return new Map(ofDay.filter((_, i) => has[i]).map((p) => [partitionRel(p.family, p.dataset, p.date), p.dir]));
 }
 
 /** Compacted days not yet published to `a` (or rebuilt locally since they were). */

@@ -101,6 +101,32 @@ export async function writePublished(dataDir: string, s: PublishedState): Promis
   await writeFileDurable(join(stateDir(dataDir), `${s.date}.json`), JSON.stringify(s) + '\n');
 }
 
+const uploadsFile = (dataDir: string, day: string): string => join(stateDir(dataDir), `${day}.uploads.json`);
+
+/**
+ * Notes durably, before the first upload of `day` to `url`, that uploads to it began. True when
+ * none had begun from this data dir (no note naming `url`, no publication of the day to `url`
+ * recorded): nothing this data dir uploaded can be in the bucket, so the publication skips the
+ * listings that find what a killed run left (the rerun of a killed run finds its note and lists).
+ * An object there from elsewhere (another writer, a data dir whose state was lost) is then uploaded
+ * again instead of compared: the same end state, only more bytes sent.
+ */
+export async function beginUploads(dataDir: string, url: string, day: string): Promise<boolean> {
+  const path = uploadsFile(dataDir, day);
+  const [note, published] = await Promise.all([
+    readFile(path, 'utf8').then(
+      (t) => (JSON.parse(t) as { urls?: unknown }).urls,
+      () => null,
+    ),
+    readPublished(dataDir, day),
+  ]);
+  const urls = Array.isArray(note) ? note.filter((u): u is string => typeof u === 'string') : [];
+  if (urls.includes(url)) return false;
+  await mkdir(stateDir(dataDir), { recursive: true });
+  await writeFileDurable(path, JSON.stringify({ urls: [...urls, url] }) + '\n');
+  return published?.url !== url;
+}
+
 export async function publishedDays(dataDir: string): Promise<string[]> {
   return (await readdirOrEmpty(stateDir(dataDir)))
     .filter((n) => /^\d{4}-\d{2}-\d{2}\.json$/.test(n))

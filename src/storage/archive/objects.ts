@@ -2,10 +2,18 @@
 // the local bytes, by its ETag (the MD5 of a single PUT, or of the parts' MD5s for a multipart
 // upload of known part size) or, where a store computes ETags otherwise, by reading it back.
 
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { Transform, type Readable } from 'node:stream';
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, type GetObjectCommandOutput, type S3Client } from '@aws-sdk/client-s3';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type GetObjectCommandOutput,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 
 /** Part size of multipart uploads; fixed so the expected multipart ETag can be computed locally. */
@@ -26,26 +34,35 @@ export interface LocalObject {
   readonly contentType: string;
 }
 
-/** sha256, size and the possible ETags of bytes arriving in chunks. */
+/**
+ * sha256, size and the possible ETags of bytes arriving in chunks. One MD5 pass serves both ETags
+ * while the bytes fit one part (the part's MD5 is the whole MD5); past the first part, the whole MD5
+ * continues from a copy of the first part's state, and only when `whole` asks for it: an upload
+ * past PART_SIZE is multipart, so its ETag is the parts' one and the whole MD5 would be a wasted pass.
+ */
 export class Digest {
   private readonly sha = createHash('sha256');
-  private readonly whole = createHash('md5');
+  private whole: Hash | null = null;
   private readonly parts: Buffer[] = [];
   private part = createHash('md5');
   private inPart = 0;
   size = 0;
 
+  constructor(private readonly wantWhole = true) {}
+
   update(chunk: Uint8Array): void {
     this.sha.update(chunk);
-    this.whole.update(chunk);
     this.size += chunk.length;
     let off = 0;
     while (off < chunk.length) {
       const n = Math.min(chunk.length - off, PART_SIZE - this.inPart);
-      this.part.update(chunk.subarray(off, off + n));
+      const slice = chunk.subarray(off, off + n);
+      this.part.update(slice);
+      this.whole?.update(slice);
       this.inPart += n;
       off += n;
       if (this.inPart === PART_SIZE) {
+        if (this.parts.length === 0 && this.wantWhole) this.whole = this.part.copy();
         this.parts.push(this.part.digest());
         this.part = createHash('md5');
         this.inPart = 0;
@@ -53,10 +70,12 @@ export class Digest {
     }
   }
 
+  /** `etags`: the whole MD5 (when one part, or asked for), then the multipart ETag at PART_SIZE. */
   finish(): { sha256: string; size: number; etags: string[] } {
     if (this.inPart > 0 || this.parts.length === 0) this.parts.push(this.part.digest());
     const multi = `${createHash('md5').update(Buffer.concat(this.parts)).digest('hex')}-${this.parts.length}`;
-    return { sha256: this.sha.digest('hex'), size: this.size, etags: [this.whole.digest('hex'), multi] };
+    const whole = this.parts.length === 1 ? this.parts[0].toString('hex') : (this.whole?.digest('hex') ?? null);
+    return { sha256: this.sha.digest('hex'), size: this.size, etags: whole === null ? [multi] : [whole, multi] };
   }
 }
 
@@ -150,12 +169,63 @@ export async function compare(s3: S3Client, bucket: string, o: LocalObject): Pro
 }
 
 /**
- * Uploads `o` (multipart past PART_SIZE), then proves the stored copy; throws when it does not match.
- * A file is hashed while it is sent (one read feeds the upload, sha256 and the MD5s): when its bytes
- * are not the ones `o` names, the object is deleted again and LocalMismatch thrown.
+ * Uploads `o`, then proves the stored copy; throws when it does not match. Up to PART_SIZE in one
+ * PUT (putWhole), past it as a multipart upload (putParts). Either way the file is read once, and
+ * a file whose bytes are not the ones `o` names (sha256) never stays in the bucket: LocalMismatch.
  */
 export async function upload(s3: S3Client, bucket: string, o: LocalObject): Promise<void> {
-  const digest = new Digest();
+  const sent = o.size <= PART_SIZE ? await putWhole(s3, bucket, o) : await putParts(s3, bucket, o);
+  // The ETag of the PUT (or of the completed multipart upload) is the server's MD5 of what it
+  // stored: when it is the expected one, that is the proof, without another request.
+  if (sent.etag !== undefined && sent.etags.includes(sent.etag.replace(/"/g, ''))) return;
+  const state = await compare(s3, bucket, { ...o, etags: sent.etags });
+  if (state !== 'same') throw new Error(`${o.key}: the stored copy does not match the local file after upload (${state})`);
+}
+
+interface Sent {
+  readonly etag: string | undefined;
+  /** The ETags the stored copy may have (Digest.finish). */
+  readonly etags: readonly string[];
+}
+
+/**
+ * One PUT of an object that fits one part. Its bytes are read whole (as lib-storage buffers a part)
+ * and checked against `o`'s sha256 before anything is sent: a damaged local file never reaches the
+ * bucket. That sha256 is the request's signed payload hash (x-amz-content-sha256: the SDK does not
+ * hash the body again) and the MD5 goes as Content-MD5: the server refuses a body changed on the way.
+ */
+async function putWhole(s3: S3Client, bucket: string, o: LocalObject): Promise<Sent> {
+  const body = o.body ?? (await readFile(o.path!).catch(() => null));
+  if (body === null) throw mismatch(o.path!, 'missing');
+  const d = new Digest();
+  d.update(body);
+  const sent = d.finish();
+  if (sent.size !== o.size || sent.sha256 !== o.sha256) throw mismatch(o.path ?? o.key, 'checksum differs');
+  const put = new PutObjectCommand({
+    Bucket: bucket,
+    Key: o.key,
+    Body: body,
+    ContentType: o.contentType,
+    ContentMD5: Buffer.from(sent.etags[0], 'hex').toString('base64'),
+    Metadata: { sha256: o.sha256 },
+  });
+  put.middlewareStack.add(
+    (next) => async (args) => {
+      (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = sent.sha256;
+      return next(args);
+    },
+    { step: 'build', name: 'pmtapePayloadSha256' },
+  );
+  return { etag: (await s3.send(put)).ETag, etags: sent.etags };
+}
+
+/**
+ * A multipart upload at PART_SIZE, the file hashed while it is sent (one read feeds the upload,
+ * its sha256 and the parts' MD5s): when its bytes are not the ones `o` names, the object is
+ * deleted again (no manifest names it yet) and LocalMismatch thrown.
+ */
+async function putParts(s3: S3Client, bucket: string, o: LocalObject): Promise<Sent> {
+  const digest = new Digest(false); // a multipart upload's ETag is the parts' one: no whole MD5
   let body: Readable | Uint8Array;
   if (o.path !== undefined) {
     const file = createReadStream(o.path, { highWaterMark: 1024 * 1024 });
@@ -186,13 +256,8 @@ export async function upload(s3: S3Client, bucket: string, o: LocalObject): Prom
   }
   const sent = digest.finish();
   if (sent.size !== o.size || sent.sha256 !== o.sha256) {
-    // A damaged local file must never become the archived copy (no manifest names it yet).
     await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.key })).catch(() => undefined);
     throw mismatch(o.path ?? o.key, 'checksum differs');
   }
-  // The ETag of the PUT (or of the completed multipart upload) is the server's MD5 of what it
-  // stored: when it is the expected one, that is the proof, without another request.
-  if (etag !== undefined && sent.etags.includes(etag.replace(/"/g, ''))) return;
-  const state = await compare(s3, bucket, { ...o, etags: sent.etags });
-  if (state !== 'same') throw new Error(`${o.key}: the stored copy does not match the local file after upload (${state})`);
+  return { etag, etags: sent.etags };
 }

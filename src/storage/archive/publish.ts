@@ -1,7 +1,8 @@
-// Publishing one compacted day: every data file of every partition of the day first (each one
-// verified after upload), then the partitions' manifests, then the day record. A reader that trusts
-// only manifests (or only day records) never sees a half day, whatever kills the run: a rerun skips
-// every object the bucket already holds exactly and uploads the rest.
+// Publishing one compacted day: each partition's data files (each one verified after upload), then,
+// as soon as all of them are, that partition's manifest; the day record once every manifest is. A
+// reader that trusts manifests never sees a partition with a missing file, and one that trusts day
+// records (every pmtape reader) never sees half a day, whatever kills the run: a rerun skips every
+// object the bucket already holds exactly and uploads the rest.
 
 import { readFile, stat } from 'node:fs/promises';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
@@ -11,7 +12,7 @@ import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
 import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
-import { dayRecordRel, objectKey, recorderWriter, writePublished, type DayRecord, type DayWriter } from './layout.js';
+import { beginUploads, dayRecordRel, objectKey, recorderWriter, writePublished, type DayRecord, type DayWriter } from './layout.js';
 import { getBytes } from './objects.js';
 
 export interface SyncCounts {
@@ -66,41 +67,44 @@ export const generationName = (name: string, gen: string): string => name.replac
  */
 export async function planDay(dataDir: string, a: ArchiveConfig, day: string, writer?: DayWriter, generation?: string): Promise<DayPlan> {
   writer ??= await recorderWriter(dataDir);
-  const partitions: PartitionPlan[] = [];
   const named = (f: string): string => (generation === undefined ? f : generationName(f, generation));
-  for (const [rel, dir] of await dayPartitions(dataDir, day)) {
-    let mBytes = await readFile(join(dir, MANIFEST));
-    const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
-    if (generation !== undefined)
-      mBytes = Buffer.from(JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, file: named(f.file) })) }, null, 1));
-    const files: LocalObject[] = [];
-    for (const f of m.files) {
-      const path = join(dir, f.file);
-      const size = await stat(path).then(
-        (s) => s.size,
-        () => null,
+  // Every manifest read and every file's size checked at once: planning waits on the disk, not the CPU.
+  const partitions = await Promise.all(
+    [...(await dayPartitions(dataDir, day))].map(async ([rel, dir]): Promise<PartitionPlan> => {
+      let mBytes = await readFile(join(dir, MANIFEST));
+      const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+      if (generation !== undefined)
+        mBytes = Buffer.from(JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, file: named(f.file) })) }, null, 1));
+      const files = await Promise.all(
+        m.files.map(async (f): Promise<LocalObject> => {
+          const path = join(dir, f.file);
+          const size = await stat(path).then(
+            (s) => s.size,
+            () => null,
+          );
+          if (size !== f.bytes) {
+            throw new Error(
+              `${path} does not match its manifest (${size === null ? 'missing' : 'size differs'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`,
+            );
+          }
+          return {
+            key: objectKey(a, `parquet/${rel}/${named(f.file)}`),
+            path,
+            size,
+            sha256: f.sha256,
+            contentType: 'application/vnd.apache.parquet',
+          };
+        }),
       );
-      if (size !== f.bytes) {
-        throw new Error(
-          `${path} does not match its manifest (${size === null ? 'missing' : 'size differs'}): run \`pmtape verify --repair\` and compact again; nothing of ${day} was published`,
-        );
-      }
-      files.push({
-        key: objectKey(a, `parquet/${rel}/${named(f.file)}`),
-        path,
-        size,
-        sha256: f.sha256,
-        contentType: 'application/vnd.apache.parquet',
-      });
-    }
-    const manifest: LocalObject = {
-      key: objectKey(a, `parquet/${rel}/${named(MANIFEST)}`),
-      body: mBytes,
-      ...digestBytes(mBytes),
-      contentType: 'application/json',
-    };
-    partitions.push({ rel, dir, files, manifest });
-  }
+      const manifest: LocalObject = {
+        key: objectKey(a, `parquet/${rel}/${named(MANIFEST)}`),
+        body: mBytes,
+        ...digestBytes(mBytes),
+        contentType: 'application/json',
+      };
+      return { rel, dir, files, manifest };
+    }),
+  );
   const rec: DayRecord = {
     date: day,
     writer,
@@ -198,10 +202,11 @@ async function sharedPrefix(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry
 }
 
 /**
- * Publishes one planned day. Each phase starts only when the previous one verified completely:
- * data files, then manifests, then the day record, then the local published state (which retention
- * waits for). Never throws for an object that would not upload: `failed` counts them and a rerun
- * resumes; it throws only for what no retry fixes (credentials, no bucket).
+ * Publishes one planned day: a partition's manifest once every data file of that partition is
+ * uploaded and verified, the day record once every manifest is, then the local published state
+ * (which retention waits for). Never throws for an object that would not upload: `failed` counts
+ * them (its partition's manifest and the day record are then not written) and a rerun resumes; it
+ * throws only for what no retry fixes (credentials, no bucket).
  */
 export async function publishDay(
   s3: S3Client,
@@ -212,10 +217,15 @@ export async function publishDay(
 ): Promise<DayResult> {
   const c: DayResult = { ...zeroCounts(), days: 1, errors: [], conflicts: [] };
   const retry = hooks.retry ?? DEFAULT_RETRY;
-  const conflict = await sharedPrefix(s3, a, plan, retry).catch((e: unknown) => {
-    if (isFatal(e)) throw explain(e, a);
-    throw e;
-  });
+  // A recorder's first publication of the day to this archive has nothing to find in it: no
+  // listings (layout.ts beginUploads). Noted at once with the GET of the day record.
+  const [conflict, fresh] = await Promise.all([
+    sharedPrefix(s3, a, plan, retry).catch((e: unknown) => {
+      if (isFatal(e)) throw explain(e, a);
+      throw e;
+    }),
+    plan.writer.kind === 'recorder' ? beginUploads(dataDir, a.url, plan.day) : false,
+  ]);
   if (conflict) {
     c.failed++;
     c.errors.push(`${plan.record.key}: ${conflict}`);
@@ -225,13 +235,15 @@ export async function publishDay(
   let fatal: unknown = null;
   // One listing per partition says what is there already (size and ETag, the server's MD5), in
   // place of a HEAD per object; a later attempt at an object asks the object itself.
-  const listings = listDay(s3, a, plan, retry);
-  const put = async (planned: LocalObject): Promise<void> => {
+  const listings = fresh ? null : listDay(s3, a, plan, retry);
+  const nothing: Listing = new Map();
+  /** True when `planned` is in the bucket, verified. */
+  const put = async (planned: LocalObject): Promise<boolean> => {
     c.files++;
     let first = true;
     let o = planned;
     try {
-      const listed = await listings.get(listingPrefix(o.key, plan))!;
+      const listed = listings ? await listings.get(listingPrefix(o.key, plan))! : nothing;
       const outcome = await withRetries(
         o.key,
         async () => {
@@ -252,27 +264,38 @@ export async function publishDay(
         c.bytes += o.size;
       } else c.skipped++;
       hooks.onObject?.(o.key, outcome, outcome === 'uploaded' ? o.size : 0);
+      return true;
     } catch (e) {
       c.failed++;
       c.errors.push(`${o.key}: ${(e as Error).message || (e as Error).name}`);
       if (isFatal(e)) fatal ??= e;
       hooks.onObject?.(o.key, 'failed', 0);
+      return false;
     }
   };
-  // Manifests and the day record are small: more of them in flight at once.
-  const phases: [readonly LocalObject[], number][] = [
-    [plan.partitions.flatMap((p) => p.files), hooks.concurrency ?? 4],
-    [plan.partitions.map((p) => p.manifest), 4 * (hooks.concurrency ?? 4)],
-    [[plan.record], 1],
-  ];
-  for (const [objects, n] of phases) {
-    await pool(objects, n, put);
-    if (fatal) throw explain(fatal, a);
-    if (c.failed) return c;
-  }
-  const manifests: Record<string, string> = {};
-  for (const p of plan.partitions) manifests[p.rel] = p.manifest.sha256;
+  // Data files `concurrency` at a time; each manifest (small) starts as soon as its partition's
+  // last file is verified, beside the other partitions' files, and only if all of them were.
+  const left = new Map(plan.partitions.map((p) => [p, { files: p.files.length, ok: true }]));
+  const manifests: Promise<boolean>[] = [];
+  const settled = (p: PartitionPlan, ok: boolean): void => {
+    const s = left.get(p)!;
+    s.ok &&= ok;
+    if (--s.files <= 0 && s.ok && !fatal) manifests.push(put(p.manifest));
+  };
+  for (const p of plan.partitions) if (p.files.length === 0) settled(p, true);
+  const data = plan.partitions.flatMap((p) => p.files.map((f) => [p, f] as const));
+  await pool(data, hooks.concurrency ?? 4, async ([p, f]) => {
+    if (!fatal) settled(p, await put(f));
+  });
+  await Promise.all(manifests);
+  if (fatal) throw explain(fatal, a);
+  if (c.failed) return c;
+  await put(plan.record);
+  if (fatal) throw explain(fatal, a);
+  if (c.failed) return c;
+  const published: Record<string, string> = {};
+  for (const p of plan.partitions) published[p.rel] = p.manifest.sha256;
   // Only what was verified above is recorded: a manifest changed since planning is caught next time.
-  await writePublished(dataDir, { url: a.url, date: plan.day, manifests });
+  await writePublished(dataDir, { url: a.url, date: plan.day, manifests: published });
   return c;
 }

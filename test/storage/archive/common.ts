@@ -3,6 +3,7 @@
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
@@ -52,6 +53,38 @@ export async function listKeys(s3: S3Client, bucket: string, prefix = ''): Promi
 export async function getObject(s3: S3Client, bucket: string, key: string): Promise<Buffer> {
   const r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
   return Buffer.from(await r.Body!.transformToByteArray());
+}
+
+/**
+ * What a reader trusting manifests would find wrong under `prefix`: every `_manifest*.json` there
+ * must name only objects that exist, read back at their size and sha256. Returns the manifests
+ * seen and one line per problem (none when every visible manifest is whole).
+ */
+export async function checkVisibleManifests(
+  s3: S3Client,
+  bucket: string,
+  prefix: string,
+): Promise<{ manifests: string[]; problems: string[] }> {
+  const keys = await listKeys(s3, bucket, prefix);
+  const manifests = keys.filter((k) => /\/_manifest(\.r[^/]*)?\.json$/.test(k));
+  const problems: string[] = [];
+  for (const mk of manifests) {
+    const m = JSON.parse((await getObject(s3, bucket, mk)).toString('utf8')) as {
+      files: { file: string; bytes: number; sha256: string }[];
+    };
+    for (const f of m.files) {
+      const key = `${mk.slice(0, mk.lastIndexOf('/'))}/${f.file}`;
+      if (!keys.includes(key)) {
+        problems.push(`${mk} names ${f.file}, which is not in the bucket`);
+        continue;
+      }
+      const b = await getObject(s3, bucket, key);
+      const sha = createHash('sha256').update(b).digest('hex');
+      if (b.length !== f.bytes || sha !== f.sha256)
+        problems.push(`${key}: ${b.length} bytes, sha256 ${sha}; its manifest says ${f.bytes}, ${f.sha256}`);
+    }
+  }
+  return { manifests, problems };
 }
 
 export interface Summary {

@@ -1,6 +1,6 @@
 // `pmtape archive sync` and `archive verify` against a real SeaweedFS: a compacted day is
-// published with every object equal to its local file, data before manifests before the day
-// record; a rerun skips everything; verify passes, then fails once one object is overwritten, and a
+// published with every object equal to its local file, each partition's data before its manifest,
+// every manifest before the day record; a rerun skips everything; verify passes, then fails once one object is overwritten, and a
 // sync --all repairs it. Retention keeps a day's logs until the day is published.
 
 import t from 'tap';
@@ -18,7 +18,7 @@ import { DAY, archiveCli, compactedDay, getObject, listKeys, localObjects } from
 const bin = requireTool(t, 'seaweedfs');
 
 if (bin) {
-  t.test('sync publishes a compacted day exactly, manifests last; rerun skips; verify catches an overwrite', async (t) => {
+  t.test('sync publishes a compacted day exactly, each manifest after its files; rerun skips; verify catches an overwrite', async (t) => {
     const weed = await startWeed(t, bin);
     await weed.createBucket('pmtape-sync');
     const url = 's3://pmtape-sync/tape';
@@ -48,10 +48,22 @@ if (bin) {
     for (const [k, bytes] of local)
       t.ok(bytes.equals(await getObject(weed.client, 'pmtape-sync', `tape/${k}`)), `${k} equals the local file`);
 
+    // Nothing of the day was ever sent from this data dir: nothing to find, so no listing (layout.ts beginUploads).
+    t.same(
+      proxy.stats.log.filter((l) => /[?&]list-type=/.test(l)),
+      [],
+      'a first publication lists nothing',
+    );
     const writes = proxy.stats.log.filter((l) => /^(PUT|POST) /.test(l)).map((l) => l.split(' ')[1].split('?')[0]);
-    const lastData = Math.max(...writes.map((k, i) => (k.endsWith('.parquet') ? i : -1)));
-    const firstManifest = writes.findIndex((k) => k.endsWith('_manifest.json'));
-    t.ok(firstManifest > lastData, 'every data file was written before the first manifest');
+    // A manifest follows its own partition's data files (not the other partitions'); the day record follows every manifest.
+    const folder = (k: string): string => k.slice(0, k.lastIndexOf('/'));
+    for (const [i, k] of writes.entries()) {
+      if (!k.endsWith('_manifest.json')) continue;
+      const later = writes.slice(i + 1).filter((w) => w.endsWith('.parquet') && folder(w) === folder(k));
+      t.same(later, [], `${folder(k)}: every data file was written before its manifest`);
+    }
+    const manifests = [...local.keys()].filter((k) => k.endsWith('_manifest.json')).length;
+    t.equal(writes.filter((k) => k.endsWith('_manifest.json')).length, manifests, 'each manifest written once');
     t.match(writes.at(-1), new RegExp(`_archive/days/${DAY}\\.json$`), 'the day record is written last');
 
     const again = await archiveCli(['sync', '--all'], dataDir, weed.endpoint, url);
