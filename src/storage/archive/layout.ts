@@ -103,28 +103,32 @@ export async function writePublished(dataDir: string, s: PublishedState): Promis
 
 const uploadsFile = (dataDir: string, day: string): string => join(stateDir(dataDir), `${day}.uploads.json`);
 
+const readUploadsNote = async (dataDir: string, day: string): Promise<string[]> => {
+  const urls = await readFile(uploadsFile(dataDir, day), 'utf8').then(
+    (t) => (JSON.parse(t) as { urls?: unknown }).urls,
+    () => null,
+  );
+  return Array.isArray(urls) ? urls.filter((u): u is string => typeof u === 'string') : [];
+};
+
 /**
- * Notes durably, before the first upload of `day` to `url`, that uploads to it began. True when
- * none had begun from this data dir (no note naming `url`, no publication of the day to `url`
- * recorded): nothing this data dir uploaded can be in the bucket, so the publication skips the
- * listings that find what a killed run left (the rerun of a killed run finds its note and lists).
- * An object there from elsewhere (another writer, a data dir whose state was lost) is then uploaded
+ * Whether uploads of `day` to `url` may have begun from this data dir: its note (noteUploads) names
+ * `url`, or a publication of the day to `url` is recorded. When not, nothing this data dir uploaded
+ * can be in the bucket, so the publication skips the listings that find what a killed run left. An
+ * object there from elsewhere (another writer, a data dir whose state was lost) is then uploaded
  * again instead of compared: the same end state, only more bytes sent.
  */
-export async function beginUploads(dataDir: string, url: string, day: string): Promise<boolean> {
-  const path = uploadsFile(dataDir, day);
-  const [note, published] = await Promise.all([
-    readFile(path, 'utf8').then(
-      (t) => (JSON.parse(t) as { urls?: unknown }).urls,
-      () => null,
-    ),
-    readPublished(dataDir, day),
-  ]);
-  const urls = Array.isArray(note) ? note.filter((u): u is string => typeof u === 'string') : [];
-  if (urls.includes(url)) return false;
+export async function uploadsBegun(dataDir: string, url: string, day: string): Promise<boolean> {
+  const [urls, published] = await Promise.all([readUploadsNote(dataDir, day), readPublished(dataDir, day)]);
+  return urls.includes(url) || published?.url === url;
+}
+
+/** Notes durably that uploads of `day` to `url` begin: called before the first one is sent. */
+export async function noteUploads(dataDir: string, url: string, day: string): Promise<void> {
+  const urls = await readUploadsNote(dataDir, day);
+  if (urls.includes(url)) return;
   await mkdir(stateDir(dataDir), { recursive: true });
-  await writeFileDurable(path, JSON.stringify({ urls: [...urls, url] }) + '\n');
-  return published?.url !== url;
+  await writeFileDurable(uploadsFile(dataDir, day), JSON.stringify({ urls: [...urls, url] }) + '\n');
 }
 
 export async function publishedDays(dataDir: string): Promise<string[]> {

@@ -12,7 +12,16 @@ import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
 import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
-import { beginUploads, dayRecordRel, objectKey, recorderWriter, writePublished, type DayRecord, type DayWriter } from './layout.js';
+import {
+  dayRecordRel,
+  noteUploads,
+  uploadsBegun,
+  objectKey,
+  recorderWriter,
+  writePublished,
+  type DayRecord,
+  type DayWriter,
+} from './layout.js';
 import { getBytes } from './objects.js';
 
 export interface SyncCounts {
@@ -218,13 +227,15 @@ export async function publishDay(
   const c: DayResult = { ...zeroCounts(), days: 1, errors: [], conflicts: [] };
   const retry = hooks.retry ?? DEFAULT_RETRY;
   // A recorder's first publication of the day to this archive has nothing to find in it: no
-  // listings (layout.ts beginUploads). Noted at once with the GET of the day record.
-  const [conflict, fresh] = await Promise.all([
+  // listings (layout.ts uploadsBegun); otherwise they start at once, beside the day record's GET.
+  const fresh = plan.writer.kind === 'recorder' && !(await uploadsBegun(dataDir, a.url, plan.day));
+  const listings = fresh ? null : listDay(s3, a, plan, retry);
+  const [conflict] = await Promise.all([
     sharedPrefix(s3, a, plan, retry).catch((e: unknown) => {
       if (isFatal(e)) throw explain(e, a);
       throw e;
     }),
-    plan.writer.kind === 'recorder' ? beginUploads(dataDir, a.url, plan.day) : false,
+    fresh ? noteUploads(dataDir, a.url, plan.day) : null,
   ]);
   if (conflict) {
     c.failed++;
@@ -235,7 +246,6 @@ export async function publishDay(
   let fatal: unknown = null;
   // One listing per partition says what is there already (size and ETag, the server's MD5), in
   // place of a HEAD per object; a later attempt at an object asks the object itself.
-  const listings = fresh ? null : listDay(s3, a, plan, retry);
   const nothing: Listing = new Map();
   /** True when `planned` is in the bucket, verified. */
   const put = async (planned: LocalObject): Promise<boolean> => {
@@ -283,7 +293,8 @@ export async function publishDay(
     if (--s.files <= 0 && s.ok && !fatal) manifests.push(put(p.manifest));
   };
   for (const p of plan.partitions) if (p.files.length === 0) settled(p, true);
-  const data = plan.partitions.flatMap((p) => p.files.map((f) => [p, f] as const));
+  // Biggest first: the last files to start are small ones, so the pool's workers finish together.
+  const data = plan.partitions.flatMap((p) => p.files.map((f) => [p, f] as const)).sort(([, x], [, y]) => y.size - x.size);
   await pool(data, hooks.concurrency ?? 4, async ([p, f]) => {
     if (!fatal) settled(p, await put(f));
   });
