@@ -42,6 +42,8 @@ export interface PublishHooks {
   readonly retry?: RetryOptions;
   /** Objects in flight at once (default 4). */
   readonly concurrency?: number;
+  /** The day record's bytes at the plan's key (fetchDayRecord), when the caller started the GET early. */
+  readonly dayRecord?: Promise<Buffer | null>;
 }
 
 interface PartitionPlan {
@@ -186,14 +188,20 @@ export interface DayResult extends SyncCounts {
   readonly conflicts: string[];
 }
 
+/** The day record of `day` at `a` (bytes), or null: what a recorder reads before publishing the day. */
+export function fetchDayRecord(s3: S3Client, a: ArchiveConfig, day: string, retry: RetryOptions): Promise<Buffer | null> {
+  const key = objectKey(a, dayRecordRel(day));
+  return withRetries(`GET ${key}`, () => getBytes(s3, a.bucket, key), retry);
+}
+
 /**
  * Why `plan` must not replace the day record already at its key, or null: a recorder's day written
  * by another recorder (another host or data dir). Two recorders publishing into one prefix (no
  * recorder id, or the same one) would overwrite each other's days, each losing the other's records.
  */
-async function sharedPrefix(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Promise<string | null> {
+async function sharedPrefix(a: ArchiveConfig, plan: DayPlan, record: () => Promise<Buffer | null>): Promise<string | null> {
   if (plan.writer.kind !== 'recorder') return null;
-  const b = await withRetries(`GET ${plan.record.key}`, () => getBytes(s3, a.bucket, plan.record.key), retry);
+  const b = await record();
   if (!b) return null;
   let was: DayWriter | undefined;
   try {
@@ -231,7 +239,7 @@ export async function publishDay(
   const fresh = plan.writer.kind === 'recorder' && !(await uploadsBegun(dataDir, a.url, plan.day));
   const listings = fresh ? null : listDay(s3, a, plan, retry);
   const [conflict] = await Promise.all([
-    sharedPrefix(s3, a, plan, retry).catch((e: unknown) => {
+    sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
       if (isFatal(e)) throw explain(e, a);
       throw e;
     }),

@@ -5,7 +5,7 @@ import type { ArchiveConfig } from '../../config.js';
 import { DEFAULT_RETRY, archiveClient, type ClientOptions, type RetryOptions } from './client.js';
 import { addUploadErrors, publishTarget } from './layout.js';
 import { compactedDays, unpublishedDays } from './lag.js';
-import { planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
+import { fetchDayRecord, planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
 
 export interface SyncOptions extends PublishHooks {
   /** 'pending': days not yet published from here (default); 'all': re-check every compacted day. */
@@ -32,21 +32,8 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
       : o.days === 'all'
         ? await compactedDays(dataDir)
         : o.days;
-  const plans = [];
-  for (const day of days) {
-    const plan = await planDay(dataDir, a, day);
-    if (plan.partitions.length === 0) {
-      if (o.requireData) throw new Error(`${day} has no compacted partition in this data dir: run \`pmtape compact --date ${day}\` first`);
-      continue;
-    }
-    plans.push(plan);
-  }
-  o.onPlanned?.(
-    plans.reduce((n, p) => n + planSize(p), 0),
-    plans.length,
-  );
   const total: SyncResult = { ...zeroCounts(), errors: [], conflicts: [] };
-  if (plans.length === 0) return total;
+  if (days.length === 0) return total;
   // Every failed request attempt counts (pmtape_archive_upload_errors_total), retried or not,
   // and so does a verification that failed after an upload the server accepted.
   let errors = 0;
@@ -60,8 +47,26 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     },
   };
   try {
+    // The first day's record (a recorder reads it before publishing the day) is asked for while the
+    // days are planned; each later day's is read just before it is published, so that read is fresh.
+    const first = fetchDayRecord(s3, a, days[0], retry);
+    first.catch(() => undefined); // a day that turns out to have nothing to publish: nobody awaits it
+    const plans = [];
+    for (const day of days) {
+      const plan = await planDay(dataDir, a, day);
+      if (plan.partitions.length === 0) {
+        if (o.requireData)
+          throw new Error(`${day} has no compacted partition in this data dir: run \`pmtape compact --date ${day}\` first`);
+        continue;
+      }
+      plans.push(plan);
+    }
+    o.onPlanned?.(
+      plans.reduce((n, p) => n + planSize(p), 0),
+      plans.length,
+    );
     for (const plan of plans) {
-      const r = await publishDay(s3, a, dataDir, plan, { ...o, retry });
+      const r = await publishDay(s3, a, dataDir, plan, { ...o, retry, dayRecord: plan.day === days[0] ? first : undefined });
       for (const k of ['days', 'files', 'uploaded', 'skipped', 'bytes', 'failed'] as const) total[k] += r[k];
       total.errors.push(...r.errors);
       total.conflicts.push(...r.conflicts);
