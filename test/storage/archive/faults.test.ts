@@ -5,7 +5,7 @@
 // completes it.
 
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { CLI, waitFor } from '../../selfhost/helpers.js';
 import { archiveClient } from '../../../src/storage/archive/client.js';
-import { digestFile, remoteDigest, upload, PART_SIZE } from '../../../src/storage/archive/objects.js';
+import { Digest, digestFile, remoteDigest, upload, PART_SIZE } from '../../../src/storage/archive/objects.js';
 import { readPublished } from '../../../src/storage/archive/layout.js';
 import { withRetries } from '../../../src/storage/archive/client.js';
 import { parseArchiveUrl } from '../../../src/config.js';
@@ -58,6 +58,10 @@ if (bin) {
     writeFileSync(path, bytes);
     const d = await digestFile(path);
     t.match(d.etags[1], /-3$/, 'three parts expected');
+    t.equal(d.etags[0], createHash('md5').update(bytes).digest('hex'), "the whole MD5 (continued from the first part's state)");
+    const parts = new Digest(false);
+    parts.update(bytes);
+    t.same(parts.finish().etags, [d.etags[1]], 'an upload past one part computes the multipart ETag alone');
     process.env.AWS_ACCESS_KEY_ID = ACCESS_KEY;
     process.env.AWS_SECRET_ACCESS_KEY = SECRET_KEY;
     const s3 = archiveClient({
