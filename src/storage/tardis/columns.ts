@@ -64,6 +64,22 @@ export class Col {
     return (((this.d.values as Uint8Array)[at >> 3] >> (at & 7)) & 1) === 1;
   }
 
+  /**
+   * Whether the cell is the text `want` (as its UTF-8 bytes `bytes`): compared byte for byte where
+   * the chunk holds plain UTF-8, so that no string is made (false for null).
+   */
+  is(i: number, want: string, bytes: Uint8Array): boolean {
+    if (!valid(this.d, i)) return false;
+    const offs = this.d.valueOffsets as Int32Array | undefined;
+    if (!offs) return this.v.get(i) === want; // a dictionary-encoded chunk: through its vector
+    const st = offs[this.d.offset + i];
+    const n = bytes.length;
+    if (offs[this.d.offset + i + 1] - st !== n) return false;
+    const vals = this.d.values as Uint8Array;
+    for (let k = 0; k < n; k++) if (vals[st + k] !== bytes[k]) return false;
+    return true;
+  }
+
   /** Text, or null; a value equal to the previous row's bytes reuses its string. */
   text(i: number): string | null {
     if (!valid(this.d, i)) return null;
