@@ -6,8 +6,25 @@
 // their text), and the rows a record makes are kept in reused typed arrays: neither a string nor an
 // array is made per row, and the texts are written from the numbers (text-out.ts).
 
-/** A level's size: its unscaled integer (below 2^53), or the text of one that is not. */
+/**
+ * A level's size: a number for an unscaled integer below 2^53 (`compact`), or the text of one that
+ * is not. Equal sizes are equal Amounts, so the book compares them with `!==`.
+ */
 export type Amount = number | string;
+
+/**
+ * An unscaled size as the number the book keeps: a multiple of `div` (sizes of a few decimals) as
+ * the small negative integer -(u / div) - 1, any other as itself. Map values and arguments that are
+ * small integers are not boxed; the sizes of a busy day, at 10^8 per unit, were millions of boxed
+ * numbers for the collector.
+ */
+export function compact(u: number, div: number): number {
+  const q = Math.round(u / div);
+  return q * div === u && q < 0x3fffffff ? -q - 1 : u;
+}
+
+/** The unscaled size a `compact` number stands for. */
+export const unscaled = (a: number, div: number): number => (a < 0 ? (-a - 1) * div : a);
 
 /** Levels of one side: unscaled price → size. */
 export type Side = Map<number, Amount>;
@@ -40,10 +57,13 @@ export const ASK = 2;
 
 /**
  * The rows one record makes for a symbol's `incremental_book_L2` (after the four leading columns):
- * row r is `kind[r]` (SNAPSHOT | ASK bits), `price[r]` and `amount[r]`, or `texts[r]` where the
- * amount is a text (`amount[r]` is then -1; unscaled sizes are never negative).
+ * row r is `kind[r]` (SNAPSHOT | ASK bits), `price[r]` and `amount[r]` (unscaled), or `texts[r]`
+ * where the amount is a text (`amount[r]` is then -1; unscaled sizes are never negative).
  */
 export class L2Rows {
+  /** `compact`'s divisor of the amounts pushed. */
+  constructor(private readonly div: number) {}
+
   length = 0;
   kind = new Uint8Array(256);
   price = new Float64Array(256);
@@ -55,7 +75,7 @@ export class L2Rows {
     const r = this.length++;
     this.kind[r] = kind;
     this.price[r] = price;
-    if (typeof amount === 'number') this.amount[r] = amount;
+    if (typeof amount === 'number') this.amount[r] = amount < 0 ? (-amount - 1) * this.div : amount;
     else {
       this.amount[r] = -1;
       this.texts[r] = amount;
@@ -97,8 +117,8 @@ export class TardisBook {
   full(next: Levels, venueSnapshot: boolean, out: L2Rows): Levels {
     const asSnapshot = this.last !== 'snapshot' && (venueSnapshot || this.last === 'none') && (next.bids.size > 0 || next.asks.size > 0);
     if (asSnapshot) {
-      for (const [p, s] of next.bids) out.push(SNAPSHOT, p, s);
-      for (const [p, s] of next.asks) out.push(SNAPSHOT | ASK, p, s);
+      next.bids.forEach((s, p) => out.push(SNAPSHOT, p, s));
+      next.asks.forEach((s, p) => out.push(SNAPSHOT | ASK, p, s));
       this.last = 'snapshot';
     } else {
       const n = out.length;
@@ -154,7 +174,12 @@ export class TardisBook {
   }
 }
 
+// forEach, not for…of: an entry iterator makes a [key, value] array per level.
 function diff(old: Side, next: Side, kind: number, out: L2Rows): void {
-  for (const p of old.keys()) if (!next.has(p)) out.push(kind, p, 0);
-  for (const [p, s] of next) if (old.get(p) !== s) out.push(kind, p, s);
+  old.forEach((_, p) => {
+    if (!next.has(p)) out.push(kind, p, 0);
+  });
+  next.forEach((s, p) => {
+    if (old.get(p) !== s) out.push(kind, p, s);
+  });
 }

@@ -61,6 +61,18 @@ export class Col {
     return w[k + 1] * 4294967296 + w[k];
   }
 
+  /**
+   * `compact(num(i), div)` (book.ts) for a value that is not null nor beyond 2^53, computed here:
+   * a number returned by `num` and passed on is boxed, and this is read once per level of a day.
+   */
+  compactNum(i: number, div: number): number {
+    const w = this.words!;
+    const k = i * this.stride;
+    const u = w[k + 1] * 4294967296 + w[k];
+    const q = Math.round(u / div);
+    return q * div === u && q < 0x3fffffff ? -(q | 0) - 1 : u;
+  }
+
   /** Whether the unscaled value exceeds 2^53 (read it with `big`). */
   huge(i: number): boolean {
     return this.words![i * this.stride + 1] >= 0x200000;

@@ -12,7 +12,7 @@ import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
 import { readSegment, type TardisDecode } from './decoders.js';
 import { TextOut } from './text-out.js';
-import { L2Rows, TardisBook, decimalText, type Amount, type Levels } from './book.js';
+import { L2Rows, TardisBook, decimalText, unscaled, type Amount, type Levels } from './book.js';
 
 export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
 export type TardisDataType = (typeof TARDIS_DATA_TYPES)[number];
@@ -50,10 +50,18 @@ function decText(c: Col, i: number, scale: number): string {
   return decimalText(c.num(i), scale);
 }
 
-/** A decimal cell as an `Amount`: its unscaled integer, or (beyond 2^53, or null) its text. */
-function amountOf(c: Col, i: number, scale: number): Amount {
+/** A decimal cell as an `Amount`: its unscaled integer (`compact` by `div`), or (beyond 2^53, or null) its text. */
+function amountOf(c: Col, i: number, scale: number, div: number): Amount {
+  return c.huge(i) || c.isNull(i) ? decText(c, i, scale) : c.compactNum(i, div);
+}
+
+/** A decimal cell's unscaled integer, or (beyond 2^53, or null) its text. */
+function cellOf(c: Col, i: number, scale: number): Amount {
   return c.huge(i) || c.isNull(i) ? decText(c, i, scale) : c.num(i);
 }
+
+/** `compact`'s divisor for sizes at `scale`: sizes of two decimals or fewer keep small. */
+const divOf = (scale: number): number => 10 ** Math.max(0, scale - 2);
 
 function writeAmount(w: TextOut, a: Amount, scale: number): void {
   if (typeof a === 'number') w.decimal(a, scale);
@@ -132,9 +140,9 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
         w.text(`${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},`);
-        writeAmount(w, amountOf(c.price, i, scales.price), scales.price);
+        writeAmount(w, cellOf(c.price, i, scales.price), scales.price);
         w.byte(44); // ,
-        if (!c.size.isNull(i)) writeAmount(w, amountOf(c.size, i, scales.size), scales.size);
+        if (!c.size.isNull(i)) writeAmount(w, cellOf(c.size, i, scales.size), scales.size);
         w.byte(10); // \n
         if (w.full) yield w.take()!;
       }
@@ -151,9 +159,10 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
   const one = 10 ** priceScale;
   const price = texts(priceScale);
   const sizeText = texts(sizeScale);
-  const amount = (a: Amount): string => (typeof a === 'number' ? sizeText(a) : a);
+  const div = divOf(sizeScale);
+  const amount = (a: Amount): string => (typeof a === 'number' ? sizeText(unscaled(a, div)) : a);
   const book = new TardisBook();
-  const out = new L2Rows();
+  const out = new L2Rows(div);
   const type = req.dataType;
   const leadBytes = Buffer.from(lead, 'utf8');
   // A row's cells before its price, by its kind (L2Rows: SNAPSHOT and ASK bits): four constant byte strings.
@@ -174,10 +183,9 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
       for (let r = 0; r < rows; r++) {
         if (r > 0) w.repeatHead();
         w.bytes(kinds[kind[r]]);
-        w.decimal(prices[r], priceScale);
+        w.decimalAt(prices, r, priceScale);
         w.byte(44);
-        const a = amounts[r];
-        if (a >= 0) w.decimal(a, sizeScale);
+        if (amounts[r] >= 0) w.decimalAt(amounts, r, sizeScale);
         else w.text(out.texts[r]);
         w.byte(10); // \n
       }
@@ -225,7 +233,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
         }
         if (c.price.isNull(i)) continue; // an empty side's (or an empty book's) marker
         let k = c.price.num(i);
-        const size = amountOf(c.size, i, sizeScale);
+        const size = amountOf(c.size, i, sizeScale, div);
         if (yesno) {
           if (!c.units.is(i, 'cents', CENTS)) k *= 100;
           // The view's own ladder is its bids; the other ladder's bids are its asks at 1 − price.
@@ -238,7 +246,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
       }
       if (c.side.isNull(i) || c.price.isNull(i)) continue;
       const side = c.side.is(i, 'bid', BID) ? 'bid' : 'ask'; // any other text was an ask's row before too
-      book.update(side, c.price.num(i), amountOf(c.size, i, sizeScale), !c.size.isNull(i) && c.size.num(i) === 0, out);
+      book.update(side, c.price.num(i), amountOf(c.size, i, sizeScale, div), !c.size.isNull(i) && c.size.num(i) === 0, out);
       // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
       const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
       if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));

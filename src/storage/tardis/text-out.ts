@@ -16,6 +16,7 @@ export class TextOut {
   private pos = 0;
   private headAt = 0;
   private headEnd = 0;
+  private readonly one = new Float64Array(1);
 
   /** Whether a chunk's worth is waiting: take() it. */
   get full(): boolean {
@@ -98,14 +99,21 @@ export class TextOut {
    * values that are not integers below 2^53 in size go through decimalText itself.
    */
   decimal(unscaled: number, scale: number): void {
-    const neg = unscaled < 0;
-    const u = neg ? -unscaled : unscaled;
+    this.one[0] = unscaled;
+    this.decimalAt(this.one, 0, scale);
+  }
+
+  /** `decimal(values[r], scale)`, the number read here: passed as an argument, a double is boxed. */
+  decimalAt(values: Float64Array, r: number, scale: number): void {
+    const v = values[r];
+    const neg = v < 0;
+    const u = neg ? -v : v;
     const unit = POW10[scale];
     // decimalText's own arithmetic, so that even its rounding at the edges gives the same digits.
     const int = Math.floor(u / unit);
     let frac = u - int * unit;
     if (!(u < TWO_53) || u !== Math.floor(u) || frac < 0 || frac >= unit || int >= 1e8 || unit === undefined) {
-      return this.text(decimalText(unscaled, scale));
+      return this.text(decimalText(v, scale));
     }
     this.room(scale + 12);
     if (neg) this.buf[this.pos++] = 45; // -
