@@ -6,6 +6,8 @@
 // their text), and the rows a record makes are kept in reused typed arrays: neither a string nor an
 // array is made per row, and the texts are written from the numbers (text-out.ts).
 
+import { LevelMap } from './levels.js';
+
 /**
  * A level's size: a number for an unscaled integer below 2^53 (`compact`), or the text of one that
  * is not. Equal sizes are equal Amounts, so the book compares them with `!==`.
@@ -26,8 +28,8 @@ export function compact(u: number, div: number): number {
 /** The unscaled size a `compact` number stands for. */
 export const unscaled = (a: number, div: number): number => (a < 0 ? (-a - 1) * div : a);
 
-/** Levels of one side: unscaled price → size. */
-export type Side = Map<number, Amount>;
+/** Levels of one side: unscaled price → size, in insertion order (levels.ts). */
+export type Side = LevelMap<Amount>;
 
 export interface Levels {
   readonly bids: Side;
@@ -101,8 +103,8 @@ export class L2Rows {
 }
 
 export class TardisBook {
-  bids: Side = new Map();
-  asks: Side = new Map();
+  bids: Side = new LevelMap();
+  asks: Side = new LevelMap();
   /** The kind of the last rows written: a full book written as `is_snapshot=true` rows, or updates. */
   private last: 'none' | 'snapshot' | 'update' = 'none';
   private lastTop = '';

@@ -12,6 +12,7 @@ import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
 import { readSegment, type TardisDecode } from './decoders.js';
 import { TextOut } from './text-out.js';
+import { LevelMap } from './levels.js';
 import { L2Rows, TardisBook, decimalText, unscaled, type Amount, type Levels } from './book.js';
 
 export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
@@ -206,7 +207,7 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
   const [tokenBytes, yesBytes, BID, BOOK, TICK, CENTS] = [token ?? '', yesSide ?? '', 'bid', 'book', 'tick_size', 'cents'].map(utf8);
   // The full book being gathered: its rows share (seq, token) and come together.
   let full: Levels | null = null;
-  let scratch: Levels = { bids: new Map(), asks: new Map() };
+  let scratch: Levels = { bids: new LevelMap(), asks: new LevelMap() };
   let fullSeq = -1,
     fullVenue = false,
     fullTs = 0,
