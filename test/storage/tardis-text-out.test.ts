@@ -87,3 +87,29 @@ t.test('a row head written once is copied for the rows after it', async (t) => {
   });
   t.equal(text, 'x,ab,17,r1\nab,17,r2\n');
 });
+
+t.test('a taken buffer is reused only after the reader has consumed its bytes', async (t) => {
+  let consumed = 0;
+  const w = new TextOut(() => consumed);
+  const pending: { chunk: Buffer; copy: string }[] = [];
+  let allocations = 0;
+  const seen = new Set<ArrayBufferLike>();
+  let changed = 0;
+  for (let row = 0; row < 200_000; row++) {
+    w.int(row);
+    w.text(',some cells of a row\n');
+    if (!w.full) continue;
+    const chunk = w.take()!;
+    if (!seen.has(chunk.buffer)) allocations++;
+    seen.add(chunk.buffer);
+    pending.push({ chunk, copy: chunk.toString('latin1') });
+    // The reader lags three chunks behind, and checks each chunk is intact when it reads it.
+    while (pending.length > 3) {
+      const p = pending.shift()!;
+      if (p.chunk.toString('latin1') !== p.copy) changed++;
+      consumed += p.chunk.length;
+    }
+  }
+  t.equal(changed, 0, 'no chunk changed before it was consumed');
+  t.ok(pending.length > 0 && allocations <= 6, `${allocations} buffers for ${seen.size} distinct, chunks reused`);
+});

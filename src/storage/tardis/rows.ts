@@ -125,10 +125,18 @@ async function* segments(
 const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_type', 'is_snapshot', 'side', 'price', 'size', 'units'];
 const TRADE_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'price', 'size', 'side'];
 
-/** The CSV text of a request after its header, in chunks. */
-export async function* tardisBody(store: ParquetStore, req: TardisRequest, decode: TardisDecode = 'worker'): AsyncGenerator<Buffer> {
+/**
+ * The CSV text of a request after its header, in chunks. `consumed`, when given, says how many of
+ * the bytes yielded so far the reader is done with (zlib's input count): their buffers are reused.
+ */
+export async function* tardisBody(
+  store: ParquetStore,
+  req: TardisRequest,
+  decode: TardisDecode = 'worker',
+  consumed?: () => number,
+): AsyncGenerator<Buffer> {
   const lead = `${req.exchange},${req.symbol},`;
-  const w = new TextOut();
+  const w = new TextOut(consumed);
   if (req.dataType === 'trades') {
     const scales = scalesOf(req.family);
     const want = 'token' in req.view ? req.view.token : req.view.yesno;

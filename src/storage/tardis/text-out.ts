@@ -12,7 +12,7 @@ const POW10 = Array.from({ length: 19 }, (_, k) => 10 ** k);
 const TWO_53 = 2 ** 53;
 
 export class TextOut {
-  private buf = Buffer.allocUnsafe(CHUNK_BYTES * 2);
+  private buf: Buffer = Buffer.allocUnsafe(CHUNK_BYTES + (CHUNK_BYTES >> 2));
   private pos = 0;
   private headAt = 0;
   private headEnd = 0;
@@ -23,11 +23,28 @@ export class TextOut {
     return this.pos >= CHUNK_BYTES;
   }
 
+  /** Bytes taken so far, and the buffers taken, oldest first, with the count each one ends at. */
+  private taken = 0;
+  private readonly inFlight: { readonly buf: Buffer; readonly end: number }[] = [];
+
+  /**
+   * `consumed`: how many of the bytes taken the reader is done with. A taken buffer is reused once
+   * they include it: a new half-megabyte buffer a chunk (hundreds a file) is memory outside the heap
+   * that V8 answers with full collections.
+   */
+  constructor(private readonly consumed?: () => number) {}
+
   /** The bytes written so far (a buffer of their own: zlib may hold them), or null when none. */
   take(): Buffer | null {
     if (this.pos === 0) return null;
     const out = this.buf.subarray(0, this.pos);
-    this.buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES * 2, this.buf.length));
+    this.taken += this.pos;
+    let next: Buffer | undefined;
+    if (this.consumed) {
+      this.inFlight.push({ buf: this.buf, end: this.taken });
+      if (this.inFlight[0].end <= this.consumed()) next = this.inFlight.shift()!.buf;
+    }
+    this.buf = next ?? Buffer.allocUnsafe(Math.max(CHUNK_BYTES + (CHUNK_BYTES >> 2), this.buf.length));
     this.pos = 0;
     return out;
   }
