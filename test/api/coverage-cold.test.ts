@@ -8,20 +8,17 @@
 // still reported, so its next page past the TTL re-reads it).
 
 import t from 'tap';
-import { CoverageCache, datasetSpan } from '../../src/api/query/coverage.js';
-import { LogChanges, openReader, type LogChangeSubscription, type LogKey } from '../../src/storage/index.js';
+import { CoverageCache } from '../../src/api/query/coverage.js';
+import { LogChanges, type LogChangeSubscription, type LogKey } from '../../src/storage/index.js';
 import { compactDay } from '../../src/storage/testing.js';
-import type { CoinMarket } from '../../src/schema/market.js';
-import type { StreamName } from '../../src/schema/observation.js';
 import { utcDay } from '../../src/schema/time.js';
-import { bookRecords, catalog, coinMarket, tmpDataDir, writeLog } from './helpers.js';
+import { bookRecords, tmpDataDir, writeLog } from './helpers.js';
+import { spanReader, readSpans as direct, writeMarkets } from './coverage-fixtures.js';
 import { waitFor } from '../selfhost/helpers.js';
 
 const DAY_MS = 86_400_000;
 const closed = ['cold-a', 'cold-b', 'cold-c'];
 const live = 'cold-live';
-const mk = (id: string): CoinMarket => ({ ...coinMarket, market_id: id, condition_id: `0x${id}`, slug: id });
-const reader = (dir: string, id: string) => (s: StreamName) => Promise.resolve(openReader(dir, { family: 'coin', stream: s, market: id }));
 
 /** Real folder watches, counted: which logs a watch was asked for. */
 class CountedChanges extends LogChanges {
@@ -32,34 +29,22 @@ class CountedChanges extends LogChanges {
   }
 }
 
-async function direct(dir: string, id: string): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const s of ['books', 'metrics', 'catalog'] as StreamName[]) {
-    const r = openReader(dir, { family: 'coin', stream: s, market: id });
-    out[s] = await datasetSpan({ ...r, span: undefined, first: () => r.first(), latest: () => r.latest() });
-  }
-  return out;
-}
-
 t.test('a cold page over a compacted day watches no closed log, and a live log is still watched', async (t) => {
   const dir = tmpDataDir(t);
   const day = utcDay(Date.now() - 2 * DAY_MS);
   const t0 = Date.parse(`${day}T10:00:00.000Z`);
-  for (const [i, id] of closed.entries()) {
-    await writeLog(dir, 'coin', 'catalog', id, [catalog(mk(id), t0 + i)]);
-    await writeLog(dir, 'coin', 'books', id, bookRecords([`${id}-up`], { start: t0 + 1000 * i, n: 20 + 5 * i, stepMs: 100 }));
-  }
+  await writeMarkets(dir, closed, { t0, spreadMs: 1000, n: 20, nStep: 5 });
   t.ok((await compactDay(dir, day)).length > 0, 'the closed day compacted (its logs kept)');
   const now0 = Date.now() - 60_000;
-  await writeLog(dir, 'coin', 'catalog', live, [catalog(mk(live), now0)]);
-  await writeLog(dir, 'coin', 'books', live, bookRecords([`${live}-up`], { start: now0 + 10, n: 15, stepMs: 100 }));
+  await writeMarkets(dir, [live], { t0: now0, spreadMs: 0, n: 15, nStep: 0 });
 
   let now = Date.now();
   const changes = new CountedChanges(dir);
   const cache = new CoverageCache(dir, changes, 1000, () => now);
   t.teardown(() => cache.close());
   const all = async (): Promise<void> => {
-    for (const id of [...closed, live]) t.same((await cache.get('coin', id, reader(dir, id), false)).datasets, await direct(dir, id), id);
+    for (const id of [...closed, live])
+      t.same((await cache.get('coin', id, spanReader(dir, id), false)).datasets, await direct(dir, id), id);
   };
   await all();
   t.same(

@@ -7,25 +7,23 @@
 import t from 'tap';
 import Fastify from 'fastify';
 import { pino } from 'pino';
-import { CoverageCache, datasetSpan } from '../../src/api/query/coverage.js';
+import { CoverageCache } from '../../src/api/query/coverage.js';
 import errorHandler from '../../src/api/plugins/error-handler.js';
 import routeHooks from '../../src/api/plugins/route-hooks.js';
 import expensive from '../../src/api/plugins/expensive.js';
 import { KeyStore, createKey } from '../../src/api/plugins/keys.js';
-import { LogChanges, openReader } from '../../src/storage/index.js';
-import type { CoinMarket } from '../../src/schema/market.js';
-import type { StreamName } from '../../src/schema/observation.js';
-import { bookRecords, catalog, coinMarket, keysFor, testApp, testConfig, tmpDataDir, writeLog } from './helpers.js';
+import { LogChanges } from '../../src/storage/index.js';
+import { spanReader, readSpans as direct, coinMarketNamed } from './coverage-fixtures.js';
+import { bookRecords, catalog, keysFor, testApp, testConfig, tmpDataDir, writeLog } from './helpers.js';
 import { waitFor } from '../selfhost/helpers.js';
 
 const ids = ['cov-a', 'cov-b', 'cov-c', 'cov-d'];
-const mk = (id: string): CoinMarket => ({ ...coinMarket, market_id: id, condition_id: `0x${id}`, slug: id });
 
 async function seeded(t: Parameters<typeof tmpDataDir>[0]): Promise<{ dir: string; t0: number }> {
   const dir = tmpDataDir(t);
   const t0 = Date.now() - 120_000;
   for (const [i, id] of ids.entries()) {
-    await writeLog(dir, 'coin', 'catalog', id, [catalog(mk(id), t0 + i)]);
+    await writeLog(dir, 'coin', 'catalog', id, [catalog(coinMarketNamed(id), t0 + i)]);
     // One market has no books at all: its span is null, as reading says.
     if (i < 3)
       await writeLog(
@@ -37,18 +35,6 @@ async function seeded(t: Parameters<typeof tmpDataDir>[0]): Promise<{ dir: strin
       );
   }
   return { dir, t0 };
-}
-
-const reader = (dir: string, id: string) => (s: StreamName) => Promise.resolve(openReader(dir, { family: 'coin', stream: s, market: id }));
-
-/** What a market's datasets are when read from its logs (first()/latest(), not the summary path). */
-async function direct(dir: string, id: string): Promise<Record<string, unknown>> {
-  const r = reader(dir, id);
-  const read = async (s: StreamName) => {
-    const lr = await r(s);
-    return datasetSpan({ ...lr, span: undefined, first: () => lr.first(), latest: () => lr.latest() });
-  };
-  return { books: await read('books'), metrics: await read('metrics'), catalog: await read('catalog') };
 }
 
 t.test("the coverage list answers what the logs say, follows appends, and a market's own coverage is never stale", async (t) => {
@@ -86,7 +72,7 @@ t.test('the cache re-reads only what changed: a clock, real logs and real folder
   const cache = new CoverageCache(dir, changes, 1000, () => now);
   t.teardown(() => cache.close());
   const all = async (): Promise<void> => {
-    for (const id of ids) t.same((await cache.get('coin', id, reader(dir, id), false)).datasets, await direct(dir, id));
+    for (const id of ids) t.same((await cache.get('coin', id, spanReader(dir, id), false)).datasets, await direct(dir, id));
   };
   await all();
   const reads = cache.reads;

@@ -24,54 +24,29 @@ import {
 } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
-import { CoverageCache, datasetSpan } from '../../src/api/query/coverage.js';
-import { compactDay, logFilePath, openReader } from '../../src/storage/testing.js';
-import type { CoinMarket } from '../../src/schema/market.js';
-import type { StreamName } from '../../src/schema/observation.js';
+import { CoverageCache } from '../../src/api/query/coverage.js';
+import { compactDay, logFilePath } from '../../src/storage/testing.js';
 import { utcDay } from '../../src/schema/time.js';
-import { bookRecords, catalog, coinMarket, keysFor, testApp, testConfig, tmpDataDir, writeLog } from './helpers.js';
+import { bookRecords, tmpDataDir, writeLog } from './helpers.js';
+import { coldCoveragePage as coldPage, readSpans, spanReader, writeMarkets, type Spans } from './coverage-fixtures.js';
 import type { Test } from 'tap';
 
 const DAY_MS = 86_400_000;
 const closed = ['sf-a', 'sf-b', 'sf-c'];
-const mk = (id: string): CoinMarket => ({ ...coinMarket, market_id: id, condition_id: `0x${id}`, slug: id });
 const day = utcDay(Date.now() - 2 * DAY_MS);
 const t0 = Date.parse(`${day}T10:00:00.000Z`);
 const summaryFile = (dir: string): string => join(dir, '_coverage', 'family=coin', `${day}.json`);
 const manifestOf = (dir: string, dataset: string): string =>
   join(dir, 'parquet', 'family=coin', `dataset=${dataset}`, `date=${day}`, '_manifest.json');
 
-/** What reading says (first()/latest() over every day, logs and partitions). */
-async function readSpans(dir: string, id: string): Promise<Record<string, unknown>> {
-  const out: Record<string, unknown> = {};
-  for (const s of ['books', 'metrics', 'catalog'] as StreamName[]) {
-    const r = openReader(dir, { family: 'coin', stream: s, market: id });
-    out[s] = await datasetSpan({ ...r, span: undefined, first: () => r.first(), latest: () => r.latest() });
-  }
-  return out;
-}
-
 /** A data dir (its own: the process-wide Parquet store is per dir) with a compacted closed day. */
-async function setup(t: Test): Promise<{ dir: string; want: Record<string, Record<string, unknown>> }> {
+async function setup(t: Test): Promise<{ dir: string; want: Record<string, Spans> }> {
   const dir = tmpDataDir(t);
-  for (const [i, id] of closed.entries()) {
-    await writeLog(dir, 'coin', 'catalog', id, [catalog(mk(id), t0 + i)]);
-    await writeLog(dir, 'coin', 'books', id, bookRecords([`${id}-up`], { start: t0 + 1000 * i, n: 20 + 9 * i, stepMs: 100, cpEvery: 10 }));
-  }
+  await writeMarkets(dir, closed, { t0, spreadMs: 1000, n: 20, nStep: 9, cpEvery: 10 });
   t.ok((await compactDay(dir, day)).length > 0, 'the closed day compacted (logs kept)');
-  const want: Record<string, Record<string, unknown>> = {};
+  const want: Record<string, Spans> = {};
   for (const id of closed) want[id] = await readSpans(dir, id);
   return { dir, want };
-}
-
-async function coldPage(t: Test, dir: string): Promise<{ status: number; spans: Record<string, unknown> }> {
-  const keys = await keysFor(dir);
-  const app = await testApp(t, testConfig(dir));
-  const res = await app.inject({ url: '/v3/coverage?family=coin&limit=1000', headers: { authorization: `Bearer ${keys.paid}` } });
-  await app.close();
-  if (res.statusCode !== 200) return { status: res.statusCode, spans: {} };
-  const data = res.json<{ data: { market_id: string; datasets: Record<string, unknown> }[] }>().data;
-  return { status: 200, spans: Object.fromEntries(data.map((d) => [d.market_id, d.datasets])) };
 }
 
 /** Overwrites a file in place with bytes of the same length (its mtime kept to the millisecond). */
@@ -98,8 +73,7 @@ t.test('compaction writes the summary and the census; a page uses them and nothi
 
   // And the cache stamped no log of the closed day (the census knew them).
   const cache = new CoverageCache(dir, null);
-  const reader = (id: string) => (s: StreamName) => Promise.resolve(openReader(dir, { family: 'coin', stream: s, market: id }));
-  for (const id of closed) t.same((await cache.get('coin', id, reader(id), false)).datasets, want[id], id);
+  for (const id of closed) t.same((await cache.get('coin', id, spanReader(dir, id), false)).datasets, want[id], id);
   t.equal(cache.stamps, 0, 'no log listed or stat-ed');
 });
 

@@ -7,33 +7,21 @@
 
 import t from 'tap';
 import { startApi } from '../../src/api/server.js';
-import { datasetSpan } from '../../src/api/query/coverage.js';
-import { compactDay, openReader } from '../../src/storage/testing.js';
-import type { CoinMarket } from '../../src/schema/market.js';
-import type { StreamName } from '../../src/schema/observation.js';
+import { compactDay } from '../../src/storage/testing.js';
 import { utcDay } from '../../src/schema/time.js';
-import { bookRecords, catalog, coinMarket, keysFor, testConfig, tmpDataDir, writeLog } from './helpers.js';
+import { keysFor, testConfig, tmpDataDir } from './helpers.js';
+import { readSpans, writeMarkets, type Spans } from './coverage-fixtures.js';
 
 const ids = ['ws-a', 'ws-b'];
-const mk = (id: string): CoinMarket => ({ ...coinMarket, market_id: id, condition_id: `0x${id}`, slug: id });
 
 t.test("a fresh server's first coverage page reads no span: they were read at start", async (t) => {
   const dir = tmpDataDir(t);
   const day = utcDay(Date.now() - 2 * 86_400_000);
   const t0 = Date.parse(`${day}T08:00:00.000Z`);
-  for (const [i, id] of ids.entries()) {
-    await writeLog(dir, 'coin', 'catalog', id, [catalog(mk(id), t0 + i)]);
-    await writeLog(dir, 'coin', 'books', id, bookRecords([`${id}-up`], { start: t0 + 500 * i, n: 12 + 5 * i, stepMs: 100 }));
-  }
+  await writeMarkets(dir, ids, { t0, spreadMs: 500, n: 12, nStep: 5 });
   t.ok((await compactDay(dir, day)).length > 0, 'the day compacted');
-  const want: Record<string, Record<string, unknown>> = {};
-  for (const id of ids) {
-    want[id] = {};
-    for (const s of ['books', 'metrics', 'catalog'] as StreamName[]) {
-      const r = openReader(dir, { family: 'coin', stream: s, market: id });
-      want[id][s] = await datasetSpan({ ...r, span: undefined, first: () => r.first(), latest: () => r.latest() });
-    }
-  }
+  const want: Record<string, Spans> = {};
+  for (const id of ids) want[id] = await readSpans(dir, id);
   const keys = await keysFor(dir);
   const api = await startApi(testConfig(dir, { port: 0 }));
   t.teardown(() => api.close());

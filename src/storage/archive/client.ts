@@ -2,7 +2,7 @@
 // itself (throttling, 5xx, resets); `withRetries` wraps whole operations (an upload plus its
 // verification, a read-back) so a truncated body or a lost response is retried too.
 
-import { S3Client } from '@aws-sdk/client-s3';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
 
 export type { S3Client } from '@aws-sdk/client-s3';
@@ -106,4 +106,38 @@ export async function withRetries<T>(what: string, fn: () => Promise<T>, o: Retr
       await sleep(Math.min(o.maxMs, o.baseMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2));
     }
   }
+}
+
+/** One listed object: its key, size and ETag (quotes removed). */
+export interface ListedObject {
+  readonly key: string;
+  readonly size: number;
+  readonly etag: string;
+}
+
+/**
+ * Everything under `prefix`, every page of the listing (continuation tokens followed, each page
+ * retried): its objects, and with a `delimiter` the common prefixes (folders) under it instead of
+ * their objects.
+ */
+export async function listAll(
+  s3: S3Client,
+  bucket: string,
+  prefix: string,
+  o: { readonly delimiter?: string; readonly retry?: RetryOptions } = {},
+): Promise<{ objects: ListedObject[]; prefixes: string[] }> {
+  const objects: ListedObject[] = [];
+  const prefixes: string[] = [];
+  let token: string | undefined;
+  do {
+    const r = await withRetries(
+      `list ${prefix}`,
+      () => s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: o.delimiter, ContinuationToken: token })),
+      o.retry,
+    );
+    for (const x of r.Contents ?? []) if (x.Key) objects.push({ key: x.Key, size: x.Size ?? -1, etag: (x.ETag ?? '').replace(/"/g, '') });
+    for (const x of r.CommonPrefixes ?? []) if (x.Prefix) prefixes.push(x.Prefix);
+    token = r.IsTruncated ? r.NextContinuationToken : undefined;
+  } while (token);
+  return { objects, prefixes };
 }

@@ -6,7 +6,7 @@
 // part files stay in the bucket; their paths resolve to ranged reads through the disk cache
 // (range-cache.ts), so only footers and the column chunks a request decodes are fetched.
 
-import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
@@ -15,7 +15,7 @@ import { MANIFEST, type Manifest } from '../parquet/manifest.js';
 import { addRemoteResolver, type RemoteFile } from '../parquet/remote-files.js';
 import { streamOfDataset } from '../parquet/datasets.js';
 import { encodeMarket, streamDir } from '../paths.js';
-import { archiveClient, explain, withRetries, type S3Client } from './client.js';
+import { archiveClient, explain, listAll, withRetries, type S3Client } from './client.js';
 import { dayRecordsPrefix, manifestRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
 import { RangeCache, type RangeStats } from './range-cache.js';
 
@@ -43,18 +43,10 @@ async function getBytes(s3: S3Client, a: ArchiveConfig, key: string): Promise<Ui
 
 async function listDays(s3: S3Client, a: ArchiveConfig): Promise<string[]> {
   const out: string[] = [];
-  let token: string | undefined;
-  const prefix = dayRecordsPrefix(a);
-  do {
-    const r = await withRetries(`LIST ${prefix}`, () =>
-      s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
-    );
-    for (const o of r.Contents ?? []) {
-      const m = /(\d{4}-\d{2}-\d{2})\.json$/.exec(o.Key ?? '');
-      if (m) out.push(m[1]);
-    }
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
+  for (const o of (await listAll(s3, a.bucket, dayRecordsPrefix(a))).objects) {
+    const m = /(\d{4}-\d{2}-\d{2})\.json$/.exec(o.key);
+    if (m) out.push(m[1]);
+  }
   return out.sort();
 }
 

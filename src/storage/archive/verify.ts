@@ -1,9 +1,8 @@
 // `pmtape archive verify`: reads the archive back and checks every object against its manifest,
 // and every manifest against its day record, from the bucket alone (no local data needed).
 
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
-import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
+import { DEFAULT_RETRY, explain, isFatal, listAll, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { getBytes, remoteDigest } from './objects.js';
 import { dayRecordRel, dayRecordsPrefix, manifestRel, objectKey, sha256Hex, type DayRecord } from './layout.js';
 
@@ -21,19 +20,10 @@ export interface VerifyCounts {
 export async function archivedDays(s3: S3Client, a: ArchiveConfig, retry: RetryOptions = DEFAULT_RETRY): Promise<string[]> {
   const prefix = dayRecordsPrefix(a);
   const out: string[] = [];
-  let token: string | undefined;
-  do {
-    const r = await withRetries(
-      'list day records',
-      () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
-      retry,
-    );
-    for (const o of r.Contents ?? []) {
-      const m = /^(\d{4}-\d{2}-\d{2})\.json$/.exec((o.Key ?? '').slice(prefix.length));
-      if (m) out.push(m[1]);
-    }
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
+  for (const o of (await listAll(s3, a.bucket, prefix, { retry })).objects) {
+    const m = /^(\d{4}-\d{2}-\d{2})\.json$/.exec(o.key.slice(prefix.length));
+    if (m) out.push(m[1]);
+  }
   return out.sort();
 }
 

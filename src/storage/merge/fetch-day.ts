@@ -3,7 +3,6 @@
 // sha256, every manifest against the day record), laid out as a recorder host's tree after
 // retention (Parquet partitions and empty market folders), so the storage readers read it as usual.
 
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
@@ -11,7 +10,7 @@ import type { Family } from '../../schema/observation.js';
 import { MANIFEST, type Manifest } from '../parquet/manifest.js';
 import { streamOfDataset, type Stream } from '../parquet/datasets.js';
 import { encodeMarket, streamDir } from '../paths.js';
-import { withRetries, type RetryOptions, type S3Client } from '../archive/client.js';
+import { listAll, withRetries, type RetryOptions, type S3Client } from '../archive/client.js';
 import { getBytes } from '../archive/objects.js';
 import { dayRecordRel, manifestRel, objectKey, recorderRel, sha256Hex, type DayRecord } from '../archive/layout.js';
 
@@ -23,17 +22,8 @@ export function recorderArchive(a: ArchiveConfig, id: string): ArchiveConfig {
 /** Ids of the recorders that published `day` (a day record under their prefix), sorted. */
 export async function recordersOfDay(s3: S3Client, a: ArchiveConfig, day: string, retry: RetryOptions): Promise<string[]> {
   const prefix = objectKey(a, 'recorders/');
-  const ids: string[] = [];
-  let token: string | undefined;
-  do {
-    const r = await withRetries(
-      `list ${prefix}`,
-      () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token })),
-      retry,
-    );
-    for (const p of r.CommonPrefixes ?? []) if (p.Prefix) ids.push(p.Prefix.slice(prefix.length).replace(/\/$/, ''));
-    token = r.IsTruncated ? r.NextContinuationToken : undefined;
-  } while (token);
+  const { prefixes } = await listAll(s3, a.bucket, prefix, { delimiter: '/', retry });
+  const ids = prefixes.map((p) => p.slice(prefix.length).replace(/\/$/, ''));
   const out: string[] = [];
   for (const id of ids.sort()) {
     const rec = recorderArchive(a, id);

@@ -6,9 +6,9 @@
 // more deleted: the old day's, and those of a replacement killed before its record.
 
 import { randomBytes } from 'node:crypto';
-import { DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
-import { withRetries, type RetryOptions, type S3Client } from '../archive/client.js';
+import { listAll, withRetries, type RetryOptions, type S3Client } from '../archive/client.js';
 import type { DayPlan } from '../archive/publish.js';
 
 /** A fresh generation name: time first (so a listing sorts them), then randomness (two runs at once differ). */
@@ -30,17 +30,8 @@ export async function deleteReplaced(
   let n = 0;
   for (const p of plan.partitions) {
     const prefix = p.manifest.key.slice(0, p.manifest.key.lastIndexOf('/') + 1);
-    const stale: string[] = [];
-    let token: string | undefined;
-    do {
-      const r = await withRetries(
-        `list ${prefix}`,
-        () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
-        retry,
-      );
-      for (const o of r.Contents ?? []) if (o.Key && !keep.has(o.Key) && !o.Key.slice(prefix.length).includes('/')) stale.push(o.Key);
-      token = r.IsTruncated ? r.NextContinuationToken : undefined;
-    } while (token);
+    const { objects } = await listAll(s3, a.bucket, prefix, { retry });
+    const stale = objects.map((o) => o.key).filter((k) => !keep.has(k) && !k.slice(prefix.length).includes('/'));
     for (const key of stale) {
       onDelete?.(key);
       await withRetries(`DELETE ${key}`, () => s3.send(new DeleteObjectCommand({ Bucket: a.bucket, Key: key })), retry);

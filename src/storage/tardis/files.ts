@@ -123,9 +123,11 @@ export function tardisFile(
   store: ParquetStore = parquetStore(dataDir),
   decode: TardisDecode = 'worker',
 ): Readable {
-  async function* text(): AsyncGenerator<string | Buffer> {
-    yield tardisHeader(req.dataType);
-    yield* tardisBody(store, req, decode);
+  const header = Buffer.from(tardisHeader(req.dataType), 'utf8');
+  async function* text(): AsyncGenerator<Buffer> {
+    yield header;
+    // The body's buffers are reused once zlib has read them (its input count, less the header).
+    yield* tardisBody(store, req, decode, () => gz.bytesWritten - header.length);
   }
   // Deep buffers on both sides of zlib: it compresses in the thread pool, and with Node's 16 KiB
   // defaults every text chunk stopped the row writer until zlib had drained it, so the two took

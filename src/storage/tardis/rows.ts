@@ -11,8 +11,9 @@ import type { ParquetStore } from '../parquet/reader.js';
 import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
 import { readSegment, type TardisDecode } from './decoders.js';
-import { TextOut, byteCache } from './text-out.js';
-import { TardisBook, decimalText, type L2Row, type Levels } from './book.js';
+import { TextOut } from './text-out.js';
+import { LevelMap } from './levels.js';
+import { L2Rows, TardisBook, decimalText, unscaled, type Amount, type Levels } from './book.js';
 
 export const TARDIS_DATA_TYPES = ['incremental_book_L2', 'trades', 'book_snapshot_25', 'quotes'] as const;
 export type TardisDataType = (typeof TARDIS_DATA_TYPES)[number];
@@ -50,41 +51,37 @@ function decText(c: Col, i: number, scale: number): string {
   return decimalText(c.num(i), scale);
 }
 
-const TEXT_BITS = 18;
-const TEXT_SLOTS = 1 << TEXT_BITS;
+/** A decimal cell as an `Amount`: its unscaled integer (`compact` by `div`), or (beyond 2^53, or null) its text. */
+function amountOf(c: Col, i: number, scale: number, div: number): Amount {
+  return c.huge(i) || c.isNull(i) ? decText(c, i, scale) : c.compactNum(i, div);
+}
 
-/**
- * `decText` remembering the texts of the values it has seen (up to half its slots): a day repeats a
- * few thousand sizes and prices millions of times. Keyed by the value's two 32-bit words in an open
- * table: a Map keyed by the number spent a fifth of the writer's time hashing the numbers (above
- * 2^31 they are heap numbers, each read one more allocation).
- */
-function decTexts(scale: number): (c: Col, i: number) => string {
-  const los = new Uint32Array(TEXT_SLOTS);
-  const his = new Uint32Array(TEXT_SLOTS);
-  const texts: (string | undefined)[] = new Array<string | undefined>(TEXT_SLOTS).fill(undefined);
-  let used = 0;
-  return (c, i) => {
-    if (c.huge(i) || c.isNull(i)) return decText(c, i, scale);
-    const w = c.words!;
-    const k = i * c.stride;
-    const lo = w[k],
-      hi = w[k + 1];
-    let h = (Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> (32 - TEXT_BITS)) & (TEXT_SLOTS - 1);
-    for (let t = texts[h]; t !== undefined; t = texts[h]) {
-      if (los[h] === lo && his[h] === hi) return t;
-      h = (h + 1) & (TEXT_SLOTS - 1);
-    }
-    const s = decimalText(hi * 4294967296 + lo, scale);
-    if (used < TEXT_SLOTS >> 1) {
-      los[h] = lo;
-      his[h] = hi;
-      texts[h] = s;
-      used++;
+/** A decimal cell's unscaled integer, or (beyond 2^53, or null) its text. */
+function cellOf(c: Col, i: number, scale: number): Amount {
+  return c.huge(i) || c.isNull(i) ? decText(c, i, scale) : c.num(i);
+}
+
+/** `compact`'s divisor for sizes at `scale`: sizes of two decimals or fewer keep small. */
+const divOf = (scale: number): number => 10 ** Math.max(0, scale - 2);
+
+function writeAmount(w: TextOut, a: Amount, scale: number): void {
+  if (typeof a === 'number') w.decimal(a, scale);
+  else w.text(a);
+}
+
+/** `decimalText` remembering up to 100,000 texts (a day repeats a few thousand prices and sizes). */
+function texts(scale: number): (k: number) => string {
+  const m = new Map<number, string>();
+  return (k) => {
+    let s = m.get(k);
+    if (s === undefined) {
+      s = decimalText(k, scale);
+      if (m.size < 100_000) m.set(k, s);
     }
     return s;
   };
 }
+
 const local = (c: Record<string, Col>, i: number): number => c.receive_time.num(i);
 const venue = (c: Record<string, Col>, i: number): number => (c.source_time.isNull(i) ? c.receive_time.num(i) : c.source_time.num(i));
 
@@ -128,14 +125,20 @@ async function* segments(
 const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_type', 'is_snapshot', 'side', 'price', 'size', 'units'];
 const TRADE_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'price', 'size', 'side'];
 
-/** The CSV text of a request after its header, in chunks. */
-export async function* tardisBody(store: ParquetStore, req: TardisRequest, decode: TardisDecode = 'worker'): AsyncGenerator<Buffer> {
+/**
+ * The CSV text of a request after its header, in chunks. `consumed`, when given, says how many of
+ * the bytes yielded so far the reader is done with (zlib's input count): their buffers are reused.
+ */
+export async function* tardisBody(
+  store: ParquetStore,
+  req: TardisRequest,
+  decode: TardisDecode = 'worker',
+  consumed?: () => number,
+): AsyncGenerator<Buffer> {
   const lead = `${req.exchange},${req.symbol},`;
-  const w = new TextOut();
+  const w = new TextOut(consumed);
   if (req.dataType === 'trades') {
     const scales = scalesOf(req.family);
-    const sizeText = decTexts(scales.size);
-    const priceText = decTexts(scales.price);
     const want = 'token' in req.view ? req.view.token : req.view.yesno;
     let prevSeq = -1,
       k = 0;
@@ -145,10 +148,11 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
         const seq = c.seq.num(i);
         k = seq === prevSeq ? k + 1 : 0;
         prevSeq = seq;
-        const size = c.size.isNull(i) ? '' : sizeText(c.size, i);
-        w.text(
-          `${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},${priceText(c.price, i)},${size}\n`,
-        );
+        w.text(`${lead}${venue(c, i)},${local(c, i)},${k === 0 ? seq : `${seq}-${k}`},${c.side.text(i) ?? 'unknown'},`);
+        writeAmount(w, cellOf(c.price, i, scales.price), scales.price);
+        w.byte(44); // ,
+        if (!c.size.isNull(i)) writeAmount(w, cellOf(c.size, i, scales.size), scales.size);
+        w.byte(10); // \n
         if (w.full) yield w.take()!;
       }
     }
@@ -158,55 +162,60 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
   }
   const yesno = booksOf(req.family) === 'yesno';
   const scales = scalesOf(req.family);
-  const sizeText = decTexts(scales.size);
+  const sizeScale = scales.size;
   // Yes/no prices are dollars at 6 decimals whatever the stored units (cents are 1/100 dollar).
   const priceScale = yesno ? 6 : scales.price;
   const one = 10 ** priceScale;
-  const texts = new Map<number, string>();
-  const price = (k: number): string => {
-    let s = texts.get(k);
-    if (s === undefined) {
-      s = decimalText(k, priceScale);
-      if (texts.size < 100_000) texts.set(k, s);
-    }
-    return s;
-  };
+  const price = texts(priceScale);
+  const sizeText = texts(sizeScale);
+  const div = divOf(sizeScale);
+  const amount = (a: Amount): string => (typeof a === 'number' ? sizeText(unscaled(a, div)) : a);
   const book = new TardisBook();
-  const out: L2Row[] = [];
+  const out = new L2Rows(div);
   const type = req.dataType;
-  // A row's cells before its price, by is_snapshot and side: four constant byte strings, not four cells a row.
-  const kind = (t: string): Buffer => Buffer.from(t, 'latin1');
-  const kinds = { true: { bid: kind('true,bid,'), ask: kind('true,ask,') }, false: { bid: kind('false,bid,'), ask: kind('false,ask,') } };
-  const priceBytes = byteCache(price);
-  const amountBytes = byteCache((a: string) => a);
+  const leadBytes = Buffer.from(lead, 'utf8');
+  // A row's cells before its price, by its kind (L2Rows: SNAPSHOT and ASK bits): four constant byte strings.
+  const kinds = ['false,bid,', 'true,bid,', 'false,ask,', 'true,ask,'].map((k) => Buffer.from(k, 'latin1'));
   const emit = (ts: number, local: number): void => {
     if (type === 'incremental_book_L2') {
-      if (out.length === 0) return;
-      w.head(`${lead}${ts},${local},`); // a batch's rows share it: its numbers become text once
-      for (let r = 0; r < out.length; r++) {
-        const [snap, side, p, amount] = out[r];
+      const rows = out.length;
+      if (rows === 0) return;
+      // A batch's rows share their leading cells: written once, then copied.
+      w.startHead();
+      w.bytes(leadBytes);
+      w.int(ts);
+      w.byte(44); // ,
+      w.int(local);
+      w.byte(44);
+      w.endHead();
+      const { kind, price: prices, amount: amounts } = out;
+      for (let r = 0; r < rows; r++) {
         if (r > 0) w.repeatHead();
-        w.bytes((snap ? kinds.true : kinds.false)[side]);
-        w.bytes(priceBytes(p));
-        w.byte(44); // ,
-        w.bytes(amountBytes(amount));
+        w.bytes(kinds[kind[r]]);
+        w.decimalAt(prices, r, priceScale);
+        w.byte(44);
+        if (amounts[r] >= 0) w.decimalAt(amounts, r, sizeScale);
+        else w.text(out.texts[r]);
         w.byte(10); // \n
       }
     } else if (type === 'quotes') {
-      const q = book.quote(price);
+      const q = book.quote(price, amount);
       if (q !== null) w.text(`${lead}${ts},${local},${q}\n`);
     } else {
-      const top = book.top(SNAPSHOT_LEVELS, price);
+      const top = book.top(SNAPSHOT_LEVELS, price, amount);
       if (top !== null) w.text(`${lead}${ts},${local},${top}\n`);
     }
-    out.length = 0;
+    out.clear();
   };
   const view = req.view;
   const token = 'token' in view ? view.token : null;
   const yesSide = 'yesno' in view ? view.yesno : null;
+  // The texts the rows are matched against, as bytes: compared in the column's own buffer (columns.ts).
+  const utf8 = (x: string): Uint8Array => Buffer.from(x, 'utf8');
+  const [tokenBytes, yesBytes, BID, BOOK, TICK, CENTS] = [token ?? '', yesSide ?? '', 'bid', 'book', 'tick_size', 'cents'].map(utf8);
   // The full book being gathered: its rows share (seq, token) and come together.
   let full: Levels | null = null;
-  let scratch: Levels = { bids: new Map(), asks: new Map() };
+  let scratch: Levels = { bids: new LevelMap(), asks: new LevelMap() };
   let fullSeq = -1,
     fullVenue = false,
     fullTs = 0,
@@ -219,35 +228,34 @@ export async function* tardisBody(store: ParquetStore, req: TardisRequest, decod
   };
   for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS, decode)) {
     for (let i = 0; i < n; i++) {
-      if (token !== null && c.token_id.text(i) !== token) continue;
+      if (token !== null && !c.token_id.is(i, token, tokenBytes)) continue;
       const seq = c.seq.num(i);
       if (full && seq !== fullSeq) closeFull();
-      const rt = c.record_type.text(i)!;
-      if (rt === 'tick_size') continue; // a tick size is no level; docs/tardis.md
+      if (c.record_type.is(i, 'tick_size', TICK)) continue; // a tick size is no level; docs/tardis.md
       if (c.is_snapshot.bool(i)) {
         if (!full) {
           full = scratch;
           fullSeq = seq;
-          fullVenue = rt === 'book'; // a venue snapshot; a checkpoint or a yes/no poll repeats the book
+          fullVenue = c.record_type.is(i, 'book', BOOK); // a venue snapshot; a checkpoint or a yes/no poll repeats the book
           fullTs = venue(c, i);
           fullLocal = local(c, i);
         }
         if (c.price.isNull(i)) continue; // an empty side's (or an empty book's) marker
         let k = c.price.num(i);
-        const size = sizeText(c.size, i);
+        const size = amountOf(c.size, i, sizeScale, div);
         if (yesno) {
-          if (c.units.text(i) !== 'cents') k *= 100;
+          if (!c.units.is(i, 'cents', CENTS)) k *= 100;
           // The view's own ladder is its bids; the other ladder's bids are its asks at 1 − price.
-          if (c.side.text(i) === yesSide) full.bids.set(k, size);
+          if (c.side.is(i, yesSide!, yesBytes)) full.bids.set(k, size);
           else full.asks.set(one - k, size);
         } else {
-          (c.side.text(i) === 'bid' ? full.bids : full.asks).set(k, size);
+          (c.side.is(i, 'bid', BID) ? full.bids : full.asks).set(k, size);
         }
         continue;
       }
-      const side = c.side.text(i) as 'bid' | 'ask' | null;
-      if (side === null || c.price.isNull(i)) continue;
-      book.update(side, c.price.num(i), sizeText(c.size, i), !c.size.isNull(i) && c.size.num(i) === 0, out);
+      if (c.side.isNull(i) || c.price.isNull(i)) continue;
+      const side = c.side.is(i, 'bid', BID) ? 'bid' : 'ask'; // any other text was an ask's row before too
+      book.update(side, c.price.num(i), amountOf(c.size, i, sizeScale, div), !c.size.isNull(i) && c.size.num(i) === 0, out);
       // A delta record's rows share its seq: its snapshot/quote row is written after its last row.
       const nextSame = i + 1 < n && c.seq.num(i + 1) === seq;
       if (!nextSame || type === 'incremental_book_L2') emit(venue(c, i), local(c, i));
