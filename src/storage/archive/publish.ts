@@ -5,12 +5,11 @@
 // object the bucket already holds exactly and uploads the rest.
 
 import { readFile, stat } from 'node:fs/promises';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
-import { DEFAULT_RETRY, explain, isFatal, withRetries, type RetryOptions, type S3Client } from './client.js';
+import { DEFAULT_RETRY, explain, isFatal, listAll, withRetries, type RetryOptions, type S3Client } from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
 import {
   dayRecordRel,
@@ -159,18 +158,8 @@ const listingPrefix = (key: string, plan: DayPlan): string => (key === plan.reco
 function listDay(s3: S3Client, a: ArchiveConfig, plan: DayPlan, retry: RetryOptions): Map<string, Promise<Listing>> {
   const out = new Map<string, Promise<Listing>>();
   const list = async (prefix: string): Promise<Listing> => {
-    const found: Listing = new Map();
-    let token: string | undefined;
-    do {
-      const r = await withRetries(
-        `list ${prefix}`,
-        () => s3.send(new ListObjectsV2Command({ Bucket: a.bucket, Prefix: prefix, ContinuationToken: token })),
-        retry,
-      );
-      for (const o of r.Contents ?? []) if (o.Key) found.set(o.Key, { size: o.Size ?? -1, etag: (o.ETag ?? '').replace(/"/g, '') });
-      token = r.IsTruncated ? r.NextContinuationToken : undefined;
-    } while (token);
-    return found;
+    const { objects } = await listAll(s3, a.bucket, prefix, { retry });
+    return new Map(objects.map((o) => [o.key, { size: o.size, etag: o.etag }]));
   };
   for (const key of [...plan.partitions.map((p) => p.manifest.key), plan.record.key]) {
     const prefix = listingPrefix(key, plan);
