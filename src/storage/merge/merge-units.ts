@@ -133,8 +133,8 @@ async function mergeUnit(
  * Merges every unit this thread can claim (the other thread, if any, takes the rest);
  * `onFirstClaim` is called once this thread has claimed its first unit (or found none left). The
  * recorders' copies are read through stores of this call's own, dropped at its end: the
- * process-wide ones (parquetStore) would keep up to 256 MB of decoded row groups per copy alive
- * through the compaction that follows, whose garbage collection then took a third longer.
+ * process-wide ones (parquetStore) would keep up to 256 MB of decoded row groups per copy alive,
+ * for good, through the compaction that follows (a heap its garbage collector walks again and again).
  */
 export async function mergeClaimed(input: UnitsInput, onFirstClaim?: () => void): Promise<UnitsResult> {
   const r: UnitsResult = { units: 0, markets: 0, records: 0, gap_ms: 0 };
