@@ -18,7 +18,7 @@ interface Opts {
   config?: string;
 }
 
-function archiveOf(cmd: string, opts: Opts): { dataDir: string; archive: ArchiveConfig } | null {
+function archiveOf(cmd: string, opts: Opts): { dataDir: string; archive: ArchiveConfig; threads?: number } | null {
   const cfg = configFrom(opts);
   if (!cfg.storage.archive) {
     process.stderr.write(
@@ -32,7 +32,7 @@ function archiveOf(cmd: string, opts: Opts): { dataDir: string; archive: Archive
     process.exitCode = 2;
     return null;
   }
-  return { dataDir: cfg.dataDir, archive: cfg.storage.archive };
+  return { dataDir: cfg.dataDir, archive: cfg.storage.archive, threads: cfg.storage.compactionThreads ?? undefined };
 }
 
 const fail = (cmd: string, e: unknown): void => {
@@ -130,6 +130,7 @@ export function register(program: Command): void {
         recorders: ids,
         replace: opts.replace === true,
         workDir: opts.workDir,
+        threads: ctx.threads,
         onStep: (msg) => (process.stderr.isTTY ? undefined : process.stderr.write(`${msg}\n`)),
         onPhase: (phase) => (phase === 'object' ? undefined : bar.tick(1, phase)),
       });

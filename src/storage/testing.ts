@@ -35,3 +35,4 @@ export { columnsOf, type RowDataset } from './parquet/datasets.js';
 export { encodeDecimal } from './parquet/decimal.js';
 export { PART_SIZE } from './archive/objects.js';
 export { scanBooks, scanCompactedBooks } from './merge/scan.js';
+export { mergeSplitCounts } from './merge/merge.js';

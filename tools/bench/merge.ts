@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../src/book/book-state.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, listKeys as listLogKeys, openLogReader } from '../../src/storage/testing.js';
+import { compactDay, listKeys as listLogKeys, mergeSplitCounts, openLogReader } from '../../src/storage/testing.js';
 import { accountDown } from './merge-gaps.js';
 import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
 
@@ -131,6 +131,7 @@ export async function run(): Promise<Record<string, unknown>> {
     // fresh copy of A's logs (the baseline) and merges the day again (`--replace`).
     const rounds = Number(process.env.PMTAPE_BENCH_MERGE_ROUNDS ?? 3);
     const load0 = loadavg().map((x) => round(x));
+    const split0 = { ...mergeSplitCounts };
     const per: {
       compact_one_ms: number;
       merge_to_compacted_ms: number;
@@ -193,6 +194,12 @@ export async function run(): Promise<Record<string, unknown>> {
       merge_vs_compaction_median: ratios[Math.floor(ratios.length / 2)],
       merge_vs_compaction_max: ratios[ratios.length - 1],
       target: '≤ 1.5',
+      threads: {
+        compaction_of_a: 2,
+        merge: 2,
+        note: 'both as `pmtape compact` and `archive merge` run by default (storage.compaction_threads 2)',
+      },
+      markets_merged_by_thread: { caller: mergeSplitCounts.caller - split0.caller, helper: mergeSplitCounts.helper - split0.helper },
       load_average_before: load0,
       load_average_after: loadavg().map((x) => round(x)),
       merged_gap_s: round(r.gap_ms / 1000, 1),

@@ -1,6 +1,7 @@
 // `pmtape archive merge --date D`: the canonical day of a shared archive, built from what every
 // recorder published under `recorders/<id>/`. Each recorder's day is copied into a scratch folder,
-// every market merged (market.ts) into fresh logs, the logs compacted as any day is, and the result
+// every market merged (market.ts; on two threads, merge-units.ts) into fresh logs, the logs
+// compacted as any day is, and the result
 // published into the archive's canonical layout exactly as a recorder's own day is (data files,
 // then manifests, then the day record): a reader sees the merged day whole or not at all, and a
 // merge killed at any point leaves nothing visible; the next run starts over in a new scratch folder.
@@ -9,23 +10,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
-import type { Family } from '../../schema/observation.js';
-import { DAY_MS, dayStartMs } from '../../schema/time.js';
-import { openWriter } from '../log/open-writer.js';
+import { dayStartMs } from '../../schema/time.js';
 import { compactDay } from '../compaction/compact-day.js';
-import type { Stream } from '../parquet/datasets.js';
-import { compositeReader } from '../read/composite-reader.js';
-import { openLogReader } from '../read/reader.js';
-import { parquetStore } from '../parquet/reader.js';
-import type { LogKey, LogView, LogWriter } from '../types.js';
+import { DEFAULT_COMPACTION_THREADS } from '../compaction/derived-split.js';
 import { archiveClient, DEFAULT_RETRY, explain, isFatal, type RetryOptions } from '../archive/client.js';
 import { dayRecordRel, objectKey } from '../archive/layout.js';
 import { getBytes } from '../archive/objects.js';
 import { planDay, publishDay, type DayResult } from '../archive/publish.js';
 import { fetchDay, recordersOfDay, recorderArchive, type DayMarkets } from './fetch-day.js';
-import { mergeBooks, mergeFollowing, type Emit } from './market.js';
-import { mergedGaps, type Segment } from './plan.js';
-import { scanCompactedBooks, type BooksScan } from './scan.js';
+import { mergeClaimed, unitsOf, type UnitsInput } from './merge-units.js';
+import { startMergeHelper, type MergeHelper } from './merge-worker.js';
 import { deleteReplaced, newGeneration } from './replace.js';
 
 export interface MergeOptions {
@@ -36,7 +30,11 @@ export interface MergeOptions {
   /** Replace a canonical day that is already published (atomically for readers: replace.ts). */
   readonly replace?: boolean;
   readonly retry?: RetryOptions;
-  /** Threads the merged day's compaction may use (default 1; see CompactOptions.threads). */
+  /**
+   * Threads the merge may use (config `storage.compaction_threads`, default 2, as `pmtape compact`):
+   * with 2, markets are merged on two threads (merge-worker.ts) and the merged day is compacted
+   * with the helper thread (CompactOptions.threads); with 1, all in the calling thread.
+   */
   readonly threads?: number;
   /** One line per step (a progress log). */
   readonly onStep?: (msg: string) => void;
@@ -56,48 +54,10 @@ export interface MergeResult {
   readonly skipped?: string;
 }
 
-/** The first seq of a merged day's logs: a range per day, so seq rises across merged days built in any order. */
-export const mergedFirstSeq = (day: string): number => (dayStartMs(day)! / DAY_MS) * 1e9 + 1;
+export { mergedFirstSeq } from './merge-units.js';
 
-/** The log writer of one merged market, pipelined (one fsync per many records) and closed by `done`. */
-async function sink(dir: string, key: LogKey, day: string): Promise<{ emit: Emit; done: () => Promise<void> }> {
-  let w: LogWriter | null = null;
-  let batch: { obs: Parameters<Emit>[0]; cp: boolean }[] = [];
-  const pending: Promise<void>[] = [];
-  const flush = async (): Promise<void> => {
-    if (batch.length === 0) return;
-    w ??= await openWriter(dir, key, { firstSeq: mergedFirstSeq(day), fsyncIntervalMs: 1000, fsyncMaxRecords: 50_000 });
-    const b = batch;
-    batch = [];
-    const p = w.writeMany(
-      b.map((x) => x.obs),
-      { checkpoint: b.map((x) => x.cp) },
-    );
-    p.catch(() => undefined);
-    pending.push(p);
-    if (w.backpressure) await w.drained();
-  };
-  return {
-    emit: async (obs, cp) => {
-      batch.push({ obs, cp });
-      if (batch.length >= 2000) await flush();
-    },
-    done: async () => {
-      await flush();
-      const all = Promise.all(pending);
-      await w?.flush(); // now, not a group-commit interval later: one wait per market was most of a merge
-      await all;
-      await w?.close();
-    },
-  };
-}
-
-/** Views of one market from every recorder copy that has it, in priority order. */
-async function viewsOf(dirs: ReadonlyMap<string, string>, has: (id: string) => boolean, key: LogKey): Promise<Map<string, LogView>> {
-  const out = new Map<string, LogView>();
-  for (const [id, dir] of dirs) if (has(id)) out.set(id, await compositeReader(dir, key, openLogReader(dir, key)).view());
-  return out;
-}
+/** Units each thread merged, since the process started (tests check both threads took part). */
+export const mergeSplitCounts = { helper: 0, caller: 0 };
 
 export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptions = {}): Promise<MergeResult> {
   const dayStart = dayStartMs(day);
@@ -106,7 +66,9 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
   const retry = o.retry ?? DEFAULT_RETRY;
   const step = o.onStep ?? (() => undefined);
   const s3 = archiveClient(a);
+  const threads = o.threads ?? DEFAULT_COMPACTION_THREADS;
   let work: string | null = null;
+  let helper: MergeHelper | null = null;
   try {
     const recorders = o.recorders ? [...o.recorders] : await recordersOfDay(s3, a, day, retry);
     if (recorders.length === 0)
@@ -126,61 +88,49 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
       };
     }
     work = await mkdtemp(join(o.workDir ?? tmpdir(), `pmtape-merge-${day}-`));
+    if (threads >= 2) helper = startMergeHelper();
     const dirs = new Map<string, string>();
     const markets = new Map<string, DayMarkets>();
-    for (const id of recorders) {
-      const dir = join(work, 'in', id);
-      const got = await fetchDay(s3, recorderArchive(a, id), day, dir, retry);
-      dirs.set(id, dir);
-      markets.set(id, got.markets);
-      step(`fetched ${id}'s ${day}: ${got.bytes} bytes`);
+    // Every recorder's day at once (the downloads and checksums overlap); kept in priority order.
+    // Settled, all of them, before a failure is thrown: no download goes on into a folder being removed.
+    const fetched = await Promise.allSettled(
+      recorders.map(async (id) => {
+        const dir = join(work!, 'in', id);
+        const got = await fetchDay(s3, recorderArchive(a, id), day, dir, retry);
+        step(`fetched ${id}'s ${day}: ${got.bytes} bytes`);
+        return { id, dir, got };
+      }),
+    );
+    for (const f of fetched) {
+      if (f.status === 'rejected') throw f.reason;
+      dirs.set(f.value.id, f.value.dir);
+      markets.set(f.value.id, f.value.got.markets);
     }
     o.onPhase?.('fetched');
-    const out = join(work, 'out');
-    const dayEnd = dayStart + DAY_MS;
-    const all = new Map<string, Set<string>>(); // family|stream → markets
-    for (const m of markets.values()) for (const [k, set] of m) for (const x of set) (all.get(k) ?? all.set(k, new Set()).get(k)!).add(x);
-    const segmentsOf = new Map<string, Segment[]>();
-    let records = 0;
-    let gapMs = 0;
-    let count = 0;
-    for (const stream of ['books', 'metrics', 'catalog'] as const) {
-      for (const [k, set] of all) {
-        const [family, s] = k.split('|') as [Family, Stream];
-        if (s !== stream) continue;
-        for (const market of [...set].sort()) {
-          const key: LogKey = { family, stream, market };
-          const views = await viewsOf(
-            dirs,
-            (id) =>
-              markets
-                .get(id)
-                ?.get(k as `${Family}|${Stream}`)
-                ?.has(market) ?? false,
-            key,
-          );
-          const w = await sink(out, key, day);
-          if (stream === 'books') {
-            const scanned = new Map<string, BooksScan>();
-            for (const [id, v] of views) {
-              const sc = await scanCompactedBooks(id, parquetStore(dirs.get(id)!), v, key, day, dayEnd);
-              if (sc) scanned.set(id, sc);
-            }
-            const r = await mergeBooks(views, dayEnd, w.emit, scanned);
-            segmentsOf.set(`${family}|${market}`, r.segments);
-            records += r.records;
-            gapMs += mergedGaps(r.segments).reduce((n, g) => n + g.end - g.start, 0);
-            count++;
-          } else {
-            records += await mergeFollowing(views, stream === 'metrics' ? (segmentsOf.get(`${family}|${market}`) ?? null) : null, w.emit);
-          }
-          await w.done();
-        }
-      }
-    }
+    // Both threads take markets from one counter (merge-units.ts): the helper, started before the
+    // fetch, first (merge-worker.ts), then this one.
+    const input: UnitsInput = {
+      day,
+      dirs,
+      markets,
+      out: join(work, 'out'),
+      units: unitsOf(markets),
+      next: new Int32Array(new SharedArrayBuffer(4)),
+    };
+    const helped = helper?.run(input);
+    await helped?.claimed;
+    const mine = await mergeClaimed(input);
+    const theirs = (await helped?.done) ?? { units: 0, markets: 0, records: 0, gap_ms: 0 };
+    await helper?.close();
+    mergeSplitCounts.caller += mine.units;
+    mergeSplitCounts.helper += theirs.units;
+    const count = mine.markets + theirs.markets;
+    const records = mine.records + theirs.records;
+    const gapMs = mine.gap_ms + theirs.gap_ms;
+    const out = input.out;
     step(`merged ${count} markets' books from ${recorders.join(', ')}: ${records} records`);
     o.onPhase?.('merged');
-    const parts = await compactDay(out, day, { threads: o.threads ?? 1 });
+    const parts = await compactDay(out, day, { threads });
     const failed = parts.filter((p) => p.status === 'failed');
     if (failed.length)
       throw new Error(`compacting the merged ${day} failed: ${failed.map((p) => `${p.family}/${p.dataset}: ${p.error ?? ''}`).join('; ')}`);
@@ -201,6 +151,7 @@ export async function mergeDay(shared: ArchiveConfig, day: string, o: MergeOptio
     throw e;
   } finally {
     s3.destroy();
+    await helper?.close();
     if (work) await rm(work, { recursive: true, force: true });
   }
 }
