@@ -72,12 +72,17 @@ async function tokenSymbols(store: ParquetStore, family: Family, day: string, ma
     const files = await store.datasetFiles(family, dataset, day, market);
     if (!files) continue;
     for (const s of files.segments) {
-      const t = await readSegment(files.files.get(s.file)!, s, ['token_id', 'outcome'], 'worker');
-      for (const { n, c } of chunks(t, ['token_id', 'outcome'])) {
-        for (let i = 0; i < n; i++) {
-          const tok = c.token_id.text(i);
-          if (tok !== null && (!tokens.has(tok) || (tokens.get(tok) === null && !c.outcome.isNull(i)))) tokens.set(tok, c.outcome.text(i));
+      const seg = await readSegment(files.files.get(s.file)!, s, ['token_id', 'outcome'], 'worker');
+      try {
+        for (const { n, c } of chunks(seg.table, ['token_id', 'outcome'])) {
+          for (let i = 0; i < n; i++) {
+            const tok = c.token_id.text(i);
+            if (tok !== null && (!tokens.has(tok) || (tokens.get(tok) === null && !c.outcome.isNull(i))))
+              tokens.set(tok, c.outcome.text(i));
+          }
         }
+      } finally {
+        seg.release();
       }
     }
   }

@@ -4,13 +4,12 @@
 // Memory holds one decoded row group and one book, whatever the day's size; text leaves in chunks
 // of about 256 KiB (text-out.ts) for the caller to compress (files.ts).
 
-import type { Table } from 'apache-arrow';
 import type { Family } from '../../schema/observation.js';
 import { decodeDecimal } from '../parquet/decimal.js';
 import type { ParquetStore } from '../parquet/reader.js';
 import { booksOf, scalesOf, type Dataset } from '../parquet/datasets.js';
 import { chunks, type Col } from './columns.js';
-import { readSegment, type TardisDecode } from './decoders.js';
+import { readSegment, type Segment, type TardisDecode } from './decoders.js';
 import { TextOut } from './text-out.js';
 import { LevelMap } from './levels.js';
 import { L2Rows, TardisBook, decimalText, unscaled, type Amount, type Levels } from './book.js';
@@ -102,23 +101,36 @@ async function* segments(
 ): AsyncGenerator<{ n: number; c: Record<string, Col> }> {
   const files = await store.datasetFiles(family, dataset, day, market);
   if (!files) return;
-  const read = (k: number): Promise<Table> => {
+  const read = (k: number): Promise<Segment> => {
     const s = files.segments[k];
     const p = readSegment(files.files.get(s.file)!, s, names, decode);
     p.catch(() => undefined); // observed when awaited; a reader that stops early leaves it unawaited
     return p;
   };
   // The next segments are read while this one's rows are written: the reads and decodes overlap the writing.
-  const ahead: Promise<Table>[] = [];
+  const ahead: Promise<Segment>[] = [];
   let asked = 0;
   const fill = (): void => {
     while (asked < files.segments.length && ahead.length < (decode === 'worker' ? READ_AHEAD : 1)) ahead.push(read(asked++));
   };
   fill();
-  while (ahead.length > 0) {
-    const t = await ahead.shift()!;
-    fill();
-    yield* chunks(t, names);
+  try {
+    while (ahead.length > 0) {
+      const seg = await ahead.shift()!;
+      fill();
+      try {
+        yield* chunks(seg.table, names);
+      } finally {
+        seg.release(); // its rows are written: the slot may take the next decode
+      }
+    }
+  } finally {
+    // A reader that stopped early: the segments read ahead go back once they arrive.
+    for (const p of ahead)
+      p.then(
+        (seg) => seg.release(),
+        () => undefined,
+      );
   }
 }
 
