@@ -65,8 +65,26 @@ export function keptTrades(
   return out.sort((a, b) => a.recv_ts - b.recv_ts);
 }
 
-/** Records a cursor keeps for rebuilding its books (about a checkpoint interval of a busy market). */
-const MAX_TAKEN = 200_000;
+/**
+ * What a cursor keeps for rebuilding its books, in records plus their levels (a full book weighs its
+ * levels): about a checkpoint interval of a busy market, a few tens of MB at most. Past it the
+ * records are dropped and the next seek reads again, as before.
+ */
+const MAX_TAKEN_WEIGHT = 500_000;
+
+/** A record's weight in the taken records: one, plus its levels. */
+function weightOf(r: Recorded): number {
+  switch (r.type) {
+    case 'book':
+      return 1 + r.bids.length + r.asks.length;
+    case 'book_checkpoint':
+      return r.books.reduce((n, b) => n + b.bids.length + b.asks.length, 1);
+    case 'book_delta':
+      return 1 + r.changes.length;
+    default:
+      return 1;
+  }
+}
 
 /** Seeks that rebuilt the books from records already taken, and seeks that read from a checkpoint again (tests, bench). */
 export const mergeSeekCounts = { reused: 0, jumped: 0 };
@@ -82,6 +100,7 @@ class Cursor {
   private it: AsyncIterator<ReplayItem> | null = null;
   /** Records taken unapplied since the newest whole book among them (keep, rebuildFromTaken). */
   private taken: Recorded[] = [];
+  private takenWeight = 0;
   private head: Recorded | null = null;
   private ended = false;
   /** Records were taken without applying them (take with `each`): the books must be rebuilt. */
@@ -112,7 +131,7 @@ class Cursor {
     if (this.it) mergeSeekCounts.jumped++;
     await this.it?.return?.(undefined);
     this.stale = false;
-    this.taken = [];
+    this.dropTaken();
     this.books = new MarketBooks();
     this.units = 'decimal';
     this.yesno = null;
@@ -160,8 +179,15 @@ class Cursor {
    * seek rebuilds the books from them instead of reading them again (rebuildFromTaken).
    */
   private keep(r: Recorded): void {
-    if (r.type === 'book_checkpoint' || r.type === 'yesno_book' || this.taken.length >= MAX_TAKEN) this.taken = [];
+    const w = weightOf(r);
+    if (r.type === 'book_checkpoint' || r.type === 'yesno_book' || this.takenWeight + w > MAX_TAKEN_WEIGHT) this.dropTaken();
     this.taken.push(r);
+    this.takenWeight += w;
+  }
+
+  private dropTaken(): void {
+    this.taken = [];
+    this.takenWeight = 0;
   }
 
   /**
@@ -186,7 +212,7 @@ class Cursor {
       this.books.apply(this.taken[i]);
       this.note(this.taken[i]);
     }
-    this.taken = [];
+    this.dropTaken();
     this.stale = false;
     mergeSeekCounts.reused++;
   }
