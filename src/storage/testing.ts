@@ -36,4 +36,3 @@ export { encodeDecimal } from './parquet/decimal.js';
 export { PART_SIZE } from './archive/objects.js';
 export { scanBooks, scanCompactedBooks } from './merge/scan.js';
 export { mergeSplitCounts } from './merge/merge.js';
-export { mergeSeekCounts, setReuseTaken } from './merge/market.js';

@@ -12,14 +12,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../src/book/book-state.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import {
-  compactDay,
-  listKeys as listLogKeys,
-  mergeSeekCounts,
-  mergeSplitCounts,
-  openLogReader,
-  setReuseTaken,
-} from '../../src/storage/testing.js';
+import { compactDay, listKeys as listLogKeys, mergeSplitCounts, openLogReader } from '../../src/storage/testing.js';
 import { accountDown } from './merge-gaps.js';
 import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
 
@@ -139,7 +132,6 @@ export async function run(): Promise<Record<string, unknown>> {
     const rounds = Number(process.env.PMTAPE_BENCH_MERGE_ROUNDS ?? 3);
     const load0 = loadavg().map((x) => round(x));
     const split0 = { ...mergeSplitCounts };
-    const seek0 = { ...mergeSeekCounts };
     const per: {
       compact_one_ms: number;
       compact_one_cpu_ms: number;
@@ -210,48 +202,6 @@ export async function run(): Promise<Record<string, unknown>> {
       });
       log(`round ${i + 1}: ${JSON.stringify(per[per.length - 1])}`);
     }
-    // The merge's seeks after a gap both recorders shared, A/B in the same run (PMTAPE_BENCH_MERGE_SEEK_AB
-    // rounds, alternating which goes first): rebuilt from the records already taken vs read again
-    // from the checkpoint; the merging step timed. On one thread, where the switch applies (a helper
-    // thread has its own).
-    const abRounds = Number(process.env.PMTAPE_BENCH_MERGE_SEEK_AB ?? 0);
-    const ab: { rebuilt_ms: number; read_again_ms: number; rebuilt_cpu_ms: number; read_again_cpu_ms: number }[] = [];
-    for (let i = 0; i < abRounds; i++) {
-      const one = async (reuse: boolean): Promise<[number, number]> => {
-        // The merging step alone (from the fetched days to the merged logs): the seeks are there.
-        setReuseTaken(reuse);
-        let c0 = 0;
-        let u = process.cpuUsage();
-        let out: [number, number] = [0, 0];
-        const onPhase = (p: string): void => {
-          if (p === 'fetched') [c0, u] = [performance.now(), process.cpuUsage()];
-          if (p !== 'merged') return;
-          const d = process.cpuUsage(u);
-          out = [performance.now() - c0, (d.user + d.system) / 1000];
-        };
-        try {
-          await mergeArchiveDay(archive, day, { threads: 1, replace: true, onPhase });
-        } finally {
-          setReuseTaken(true);
-        }
-        return out;
-      };
-      let x: [number, number], y: [number, number];
-      if (i % 2) {
-        x = await one(true);
-        y = await one(false);
-      } else {
-        y = await one(false);
-        x = await one(true);
-      }
-      ab.push({
-        rebuilt_ms: Math.round(x[0]),
-        read_again_ms: Math.round(y[0]),
-        rebuilt_cpu_ms: Math.round(x[1]),
-        read_again_cpu_ms: Math.round(y[1]),
-      });
-      log(`seek A/B ${i + 1}/${abRounds}: ${JSON.stringify(ab[ab.length - 1])}`);
-    }
     const r = last!;
     const down = await accountDown(whole, [dirA, dirB], [t0 + 190 * min, t0 + 200 * min], dayStartMs(day)! + DAY_MS);
     const ratios = per.map((x) => x.ratio).sort((x, y) => x - y);
@@ -269,9 +219,6 @@ export async function run(): Promise<Record<string, unknown>> {
         note: 'both as `pmtape compact` and `archive merge` run by default (storage.compaction_threads 2)',
       },
       markets_merged_by_thread: { caller: mergeSplitCounts.caller - split0.caller, helper: mergeSplitCounts.helper - split0.helper },
-      // The calling thread's seeks only (the helper thread counts its own): rebuilt from records taken, or read again.
-      caller_seeks: { rebuilt: mergeSeekCounts.reused - seek0.reused, read_again: mergeSeekCounts.jumped - seek0.jumped },
-      ...(ab.length ? { seek_ab_one_thread: ab } : {}),
       load_average_before: load0,
       load_average_after: loadavg().map((x) => round(x)),
       merged_gap_s: round(r.gap_ms / 1000, 1),

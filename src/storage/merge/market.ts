@@ -65,42 +65,9 @@ export function keptTrades(
   return out.sort((a, b) => a.recv_ts - b.recv_ts);
 }
 
-/**
- * What a cursor keeps for rebuilding its books, in records plus their levels (a full book weighs its
- * levels): about a checkpoint interval of a busy market, a few tens of MB at most. Past it the
- * records are dropped and the next seek reads again, as before.
- */
-const MAX_TAKEN_WEIGHT = 500_000;
-
-/** A record's weight in the taken records: one, plus its levels. */
-function weightOf(r: Recorded): number {
-  switch (r.type) {
-    case 'book':
-      return 1 + r.bids.length + r.asks.length;
-    case 'book_checkpoint':
-      return r.books.reduce((n, b) => n + b.bids.length + b.asks.length, 1);
-    case 'book_delta':
-      return 1 + r.changes.length;
-    default:
-      return 1;
-  }
-}
-
-/** Seeks that rebuilt the books from records already taken, and seeks that read from a checkpoint again (tests, bench). */
-export const mergeSeekCounts = { reused: 0, jumped: 0 };
-
-let reuseTaken = true;
-/** Tests: false makes every seek of a stale cursor read from its checkpoint again (the path before rebuildFromTaken). */
-export function setReuseTaken(on: boolean): void {
-  reuseTaken = on;
-}
-
 /** A recorder's records read forward once, with its books as they stand after what was read. */
 class Cursor {
   private it: AsyncIterator<ReplayItem> | null = null;
-  /** Records taken unapplied since the newest whole book among them (keep, rebuildFromTaken). */
-  private taken: Recorded[] = [];
-  private takenWeight = 0;
   private head: Recorded | null = null;
   private ended = false;
   /** Records were taken without applying them (take with `each`): the books must be rebuilt. */
@@ -121,17 +88,14 @@ class Cursor {
    * intervals is read over those intervals only, not from the start of its day.
    */
   async seek(t: number): Promise<void> {
-    if (this.it && this.stale && reuseTaken) await this.rebuildFromTaken(t);
     if (this.it && !this.stale) {
       const head = await this.peek();
       if (head === null || head.recv_ts > t) return;
       const cp = await this.view.checkpointAtOrBefore(t);
       if (!cp || cp.rec.recv_ts <= head.recv_ts) return this.take(t, true);
     }
-    if (this.it) mergeSeekCounts.jumped++;
     await this.it?.return?.(undefined);
     this.stale = false;
-    this.dropTaken();
     this.books = new MarketBooks();
     this.units = 'decimal';
     this.yesno = null;
@@ -161,60 +125,11 @@ class Cursor {
       this.head = null;
       if (each) {
         this.stale = true;
-        this.keep(r);
         await each(r);
       } else this.books.apply(r);
-      this.note(r);
+      if (r.type === 'book' || r.type === 'book_checkpoint') this.units = r.units;
+      if (r.type === 'yesno_book') this.yesno = r;
     }
-  }
-
-  /** The price units and the yes/no book as of `r`. */
-  private note(r: Recorded): void {
-    if (r.type === 'book' || r.type === 'book_checkpoint') this.units = r.units;
-    if (r.type === 'yesno_book') this.yesno = r;
-  }
-
-  /**
-   * Keeps a record taken unapplied, from the newest whole book (a checkpoint or a yes/no book) on:
-   * seek rebuilds the books from them instead of reading them again (rebuildFromTaken).
-   */
-  private keep(r: Recorded): void {
-    const w = weightOf(r);
-    if (r.type === 'book_checkpoint' || r.type === 'yesno_book' || this.takenWeight + w > MAX_TAKEN_WEIGHT) this.dropTaken();
-    this.taken.push(r);
-    this.takenWeight += w;
-  }
-
-  private dropTaken(): void {
-    this.taken = [];
-    this.takenWeight = 0;
-  }
-
-  /**
-   * A stale cursor about to stand at `t`: when the checkpoint a jump would start from (the newest at
-   * or before `t`) is among the records taken since the last whole book, the books are rebuilt from
-   * it and the records after it, which are the records the jump would read again (every record
-   * from that checkpoint to the head was taken, and no checkpoint lies between the head and `t`).
-   * The same records applied in the same order: the same books, without decoding them twice (a
-   * source that goes on after a gap every recorder shared read a checkpoint interval again each time).
-   */
-  private async rebuildFromTaken(t: number): Promise<void> {
-    const head = await this.peek();
-    if (head === null || this.taken.length === 0) return;
-    const cp = await this.view.checkpointAtOrBefore(t);
-    if (!cp || cp.rec.recv_ts > head.recv_ts) return;
-    const from = this.taken.findIndex((r) => r.seq === cp.rec.seq);
-    if (from < 0) return;
-    this.books = new MarketBooks();
-    this.units = 'decimal';
-    this.yesno = null;
-    for (let i = from; i < this.taken.length; i++) {
-      this.books.apply(this.taken[i]);
-      this.note(this.taken[i]);
-    }
-    this.dropTaken();
-    this.stale = false;
-    mergeSeekCounts.reused++;
   }
 
   /** The whole book this recorder holds now, restated at `at` as the entry of its interval. */

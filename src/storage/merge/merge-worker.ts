@@ -25,12 +25,7 @@ export interface MergeHelper {
 }
 
 export function startMergeHelper(): MergeHelper {
-  // A young generation of 96 MB, as the compaction's helper (derived-split.ts): merging decodes the
-  // recorders' Parquet into records that mostly die young, and fewer scavenges shorten it.
-  const w = new Worker(new URL('./merge-worker.js', import.meta.url), {
-    workerData: 'merge-helper',
-    resourceLimits: { maxYoungGenerationSizeMb: 96 },
-  });
+  const w = new Worker(new URL('./merge-worker.js', import.meta.url), { workerData: 'merge-helper' });
   let settle: { resolve: (r: UnitsResult) => void; reject: (e: Error) => void; claimed: () => void } | null = null;
   let failure: Error | null = null;
   const fail = (e: Error): void => {

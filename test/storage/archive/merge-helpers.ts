@@ -1,18 +1,16 @@
 // What the redundant-recorder tests share: a fake clock for real `pmtape` processes (libfaketime
 // moves every child three days back, so the day they record is closed for compaction and merge
 // run on the real clock), a books-at-instants pass over a log view, and a recorder's uncovered
-// spans computed with the coverage route's own gap rule (api/query/coverage.ts's GapScanner), and
-// a compacted tree's files and Parquet rows (to compare two merged days row for row).
+// spans computed with the coverage route's own gap rule (api/query/coverage.ts's GapScanner).
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../../src/book/book-state.js';
 import { GapScanner } from '../../../src/api/query/coverage.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../../src/schema/time.js';
 import type { LogReader } from '../../../src/storage/types.js';
-import { ParquetFileReader } from '../../../src/storage/parquet/file.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -168,36 +166,3 @@ export function intersect(x: [number, number][], y: [number, number][]): [number
 }
 
 export const inSpans = (spans: readonly [number, number][], t: number): boolean => spans.some(([a, b]) => a <= t && t < b);
-
-/** Every file under `dir`, by path relative to it. */
-export function files(dir: string, under = dir, out: string[] = []): string[] {
-  for (const name of readdirSync(under)) {
-    const p = join(under, name);
-    if (statSync(p).isDirectory()) files(dir, p, out);
-    else out.push(relative(dir, p));
-  }
-  return out.sort();
-}
-
-export const json = (v: unknown): string =>
-  JSON.stringify(v, (_k, x: unknown) =>
-    typeof x === 'bigint' ? x.toString() : ArrayBuffer.isView(x) ? Array.from(x as unknown as ArrayLike<number>) : x,
-  );
-
-/** The rows of every partition of a compacted tree, sorted (the part files may be cut at other markets). */
-export async function rowsOf(dir: string): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
-  for (const f of files(dir).filter((x) => x.endsWith('.parquet'))) {
-    const partition = f.slice(0, f.lastIndexOf('/'));
-    const r = await ParquetFileReader.open(join(dir, f));
-    try {
-      const tab = await r.readAll();
-      const rows = out.get(partition) ?? out.set(partition, []).get(partition)!;
-      for (const row of tab.toArray()) rows.push(json((row as { toJSON(): unknown }).toJSON()));
-    } finally {
-      r.close();
-    }
-  }
-  for (const rows of out.values()) rows.sort();
-  return out;
-}

@@ -6,22 +6,55 @@
 // recorder, from the other, and from both.
 
 import t from 'tap';
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { tempDir } from '../../selfhost/helpers.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
 import { mergeDay, mergeSplitCounts } from '../../../src/storage/merge/merge.js';
+import { ParquetFileReader } from '../../../src/storage/parquet/file.js';
 import { decodeMarket } from '../../../src/storage/paths.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY } from './common.js';
-import { files, json, rowsOf } from './merge-helpers.js';
 import { startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
 
 t.setTimeout(600_000);
 const bin = requireTool(t, 'seaweedfs');
 const BUCKET = 'pmtape-merge-threads';
+
+/** Every file under `dir`, by path relative to it. */
+function files(dir: string, under = dir, out: string[] = []): string[] {
+  for (const name of readdirSync(under)) {
+    const p = join(under, name);
+    if (statSync(p).isDirectory()) files(dir, p, out);
+    else out.push(relative(dir, p));
+  }
+  return out.sort();
+}
+
+const json = (v: unknown): string =>
+  JSON.stringify(v, (_k, x: unknown) =>
+    typeof x === 'bigint' ? x.toString() : ArrayBuffer.isView(x) ? Array.from(x as unknown as ArrayLike<number>) : x,
+  );
+
+/** The rows of every partition of a compacted tree, sorted (the part files may be cut at other markets). */
+async function rowsOf(dir: string): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const f of files(dir).filter((x) => x.endsWith('.parquet'))) {
+    const partition = f.slice(0, f.lastIndexOf('/'));
+    const r = await ParquetFileReader.open(join(dir, f));
+    try {
+      const tab = await r.readAll();
+      const rows = out.get(partition) ?? out.set(partition, []).get(partition)!;
+      for (const row of tab.toArray()) rows.push(json((row as { toJSON(): unknown }).toJSON()));
+    } finally {
+      r.close();
+    }
+  }
+  for (const rows of out.values()) rows.sort();
+  return out;
+}
 
 if (bin) {
   t.test('a merge on two threads builds the same merged day as a merge on one', async (t) => {
