@@ -4,7 +4,7 @@
 // publishing, leaves no canonical day visible to a reader, and the next run completes it.
 
 import t from 'tap';
-import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -19,7 +19,7 @@ import type { Family } from '../../../src/schema/observation.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY, archiveCli, listKeys } from './common.js';
 import { ACCESS_KEY, SECRET_KEY, startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
-import { bookMarkets, booksPass } from './merge-helpers.js';
+import { bookMarkets, booksPass, recorderCopy } from './merge-helpers.js';
 
 t.setTimeout(900_000);
 const bin = requireTool(t, 'seaweedfs');
@@ -43,16 +43,6 @@ function runChild(args: string[], holdAt?: string): Promise<{ out: string; kille
 }
 
 /** Keeps only the named markets' logs (every stream) of a data dir. */
-function keepMarkets(dir: string, keep: (family: string, market: string) => boolean): void {
-  for (const family of readdirSync(join(dir, 'logs'))) {
-    for (const stream of readdirSync(join(dir, 'logs', family))) {
-      for (const m of readdirSync(join(dir, 'logs', family, stream))) {
-        if (!keep(family, decodeMarket(m)!)) rmSync(join(dir, 'logs', family, stream, m), { recursive: true, force: true });
-      }
-    }
-  }
-}
-
 if (bin) {
   t.test('disjoint shards merge to their union; kill -9 mid-merge leaves no day, the next run completes', async (t) => {
     const weed = await startWeed(t, bin);
@@ -67,8 +57,7 @@ if (bin) {
     const inShard1 = (family: string, m: string): boolean => family === 'coin' && (m.startsWith('50002') || m.startsWith('50003'));
     const shards = { s0: join(dir, 's0'), s1: join(dir, 's1') };
     for (const [id, d] of Object.entries(shards)) {
-      cpSync(whole, d, { recursive: true });
-      keepMarkets(d, (f, m) => (id === 's1') === inShard1(f, m));
+      recorderCopy(whole, d, (f, m) => (id === 's1') === inShard1(f, m));
       await compactDay(d, DAY, { threads: 1 });
       const r = await syncArchive(d, { ...archive, recorderId: id });
       t.equal(r.failed, 0, `shard ${id} published under recorders/${id}`);

@@ -3,7 +3,7 @@
 // run on the real clock), a books-at-instants pass over a log view, and a recorder's uncovered
 // spans computed with the coverage route's own gap rule (api/query/coverage.ts's GapScanner).
 
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../../src/book/book-state.js';
@@ -11,6 +11,7 @@ import { GapScanner } from '../../../src/api/query/coverage.js';
 import type { Recorded } from '../../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../../src/schema/time.js';
 import type { LogReader } from '../../../src/storage/types.js';
+import { decodeMarket } from '../../../src/storage/paths.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 
@@ -21,6 +22,18 @@ export function requireFaketime(t: Test): string | null {
   if (process.env.CI) t.fail(why);
   else t.pass('libfaketime', { skip: why });
   return null;
+}
+
+/**
+ * One recorder's copy of a fixture tree: `whole` copied to `dir` with the logs of every market
+ * `keep` refuses removed (so recorders hold overlapping or disjoint sets of markets).
+ */
+export function recorderCopy(whole: string, dir: string, keep: (family: string, market: string) => boolean): void {
+  cpSync(whole, dir, { recursive: true });
+  for (const family of readdirSync(join(dir, 'logs')))
+    for (const stream of readdirSync(join(dir, 'logs', family)))
+      for (const m of readdirSync(join(dir, 'logs', family, stream)))
+        if (!keep(family, decodeMarket(m)!)) rmSync(join(dir, 'logs', family, stream, m), { recursive: true, force: true });
 }
 
 export interface FakeClock {

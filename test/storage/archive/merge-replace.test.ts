@@ -7,7 +7,7 @@
 // only the new day's objects in the bucket.
 
 import t from 'tap';
-import { cpSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -17,11 +17,10 @@ import { tempDir } from '../../selfhost/helpers.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
 import { mountArchive } from '../../../src/storage/index.js';
-import { decodeMarket } from '../../../src/storage/paths.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY, archiveCli, getObject, listKeys } from './common.js';
 import { ACCESS_KEY, SECRET_KEY, startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
-import { bookMarkets } from './merge-helpers.js';
+import { bookMarkets, recorderCopy } from './merge-helpers.js';
 
 t.setTimeout(900_000);
 const bin = requireTool(t, 'seaweedfs');
@@ -59,12 +58,7 @@ if (bin) {
     const inS1 = (family: string, m: string): boolean => family === 'coin' && (m.startsWith('50002') || m.startsWith('50003'));
     for (const id of ['s0', 's1']) {
       const d = join(dir, id);
-      cpSync(whole, d, { recursive: true });
-      for (const family of readdirSync(join(d, 'logs')))
-        for (const stream of readdirSync(join(d, 'logs', family)))
-          for (const m of readdirSync(join(d, 'logs', family, stream)))
-            if ((id === 's1') !== inS1(family, decodeMarket(m)!))
-              rmSync(join(d, 'logs', family, stream, m), { recursive: true, force: true });
+      recorderCopy(whole, d, (family, m) => (id === 's1') === inS1(family, m));
       await compactDay(d, DAY, { threads: 1 });
       t.equal((await syncArchive(d, { ...archive, recorderId: id })).failed, 0, `${id} published`);
     }

@@ -6,7 +6,7 @@
 // recorder, from the other, and from both.
 
 import t from 'tap';
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { tempDir } from '../../selfhost/helpers.js';
@@ -14,10 +14,10 @@ import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
 import { mergeDay, mergeSplitCounts } from '../../../src/storage/merge/merge.js';
 import { ParquetFileReader } from '../../../src/storage/parquet/file.js';
-import { decodeMarket } from '../../../src/storage/paths.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY } from './common.js';
 import { startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
+import { recorderCopy } from './merge-helpers.js';
 
 t.setTimeout(600_000);
 const bin = requireTool(t, 'seaweedfs');
@@ -69,12 +69,7 @@ if (bin) {
     const lacks: Record<string, string> = { a: '50003', b: '50001' };
     for (const id of ['a', 'b']) {
       const d = join(dir, id);
-      cpSync(whole, d, { recursive: true });
-      for (const family of readdirSync(join(d, 'logs')))
-        for (const stream of readdirSync(join(d, 'logs', family)))
-          for (const m of readdirSync(join(d, 'logs', family, stream)))
-            if (family === 'coin' && decodeMarket(m)!.startsWith(lacks[id]))
-              rmSync(join(d, 'logs', family, stream, m), { recursive: true, force: true });
+      recorderCopy(whole, d, (family, m) => !(family === 'coin' && m.startsWith(lacks[id])));
       await compactDay(d, DAY, { threads: 1 });
       t.equal((await syncArchive(d, { ...archive, recorderId: id })).failed, 0, `${id} published`);
     }
