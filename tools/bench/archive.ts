@@ -82,13 +82,23 @@ export async function run(): Promise<Record<string, unknown>> {
       await Promise.all(Array.from({ length: 4 }, worker));
       return performance.now() - t0;
     };
+    // Each step's share of a publication (ms from the end of the step before): where the time goes.
+    const phases: Record<string, number[]> = {};
     const publish = async (prefix: string, endpoint = weed.endpoint): Promise<number> => {
       const url = `s3://bench/${prefix}`;
       const t0 = performance.now();
+      let last = t0;
       const r = await syncArchive(
         dataDir,
         { url, ...parseArchiveUrl(url, 'bench'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 },
-        { days: [day] },
+        {
+          days: [day],
+          onPhase: (p) => {
+            const now = performance.now();
+            (phases[p] ??= []).push(now - last);
+            last = now;
+          },
+        },
       );
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
       return performance.now() - t0;
@@ -118,6 +128,10 @@ export async function run(): Promise<Record<string, unknown>> {
       publish_mb_s: round(bytes / 1e3 / median(publishMs)),
       publish_vs_plain_throughput: round(median(ratios)),
       ratios: ratios.map((r) => round(r)),
+      plain_ms: plainMs.map((x) => Math.round(x)),
+      publish_ms: publishMs.map((x) => Math.round(x)),
+      publish_phase_median_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, round(median(xs), 1)])),
+      publish_phase_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, xs.map((x) => Math.round(x))])),
       target: '≥ 0.8',
     };
     if (process.env.PMTAPE_BENCH_ARCHIVE_PUBLISH_ONLY === '1') return publication;

@@ -9,7 +9,17 @@ import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
 import { MANIFEST } from '../parquet/manifest.js';
 import { dayPartitions } from './lag.js';
-import { DEFAULT_RETRY, explain, isFatal, listAll, withRetries, type RetryOptions, type S3Client } from './client.js';
+import {
+  DEFAULT_RETRY,
+  PAYLOAD_PROBE,
+  checksPayloads,
+  explain,
+  isFatal,
+  listAll,
+  withRetries,
+  type RetryOptions,
+  type S3Client,
+} from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
 import {
   dayRecordRel,
@@ -43,7 +53,16 @@ export interface PublishHooks {
   readonly concurrency?: number;
   /** The day record's bytes at the plan's key (fetchDayRecord), when the caller started the GET early. */
   readonly dayRecord?: Promise<Buffer | null>;
+  /** Told as each step of a publication ends (the bench's phase timings; a log could use it too). */
+  readonly onPhase?: (phase: PublishPhase) => void;
 }
+
+/**
+ * The steps of a run, in order: days planned (sync.ts), the bucket asked whether the day is another
+ * recorder's, data files uploaded, manifests after them, the day record, the local state written,
+ * the client closed (sync.ts).
+ */
+export type PublishPhase = 'planned' | 'checked' | 'data' | 'manifests' | 'record' | 'state' | 'closed';
 
 interface PartitionPlan {
   readonly rel: string;
@@ -227,6 +246,7 @@ export async function publishDay(
   // listings (layout.ts uploadsBegun); otherwise they start at once, beside the day record's GET.
   const fresh = plan.writer.kind === 'recorder' && !(await uploadsBegun(dataDir, a.url, plan.day));
   const listings = fresh ? null : listDay(s3, a, plan, retry);
+  const checked = checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
   const [conflict] = await Promise.all([
     sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
       if (isFatal(e)) throw explain(e, a);
@@ -234,6 +254,7 @@ export async function publishDay(
     }),
     fresh ? noteUploads(dataDir, a.url, plan.day) : null,
   ]);
+  hooks.onPhase?.('checked');
   if (conflict) {
     c.failed++;
     c.errors.push(`${plan.record.key}: ${conflict}`);
@@ -261,7 +282,7 @@ export async function publishDay(
           first = false;
           if (known && l) return 'skipped' as const;
           if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
-          await upload(s3, a.bucket, o);
+          await upload(s3, a.bucket, o, await checked);
           return 'uploaded' as const;
         },
         retry,
@@ -295,15 +316,19 @@ export async function publishDay(
   await pool(data, hooks.concurrency ?? 4, async ([p, f]) => {
     if (!fatal) settled(p, await put(f));
   });
+  hooks.onPhase?.('data');
   await Promise.all(manifests);
+  hooks.onPhase?.('manifests');
   if (fatal) throw explain(fatal, a);
   if (c.failed) return c;
   await put(plan.record);
+  hooks.onPhase?.('record');
   if (fatal) throw explain(fatal, a);
   if (c.failed) return c;
   const published: Record<string, string> = {};
   for (const p of plan.partitions) published[p.rel] = p.manifest.sha256;
   // Only what was verified above is recorded: a manifest changed since planning is caught next time.
   await writePublished(dataDir, { url: a.url, date: plan.day, manifests: published });
+  hooks.onPhase?.('state');
   return c;
 }

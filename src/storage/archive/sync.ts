@@ -2,8 +2,8 @@
 // days to publish and publishing them one after the other with one client.
 
 import type { ArchiveConfig } from '../../config.js';
-import { DEFAULT_RETRY, archiveClient, type ClientOptions, type RetryOptions } from './client.js';
-import { addUploadErrors, publishTarget } from './layout.js';
+import { DEFAULT_RETRY, PAYLOAD_PROBE, archiveClient, checksPayloads, type ClientOptions, type RetryOptions } from './client.js';
+import { addUploadErrors, objectKey, publishTarget } from './layout.js';
 import { compactedDays, unpublishedDays } from './lag.js';
 import { fetchDayRecord, planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
 
@@ -51,6 +51,8 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     // days are planned; each later day's is read just before it is published, so that read is fresh.
     const first = fetchDayRecord(s3, a, days[0], retry);
     first.catch(() => undefined); // a day that turns out to have nothing to publish: nobody awaits it
+    // Whether the store checks payload hashes (client.ts) is asked beside it: publishDay's uploads wait for the answer.
+    void checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
     const plans = [];
     for (const day of days) {
       const plan = await planDay(dataDir, a, day);
@@ -61,6 +63,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
       }
       plans.push(plan);
     }
+    o.onPhase?.('planned');
     o.onPlanned?.(
       plans.reduce((n, p) => n + planSize(p), 0),
       plans.length,
@@ -74,6 +77,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
   } finally {
     s3.destroy();
     await addUploadErrors(dataDir, errors).catch(() => undefined);
+    o.onPhase?.('closed');
   }
   return total;
 }
