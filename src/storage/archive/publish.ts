@@ -7,8 +7,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
-import { MANIFEST } from '../parquet/manifest.js';
-import { dayPartitions } from './lag.js';
+import { FAMILIES } from '../../schema/observation.js';
+import { DATASET_FOLDERS } from '../parquet/datasets.js';
+import { MANIFEST, partitionDir, partitionRel } from '../parquet/manifest.js';
 import {
   DEFAULT_RETRY,
   PAYLOAD_PROBE,
@@ -95,13 +96,13 @@ export const generationName = (name: string, gen: string): string => name.replac
  * reader of an earlier publication of the day may still read.
  */
 export async function planDay(dataDir: string, a: ArchiveConfig, day: string, writer?: DayWriter, generation?: string): Promise<DayPlan> {
-  writer ??= await recorderWriter(dataDir);
   const named = (f: string): string => (generation === undefined ? f : generationName(f, generation));
   // Every manifest read and every file's size checked at once: planning waits on the disk, not the CPU.
+  const [who, found] = await Promise.all([writer ?? recorderWriter(dataDir), dayManifests(dataDir, day)]);
+  writer = who;
   const partitions = await Promise.all(
-    [...(await dayPartitions(dataDir, day))].map(async ([rel, dir]): Promise<PartitionPlan> => {
-      let mBytes = await readFile(join(dir, MANIFEST));
-      const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+    found.map(async ({ rel, dir, bytes, manifest: m }): Promise<PartitionPlan> => {
+      let mBytes = bytes;
       if (generation !== undefined)
         mBytes = Buffer.from(JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, file: named(f.file) })) }, null, 1));
       const files = await Promise.all(
@@ -152,6 +153,36 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string, wr
     partitions,
     record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' },
   };
+}
+
+/**
+ * The day's partitions that have a manifest (lag.ts dayPartitions: a torn one counts as absent), in
+ * listPartitions' order, each manifest read once and straight from its folder: no listing of every
+ * dataset's dates, which grows with the history kept.
+ */
+async function dayManifests(
+  dataDir: string,
+  day: string,
+): Promise<{ rel: string; dir: string; bytes: Buffer; manifest: { files: { file: string; bytes: number; sha256: string }[] } }[]> {
+  const found = await Promise.all(
+    FAMILIES.flatMap((family) =>
+      DATASET_FOLDERS.map(async (dataset) => {
+        const dir = partitionDir(dataDir, family, dataset, day);
+        const bytes = await readFile(join(dir, MANIFEST)).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+          throw e;
+        });
+        if (bytes === null) return null;
+        try {
+          const manifest = JSON.parse(bytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+          return { rel: partitionRel(family, dataset, day), dir, bytes, manifest };
+        } catch {
+          return null; // torn: never published half (readManifest), a rerun of compaction rewrites it
+        }
+      }),
+    ),
+  );
+  return found.filter((x) => x !== null);
 }
 
 /** Runs `fn` over `items` with at most `n` in flight; resolves once all settled. */
