@@ -132,6 +132,13 @@ export async function run(): Promise<Record<string, unknown>> {
       publish_ms: publishMs.map((x) => Math.round(x)),
       publish_phase_median_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, round(median(xs), 1)])),
       publish_phase_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, xs.map((x) => Math.round(x))])),
+      // What each side does per file, so the ratio is read for what it is.
+      sides: {
+        plain:
+          'one S3Client made once for every round (sockets kept warm), no flexible checksums (WHEN_REQUIRED), lib-storage Upload of a file stream: 8 MiB parts, 4 parts and 4 files at once; the SDK hashes each PUT body (sha256, the signed payload hash); no check of what was stored',
+        publish:
+          'syncArchive as `pmtape archive sync` runs it: a new client per run, the day planned (manifests read, sizes checked), the day record read and a payload-check probe beside it; each file read whole, sha256 checked against its manifest and sent as the signed payload hash (SeaweedFS checks it: no MD5), 4 files at once, biggest first; each manifest after its files, the day record last, archive-state written durably',
+      },
       target: '≥ 0.8',
     };
     if (process.env.PMTAPE_BENCH_ARCHIVE_PUBLISH_ONLY === '1') return publication;

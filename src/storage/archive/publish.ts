@@ -54,6 +54,8 @@ export interface PublishHooks {
   readonly concurrency?: number;
   /** The day record's bytes at the plan's key (fetchDayRecord), when the caller started the GET early. */
   readonly dayRecord?: Promise<Buffer | null>;
+  /** beginUploads of the plan's day, when the caller started it early (recorders only). */
+  readonly begun?: Promise<boolean>;
   /** Told as each step of a publication ends (the bench's phase timings; a log could use it too). */
   readonly onPhase?: (phase: PublishPhase) => void;
 }
@@ -234,6 +236,18 @@ export function fetchDayRecord(s3: S3Client, a: ArchiveConfig, day: string, retr
 }
 
 /**
+ * Whether this is a recorder's first publication of `day` to `url` (nothing of it sent from this
+ * data dir, so nothing to list): then it notes durably, before any upload, that uploads begin.
+ * sync.ts starts it while the day is planned; a note left by a run that then sent nothing only
+ * costs the next run its listings.
+ */
+export async function beginUploads(dataDir: string, url: string, day: string): Promise<boolean> {
+  if (await uploadsBegun(dataDir, url, day)) return false;
+  await noteUploads(dataDir, url, day);
+  return true;
+}
+
+/**
  * Why `plan` must not replace the day record already at its key, or null: a recorder's day written
  * by another recorder (another host or data dir). Two recorders publishing into one prefix (no
  * recorder id, or the same one) would overwrite each other's days, each losing the other's records.
@@ -275,16 +289,13 @@ export async function publishDay(
   const retry = hooks.retry ?? DEFAULT_RETRY;
   // A recorder's first publication of the day to this archive has nothing to find in it: no
   // listings (layout.ts uploadsBegun); otherwise they start at once, beside the day record's GET.
-  const fresh = plan.writer.kind === 'recorder' && !(await uploadsBegun(dataDir, a.url, plan.day));
+  const fresh = plan.writer.kind === 'recorder' && (await (hooks.begun ?? beginUploads(dataDir, a.url, plan.day)));
   const listings = fresh ? null : listDay(s3, a, plan, retry);
   const checked = checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
-  const [conflict] = await Promise.all([
-    sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
-      if (isFatal(e)) throw explain(e, a);
-      throw e;
-    }),
-    fresh ? noteUploads(dataDir, a.url, plan.day) : null,
-  ]);
+  const conflict = await sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
+    if (isFatal(e)) throw explain(e, a);
+    throw e;
+  });
   hooks.onPhase?.('checked');
   if (conflict) {
     c.failed++;
