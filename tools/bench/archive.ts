@@ -65,7 +65,10 @@ export async function run(): Promise<Record<string, unknown>> {
     const s3 = testClient(weed.endpoint);
     teardowns.push(() => s3.destroy());
 
+    // This process's CPU per side (user + system ms): what the load around the bench moves least.
+    const cpu: Record<'plain' | 'publish', number[]> = { plain: [], publish: [] };
     const plain = async (prefix: string): Promise<number> => {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       let next = 0;
       const worker = async (): Promise<void> => {
@@ -80,12 +83,15 @@ export async function run(): Promise<Record<string, unknown>> {
         }
       };
       await Promise.all(Array.from({ length: 4 }, worker));
+      const c = process.cpuUsage(c0);
+      cpu.plain.push((c.user + c.system) / 1000);
       return performance.now() - t0;
     };
     // Each step's share of a publication (ms from the end of the step before): where the time goes.
     const phases: Record<string, number[]> = {};
     const publish = async (prefix: string, endpoint = weed.endpoint): Promise<number> => {
       const url = `s3://bench/${prefix}`;
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       let last = t0;
       const r = await syncArchive(
@@ -101,6 +107,8 @@ export async function run(): Promise<Record<string, unknown>> {
         },
       );
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
+      const c = process.cpuUsage(c0);
+      cpu.publish.push((c.user + c.system) / 1000);
       return performance.now() - t0;
     };
     const pageOnly = process.env.PMTAPE_BENCH_ARCHIVE_PAGE_ONLY === '1';
@@ -130,6 +138,8 @@ export async function run(): Promise<Record<string, unknown>> {
       ratios: ratios.map((r) => round(r)),
       plain_ms: plainMs.map((x) => Math.round(x)),
       publish_ms: publishMs.map((x) => Math.round(x)),
+      plain_cpu_ms_median: Math.round(median(cpu.plain)),
+      publish_cpu_ms_median: Math.round(median(cpu.publish)),
       publish_phase_median_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, round(median(xs), 1)])),
       publish_phase_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, xs.map((x) => Math.round(x))])),
       // What each side does per file, so the ratio is read for what it is.
