@@ -65,7 +65,10 @@ export async function run(): Promise<Record<string, unknown>> {
     const s3 = testClient(weed.endpoint);
     teardowns.push(() => s3.destroy());
 
+    // This process's CPU per side (user + system ms): what the load around the bench moves least.
+    const cpu: Record<'plain' | 'publish', number[]> = { plain: [], publish: [] };
     const plain = async (prefix: string): Promise<number> => {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       let next = 0;
       const worker = async (): Promise<void> => {
@@ -80,17 +83,32 @@ export async function run(): Promise<Record<string, unknown>> {
         }
       };
       await Promise.all(Array.from({ length: 4 }, worker));
+      const c = process.cpuUsage(c0);
+      cpu.plain.push((c.user + c.system) / 1000);
       return performance.now() - t0;
     };
+    // Each step's share of a publication (ms from the end of the step before): where the time goes.
+    const phases: Record<string, number[]> = {};
     const publish = async (prefix: string, endpoint = weed.endpoint): Promise<number> => {
       const url = `s3://bench/${prefix}`;
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
+      let last = t0;
       const r = await syncArchive(
         dataDir,
         { url, ...parseArchiveUrl(url, 'bench'), endpoint, region: 'us-east-1', pathStyle: true, maxLagDays: 2 },
-        { days: [day] },
+        {
+          days: [day],
+          onPhase: (p) => {
+            const now = performance.now();
+            (phases[p] ??= []).push(now - last);
+            last = now;
+          },
+        },
       );
       if (r.failed || r.uploaded === 0) throw new Error(`publish failed: ${JSON.stringify(r)}`);
+      const c = process.cpuUsage(c0);
+      cpu.publish.push((c.user + c.system) / 1000);
       return performance.now() - t0;
     };
     const pageOnly = process.env.PMTAPE_BENCH_ARCHIVE_PAGE_ONLY === '1';
@@ -118,6 +136,19 @@ export async function run(): Promise<Record<string, unknown>> {
       publish_mb_s: round(bytes / 1e3 / median(publishMs)),
       publish_vs_plain_throughput: round(median(ratios)),
       ratios: ratios.map((r) => round(r)),
+      plain_ms: plainMs.map((x) => Math.round(x)),
+      publish_ms: publishMs.map((x) => Math.round(x)),
+      plain_cpu_ms_median: Math.round(median(cpu.plain)),
+      publish_cpu_ms_median: Math.round(median(cpu.publish)),
+      publish_phase_median_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, round(median(xs), 1)])),
+      publish_phase_ms: Object.fromEntries(Object.entries(phases).map(([p, xs]) => [p, xs.map((x) => Math.round(x))])),
+      // What each side does per file, so the ratio is read for what it is.
+      sides: {
+        plain:
+          'one S3Client made once for every round (sockets kept warm), no flexible checksums (WHEN_REQUIRED), lib-storage Upload of a file stream: 8 MiB parts, 4 parts and 4 files at once; the SDK hashes each PUT body (sha256, the signed payload hash); no check of what was stored',
+        publish:
+          'syncArchive as `pmtape archive sync` runs it: a new client per run, the day planned (manifests read, sizes checked), the day record read and a payload-check probe beside it; each file read whole, sha256 checked against its manifest and sent as the signed payload hash (SeaweedFS checks it: no MD5), 4 files at once, biggest first; each manifest after its files, the day record last, archive-state written durably',
+      },
       target: '≥ 0.8',
     };
     if (process.env.PMTAPE_BENCH_ARCHIVE_PUBLISH_ONLY === '1') return publication;

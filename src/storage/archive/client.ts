@@ -2,7 +2,8 @@
 // itself (throttling, 5xx, resets); `withRetries` wraps whole operations (an upload plus its
 // verification, a read-back) so a truncated body or a lost response is retried too.
 
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ArchiveConfig } from '../../config.js';
 
 export type { S3Client } from '@aws-sdk/client-s3';
@@ -38,7 +39,9 @@ export function archiveClient(a: ArchiveConfig, o: ClientOptions = {}): S3Client
           return await next(args);
         } catch (e) {
           const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-          if (status !== 404) onError(e as Error); // a HEAD of an object not yet uploaded is no error
+          // A HEAD of an object not yet uploaded is no error, nor is the probe's refusal (checksPayloads).
+          const probe = (args.input as { Key?: unknown }).Key;
+          if (status !== 404 && !(typeof probe === 'string' && probe.endsWith(PAYLOAD_PROBE))) onError(e as Error);
           throw e;
         }
       },
@@ -140,4 +143,55 @@ export async function listAll(
     token = r.IsTruncated ? r.NextContinuationToken : undefined;
   } while (token);
   return { objects, prefixes };
+}
+
+/** The key (relative to the archive's prefix) checksPayloads writes to; nothing stays there. */
+export const PAYLOAD_PROBE = '_archive/payload-probe';
+
+/** What a store answers to a body unlike its signed payload hash (AWS S3, MinIO, SeaweedFS, Ceph; R2). */
+const PAYLOAD_REFUSED = new Set(['XAmzContentSHA256Mismatch', 'BadDigest']);
+
+const probes = new WeakMap<S3Client, Map<string, Promise<boolean>>>();
+
+/**
+ * Whether the store checks a PUT's body against its signed payload hash (x-amz-content-sha256) and
+ * refuses it when they differ: then a single PUT the store accepts is proof that it holds the bytes
+ * of that sha256, and objects.ts skips the MD5 (Content-MD5 and the ETag) the proof would otherwise
+ * need. Asked once per client and bucket with a PUT of a small body that names another body's
+ * sha256 at `key`: refused with a checksum error → true; accepted → false (the object is deleted
+ * again); anything else (a network failure, a permission error) → false, the MD5 proof is kept.
+ */
+export function checksPayloads(s3: S3Client, bucket: string, key: string): Promise<boolean> {
+  let byBucket = probes.get(s3);
+  if (!byBucket) probes.set(s3, (byBucket = new Map<string, Promise<boolean>>()));
+  let p = byBucket.get(bucket);
+  if (!p) {
+    p = probePayloadCheck(s3, bucket, key);
+    byBucket.set(bucket, p);
+  }
+  return p;
+}
+
+async function probePayloadCheck(s3: S3Client, bucket: string, key: string): Promise<boolean> {
+  const put = new PutObjectCommand({
+    Bucket: bucket,
+    Key: key,
+    Body: Buffer.from('pmtape: this PUT names the sha256 of another body; a store that checks payloads refuses it\n'),
+    ContentType: 'text/plain',
+  });
+  const claimed = createHash('sha256').update('another body').digest('hex');
+  put.middlewareStack.add(
+    (next) => async (args) => {
+      (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] = claimed;
+      return next(args);
+    },
+    { step: 'build', name: 'pmtapePayloadProbe' },
+  );
+  try {
+    await s3.send(put);
+  } catch (e) {
+    return PAYLOAD_REFUSED.has((e as { name?: string }).name ?? '');
+  }
+  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })).catch(() => undefined);
+  return false;
 }

@@ -172,9 +172,12 @@ export async function compare(s3: S3Client, bucket: string, o: LocalObject): Pro
  * Uploads `o`, then proves the stored copy; throws when it does not match. Up to PART_SIZE in one
  * PUT (putWhole), past it as a multipart upload (putParts). Either way the file is read once, and
  * a file whose bytes are not the ones `o` names (sha256) never stays in the bucket: LocalMismatch.
+ * `payloadsChecked`: the store refuses a body unlike its signed sha256 (client.ts checksPayloads),
+ * so a single PUT it accepts is the proof, with no MD5 computed.
  */
-export async function upload(s3: S3Client, bucket: string, o: LocalObject): Promise<void> {
-  const sent = o.size <= PART_SIZE ? await putWhole(s3, bucket, o) : await putParts(s3, bucket, o);
+export async function upload(s3: S3Client, bucket: string, o: LocalObject, payloadsChecked = false): Promise<void> {
+  const sent = o.size <= PART_SIZE ? await putWhole(s3, bucket, o, payloadsChecked) : await putParts(s3, bucket, o);
+  if (sent.proven) return;
   // The ETag of the PUT (or of the completed multipart upload) is the server's MD5 of what it
   // stored: when it is the expected one, that is the proof, without another request.
   if (sent.etag !== undefined && sent.etags.includes(sent.etag.replace(/"/g, ''))) return;
@@ -186,27 +189,35 @@ interface Sent {
   readonly etag: string | undefined;
   /** The ETags the stored copy may have (Digest.finish). */
   readonly etags: readonly string[];
+  /** The store accepted the bytes of `o`'s sha256 as the signed payload hash: nothing left to check. */
+  readonly proven?: boolean;
 }
 
 /**
  * One PUT of an object that fits one part. Its bytes are read whole (as lib-storage buffers a part)
  * and checked against `o`'s sha256 before anything is sent: a damaged local file never reaches the
  * bucket. That sha256 is the request's signed payload hash (x-amz-content-sha256: the SDK does not
- * hash the body again) and the MD5 goes as Content-MD5: the server refuses a body changed on the way.
+ * hash the body again). A store that checks it (`payloadsChecked`) refuses a body changed on the
+ * way, so its 200 proves the copy; otherwise the MD5 goes too, as Content-MD5, and proves it by
+ * the ETag (an MD5 pass costs twice a sha256 one, with SHA extensions).
  */
-async function putWhole(s3: S3Client, bucket: string, o: LocalObject): Promise<Sent> {
+async function putWhole(s3: S3Client, bucket: string, o: LocalObject, payloadsChecked: boolean): Promise<Sent> {
   const body = o.body ?? (await readFile(o.path!).catch(() => null));
   if (body === null) throw mismatch(o.path!, 'missing');
-  const d = new Digest();
-  d.update(body);
-  const sent = d.finish();
+  let sent: { sha256: string; size: number; etags: string[] };
+  if (payloadsChecked) sent = { sha256: createHash('sha256').update(body).digest('hex'), size: body.length, etags: [] };
+  else {
+    const d = new Digest();
+    d.update(body);
+    sent = d.finish();
+  }
   if (sent.size !== o.size || sent.sha256 !== o.sha256) throw mismatch(o.path ?? o.key, 'checksum differs');
   const put = new PutObjectCommand({
     Bucket: bucket,
     Key: o.key,
     Body: body,
     ContentType: o.contentType,
-    ContentMD5: Buffer.from(sent.etags[0], 'hex').toString('base64'),
+    ContentMD5: payloadsChecked ? undefined : Buffer.from(sent.etags[0], 'hex').toString('base64'),
     Metadata: { sha256: o.sha256 },
   });
   put.middlewareStack.add(
@@ -216,7 +227,7 @@ async function putWhole(s3: S3Client, bucket: string, o: LocalObject): Promise<S
     },
     { step: 'build', name: 'pmtapePayloadSha256' },
   );
-  return { etag: (await s3.send(put)).ETag, etags: sent.etags };
+  return { etag: (await s3.send(put)).ETag, etags: sent.etags, proven: payloadsChecked };
 }
 
 /**

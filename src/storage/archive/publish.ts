@@ -7,9 +7,20 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
-import { MANIFEST } from '../parquet/manifest.js';
-import { dayPartitions } from './lag.js';
-import { DEFAULT_RETRY, explain, isFatal, listAll, withRetries, type RetryOptions, type S3Client } from './client.js';
+import { FAMILIES } from '../../schema/observation.js';
+import { DATASET_FOLDERS } from '../parquet/datasets.js';
+import { MANIFEST, partitionDir, partitionRel } from '../parquet/manifest.js';
+import {
+  DEFAULT_RETRY,
+  PAYLOAD_PROBE,
+  checksPayloads,
+  explain,
+  isFatal,
+  listAll,
+  withRetries,
+  type RetryOptions,
+  type S3Client,
+} from './client.js';
 import { compare, digestBytes, upload, withEtags, type LocalObject } from './objects.js';
 import {
   dayRecordRel,
@@ -43,7 +54,18 @@ export interface PublishHooks {
   readonly concurrency?: number;
   /** The day record's bytes at the plan's key (fetchDayRecord), when the caller started the GET early. */
   readonly dayRecord?: Promise<Buffer | null>;
+  /** beginUploads of the plan's day, when the caller started it early (recorders only). */
+  readonly begun?: Promise<boolean>;
+  /** Told as each step of a publication ends (the bench's phase timings; a log could use it too). */
+  readonly onPhase?: (phase: PublishPhase) => void;
 }
+
+/**
+ * The steps of a run, in order: days planned (sync.ts), the bucket asked whether the day is another
+ * recorder's, data files uploaded, manifests after them, the day record, the local state written,
+ * the client closed (sync.ts).
+ */
+export type PublishPhase = 'planned' | 'checked' | 'data' | 'manifests' | 'record' | 'state' | 'closed';
 
 interface PartitionPlan {
   readonly rel: string;
@@ -76,13 +98,13 @@ export const generationName = (name: string, gen: string): string => name.replac
  * reader of an earlier publication of the day may still read.
  */
 export async function planDay(dataDir: string, a: ArchiveConfig, day: string, writer?: DayWriter, generation?: string): Promise<DayPlan> {
-  writer ??= await recorderWriter(dataDir);
   const named = (f: string): string => (generation === undefined ? f : generationName(f, generation));
   // Every manifest read and every file's size checked at once: planning waits on the disk, not the CPU.
+  const [who, found] = await Promise.all([writer ?? recorderWriter(dataDir), dayManifests(dataDir, day)]);
+  writer = who;
   const partitions = await Promise.all(
-    [...(await dayPartitions(dataDir, day))].map(async ([rel, dir]): Promise<PartitionPlan> => {
-      let mBytes = await readFile(join(dir, MANIFEST));
-      const m = JSON.parse(mBytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+    found.map(async ({ rel, dir, bytes, manifest: m }): Promise<PartitionPlan> => {
+      let mBytes = bytes;
       if (generation !== undefined)
         mBytes = Buffer.from(JSON.stringify({ ...m, files: m.files.map((f) => ({ ...f, file: named(f.file) })) }, null, 1));
       const files = await Promise.all(
@@ -135,6 +157,36 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string, wr
   };
 }
 
+/**
+ * The day's partitions that have a manifest (lag.ts dayPartitions: a torn one counts as absent), in
+ * listPartitions' order, each manifest read once and straight from its folder: no listing of every
+ * dataset's dates, which grows with the history kept.
+ */
+async function dayManifests(
+  dataDir: string,
+  day: string,
+): Promise<{ rel: string; dir: string; bytes: Buffer; manifest: { files: { file: string; bytes: number; sha256: string }[] } }[]> {
+  const found = await Promise.all(
+    FAMILIES.flatMap((family) =>
+      DATASET_FOLDERS.map(async (dataset) => {
+        const dir = partitionDir(dataDir, family, dataset, day);
+        const bytes = await readFile(join(dir, MANIFEST)).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+          throw e;
+        });
+        if (bytes === null) return null;
+        try {
+          const manifest = JSON.parse(bytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
+          return { rel: partitionRel(family, dataset, day), dir, bytes, manifest };
+        } catch {
+          return null; // torn: never published half (readManifest), a rerun of compaction rewrites it
+        }
+      }),
+    ),
+  );
+  return found.filter((x) => x !== null);
+}
+
 /** Runs `fn` over `items` with at most `n` in flight; resolves once all settled. */
 async function pool<T>(items: readonly T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -184,6 +236,18 @@ export function fetchDayRecord(s3: S3Client, a: ArchiveConfig, day: string, retr
 }
 
 /**
+ * Whether this is a recorder's first publication of `day` to `url` (nothing of it sent from this
+ * data dir, so nothing to list): then it notes durably, before any upload, that uploads begin.
+ * sync.ts starts it while the day is planned; a note left by a run that then sent nothing only
+ * costs the next run its listings.
+ */
+export async function beginUploads(dataDir: string, url: string, day: string): Promise<boolean> {
+  if (await uploadsBegun(dataDir, url, day)) return false;
+  await noteUploads(dataDir, url, day);
+  return true;
+}
+
+/**
  * Why `plan` must not replace the day record already at its key, or null: a recorder's day written
  * by another recorder (another host or data dir). Two recorders publishing into one prefix (no
  * recorder id, or the same one) would overwrite each other's days, each losing the other's records.
@@ -225,15 +289,14 @@ export async function publishDay(
   const retry = hooks.retry ?? DEFAULT_RETRY;
   // A recorder's first publication of the day to this archive has nothing to find in it: no
   // listings (layout.ts uploadsBegun); otherwise they start at once, beside the day record's GET.
-  const fresh = plan.writer.kind === 'recorder' && !(await uploadsBegun(dataDir, a.url, plan.day));
+  const fresh = plan.writer.kind === 'recorder' && (await (hooks.begun ?? beginUploads(dataDir, a.url, plan.day)));
   const listings = fresh ? null : listDay(s3, a, plan, retry);
-  const [conflict] = await Promise.all([
-    sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
-      if (isFatal(e)) throw explain(e, a);
-      throw e;
-    }),
-    fresh ? noteUploads(dataDir, a.url, plan.day) : null,
-  ]);
+  const checked = checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
+  const conflict = await sharedPrefix(a, plan, () => hooks.dayRecord ?? fetchDayRecord(s3, a, plan.day, retry)).catch((e: unknown) => {
+    if (isFatal(e)) throw explain(e, a);
+    throw e;
+  });
+  hooks.onPhase?.('checked');
   if (conflict) {
     c.failed++;
     c.errors.push(`${plan.record.key}: ${conflict}`);
@@ -261,7 +324,7 @@ export async function publishDay(
           first = false;
           if (known && l) return 'skipped' as const;
           if (!known && (await compare(s3, a.bucket, o)) === 'same') return 'skipped' as const;
-          await upload(s3, a.bucket, o);
+          await upload(s3, a.bucket, o, await checked);
           return 'uploaded' as const;
         },
         retry,
@@ -295,15 +358,19 @@ export async function publishDay(
   await pool(data, hooks.concurrency ?? 4, async ([p, f]) => {
     if (!fatal) settled(p, await put(f));
   });
+  hooks.onPhase?.('data');
   await Promise.all(manifests);
+  hooks.onPhase?.('manifests');
   if (fatal) throw explain(fatal, a);
   if (c.failed) return c;
   await put(plan.record);
+  hooks.onPhase?.('record');
   if (fatal) throw explain(fatal, a);
   if (c.failed) return c;
   const published: Record<string, string> = {};
   for (const p of plan.partitions) published[p.rel] = p.manifest.sha256;
   // Only what was verified above is recorded: a manifest changed since planning is caught next time.
   await writePublished(dataDir, { url: a.url, date: plan.day, manifests: published });
+  hooks.onPhase?.('state');
   return c;
 }

@@ -2,10 +2,10 @@
 // days to publish and publishing them one after the other with one client.
 
 import type { ArchiveConfig } from '../../config.js';
-import { DEFAULT_RETRY, archiveClient, type ClientOptions, type RetryOptions } from './client.js';
-import { addUploadErrors, publishTarget } from './layout.js';
+import { DEFAULT_RETRY, PAYLOAD_PROBE, archiveClient, checksPayloads, type ClientOptions, type RetryOptions } from './client.js';
+import { addUploadErrors, objectKey, publishTarget } from './layout.js';
 import { compactedDays, unpublishedDays } from './lag.js';
-import { fetchDayRecord, planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
+import { beginUploads, fetchDayRecord, planDay, planSize, publishDay, zeroCounts, type PublishHooks, type SyncCounts } from './publish.js';
 
 export interface SyncOptions extends PublishHooks {
   /** 'pending': days not yet published from here (default); 'all': re-check every compacted day. */
@@ -51,6 +51,11 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     // days are planned; each later day's is read just before it is published, so that read is fresh.
     const first = fetchDayRecord(s3, a, days[0], retry);
     first.catch(() => undefined); // a day that turns out to have nothing to publish: nobody awaits it
+    // Whether the store checks payload hashes (client.ts) is asked beside it: publishDay's uploads wait for the answer.
+    void checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
+    // And its local note that uploads begin (publish.ts beginUploads): two fsyncs off the path.
+    const begun = beginUploads(dataDir, a.url, days[0]);
+    begun.catch(() => undefined); // awaited by publishDay when the day has something to publish
     const plans = [];
     for (const day of days) {
       const plan = await planDay(dataDir, a, day);
@@ -61,12 +66,18 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
       }
       plans.push(plan);
     }
+    o.onPhase?.('planned');
     o.onPlanned?.(
       plans.reduce((n, p) => n + planSize(p), 0),
       plans.length,
     );
     for (const plan of plans) {
-      const r = await publishDay(s3, a, dataDir, plan, { ...o, retry, dayRecord: plan.day === days[0] ? first : undefined });
+      const r = await publishDay(s3, a, dataDir, plan, {
+        ...o,
+        retry,
+        dayRecord: plan.day === days[0] ? first : undefined,
+        begun: plan.day === days[0] ? begun : undefined,
+      });
       for (const k of ['days', 'files', 'uploaded', 'skipped', 'bytes', 'failed'] as const) total[k] += r[k];
       total.errors.push(...r.errors);
       total.conflicts.push(...r.conflicts);
@@ -74,6 +85,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
   } finally {
     s3.destroy();
     await addUploadErrors(dataDir, errors).catch(() => undefined);
+    o.onPhase?.('closed');
   }
   return total;
 }
