@@ -9,9 +9,12 @@
 
 import { constants, crc32, deflateRaw, type ZlibOptions } from 'node:zlib';
 
-/** Text gathered before a block is compressed, and the blocks compressed at once. */
+/**
+ * Text gathered before a block is compressed, and the blocks compressed at once: three, so that
+ * one of libuv's four pool threads stays free for the Parquet reads the decoding thread waits on.
+ */
 const BLOCK_BYTES = 1 << 20;
-const IN_FLIGHT = 4;
+const IN_FLIGHT = 3;
 /** Deflate's window: the text before a block that its compression may refer back to. */
 const WINDOW = 32 * 1024;
 
