@@ -134,6 +134,9 @@ export async function run(): Promise<Record<string, unknown>> {
     const split0 = { ...mergeSplitCounts };
     const per: {
       compact_one_ms: number;
+      compact_one_cpu_ms: number;
+      merge_to_compacted_cpu_ms: number;
+      cpu_ratio: number;
       merge_to_compacted_ms: number;
       merge_with_publication_ms: number;
       ratio: number;
@@ -143,21 +146,33 @@ export async function run(): Promise<Record<string, unknown>> {
     for (let i = 0; i < rounds; i++) {
       const copy = join(root, `round-${i}`);
       await cp(dirA, copy, { recursive: true });
+      // CPU time of this process (every thread), beside the wall time: a machine shared with other
+      // work stretches the wall time of either side by whatever ran beside it, far less its CPU time.
+      const cpuMs = (): number => {
+        const u = process.cpuUsage();
+        return (u.user + u.system) / 1000;
+      };
+      let compactCpu = 0;
+      let mergeCpu = 0;
       const compaction = async (): Promise<number> => {
         const c0 = performance.now();
+        const u0 = cpuMs();
         await compactDay(copy, day, { threads: 2 });
+        compactCpu = cpuMs() - u0;
         return performance.now() - c0;
       };
       // The merge's own phases: fetching both days, merging them into logs, compacting those logs.
       const phases: Record<string, number> = {};
       const merge = async (): Promise<[number, number]> => {
         const c0 = performance.now();
+        const u0 = cpuMs();
         let at = c0;
         last = await mergeArchiveDay(archive, day, {
           threads: 2,
           replace: true,
           onPhase: (p) => {
             if (p !== 'fetched' && p !== 'merged' && p !== 'compacted') return;
+            if (p === 'compacted') mergeCpu = cpuMs() - u0;
             phases[p] = Math.round(performance.now() - at);
             at = performance.now();
           },
@@ -177,6 +192,9 @@ export async function run(): Promise<Record<string, unknown>> {
       await rm(copy, { recursive: true, force: true });
       per.push({
         compact_one_ms: Math.round(compactMs),
+        compact_one_cpu_ms: Math.round(compactCpu),
+        merge_to_compacted_cpu_ms: Math.round(mergeCpu),
+        cpu_ratio: round(mergeCpu / compactCpu),
         merge_to_compacted_ms: Math.round(merged[0]),
         merge_with_publication_ms: Math.round(merged[1]),
         ratio: round(merged[0] / compactMs),
@@ -193,6 +211,7 @@ export async function run(): Promise<Record<string, unknown>> {
       rounds: per,
       merge_vs_compaction_median: ratios[Math.floor(ratios.length / 2)],
       merge_vs_compaction_max: ratios[ratios.length - 1],
+      cpu_ratio_median: per.map((x) => x.cpu_ratio).sort((x, y) => x - y)[Math.floor(per.length / 2)],
       target: '≤ 1.5',
       threads: {
         compaction_of_a: 2,
