@@ -3,15 +3,16 @@
 // `<MARKET>-<OUTCOME>` in capitals (docs/tardis.md): the tardis-dev clients capitalize the symbols
 // they are given, so a symbol is matched without regard to case.
 
-import { Readable, type TransformOptions } from 'node:stream';
+import { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
-import { createGzip, constants, type ZlibOptions } from 'node:zlib';
+import { constants } from 'node:zlib';
 import type { Family } from '../../schema/observation.js';
 import { partitionDir, readManifest } from '../parquet/manifest.js';
 import { parquetStore, type ParquetStore } from '../parquet/reader.js';
 import { booksOf } from '../parquet/datasets.js';
 import { chunks } from './columns.js';
 import { readSegment } from './decoders.js';
+import { parallelGzip } from './parallel-gzip.js';
 import { tardisBody, tardisHeader, type TardisDecode, type TardisRequest, type TardisView } from './rows.js';
 
 export interface TardisSymbol {
@@ -119,8 +120,9 @@ export async function findTardisSymbol(
 export const TARDIS_GZIP_LEVEL = constants.Z_BEST_SPEED;
 
 /**
- * One symbol's file of one day: its CSV (header, then rows) gzip-compressed as it is read. A row
- * group that cannot be decoded destroys the stream with the error (the route aborts its response).
+ * One symbol's file of one day: its CSV (header, then rows) gzip-compressed as it is read, on the
+ * thread pool, several blocks at once (parallel-gzip.ts): one member, as any gzip reader expects. A
+ * row group that cannot be decoded destroys the stream with the error (the route aborts its response).
  */
 export function tardisFile(
   dataDir: string,
@@ -129,17 +131,14 @@ export function tardisFile(
   decode: TardisDecode = 'worker',
 ): Readable {
   const header = Buffer.from(tardisHeader(req.dataType), 'utf8');
+  let consumed = 0;
   async function* text(): AsyncGenerator<Buffer> {
     yield header;
-    // The body's buffers are reused once zlib has read them (its input count, less the header).
-    yield* tardisBody(store, req, decode, () => gz.bytesWritten - header.length);
+    // The body's buffers are reused once the compressor has copied them (its count, less the header).
+    yield* tardisBody(store, req, decode, () => consumed - header.length);
   }
-  // Deep buffers on both sides of zlib: it compresses in the thread pool, and with Node's 16 KiB
-  // defaults every text chunk stopped the row writer until zlib had drained it, so the two took
-  // turns on a two-core machine instead of overlapping. A few MiB in flight, whatever the day's size.
-  // (zlib passes its options on to its Transform; ZlibOptions does not declare the stream's own.)
-  const gz = createGzip({ level: TARDIS_GZIP_LEVEL, chunkSize: 1 << 16, writableHighWaterMark: 1 << 22 } as ZlibOptions & TransformOptions);
-  const src = Readable.from(text(), { objectMode: false, highWaterMark: 1 << 20 });
-  src.on('error', (e) => gz.destroy(e));
-  return src.pipe(gz);
+  return Readable.from(
+    parallelGzip(text(), TARDIS_GZIP_LEVEL, (n) => (consumed += n)),
+    { objectMode: false, highWaterMark: 1 << 20 },
+  );
 }

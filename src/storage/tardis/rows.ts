@@ -134,7 +134,9 @@ async function* segments(
   }
 }
 
-const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_type', 'is_snapshot', 'side', 'price', 'size', 'units'];
+const BOOK_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'record_type', 'is_snapshot', 'side', 'price', 'size'];
+/** A yes/no book's prices also need their `units` (cents or dollars); the other books' column is not decoded. */
+const YESNO_BOOK_COLUMNS = [...BOOK_COLUMNS, 'units'];
 const TRADE_COLUMNS = ['receive_time', 'source_time', 'seq', 'token_id', 'price', 'size', 'side'];
 
 /**
@@ -238,7 +240,15 @@ export async function* tardisBody(
     emit(fullTs, fullLocal);
     full = null;
   };
-  for await (const { n, c } of segments(store, req.family, 'book_changes', req.day, req.market, BOOK_COLUMNS, decode)) {
+  for await (const { n, c } of segments(
+    store,
+    req.family,
+    'book_changes',
+    req.day,
+    req.market,
+    yesno ? YESNO_BOOK_COLUMNS : BOOK_COLUMNS,
+    decode,
+  )) {
     for (let i = 0; i < n; i++) {
       if (token !== null && !c.token_id.is(i, token, tokenBytes)) continue;
       const seq = c.seq.num(i);

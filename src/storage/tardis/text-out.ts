@@ -6,7 +6,8 @@
 
 import { decimalText } from './book.js';
 
-const CHUNK_BYTES = 1 << 18;
+/** A chunk's size: a block of the compressor (parallel-gzip.ts) as it is, without a copy. */
+const CHUNK_BYTES = 1 << 20;
 /** 10^k for the scales a decimal is written at. */
 const POW10 = Array.from({ length: 19 }, (_, k) => 10 ** k);
 const TWO_53 = 2 ** 53;
