@@ -151,13 +151,19 @@ export async function manifestSha(dir: string): Promise<string | null> {
  * the manifest it has now: a partition rebuilt since (new manifest) counts as not published.
  */
 export async function isPublished(dataDir: string, url: string, day: string, partitions: ReadonlyMap<string, string>): Promise<boolean> {
+  const shas = new Map<string, string | null>();
+  for (const [rel, dir] of partitions) shas.set(rel, await manifestSha(dir));
+  return publishedWith(dataDir, url, day, shas);
+}
+
+/**
+ * isPublished for manifests already read (rel path → sha256 of its bytes; null: no partition
+ * there, nothing to publish, an empty dataset of the day).
+ */
+export async function publishedWith(dataDir: string, url: string, day: string, shas: ReadonlyMap<string, string | null>): Promise<boolean> {
   const s = await readPublished(dataDir, day);
   if (!s || s.url !== url) return false;
-  for (const [rel, dir] of partitions) {
-    const sha = await manifestSha(dir);
-    if (sha === null) continue; // no partition there: nothing to publish (an empty dataset of the day)
-    if (s.manifests[rel] !== sha) return false;
-  }
+  for (const [rel, sha] of shas) if (sha !== null && s.manifests[rel] !== sha) return false;
   return true;
 }
 

@@ -4,12 +4,10 @@
 // records (every pmtape reader) never sees half a day, whatever kills the run: a rerun skips every
 // object the bucket already holds exactly and uploads the rest.
 
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
-import { FAMILIES } from '../../schema/observation.js';
-import { DATASET_FOLDERS } from '../parquet/datasets.js';
-import { MANIFEST, partitionDir, partitionRel } from '../parquet/manifest.js';
+import { MANIFEST, dayManifests } from '../parquet/manifest.js';
 import {
   DEFAULT_RETRY,
   PAYLOAD_PROBE,
@@ -155,36 +153,6 @@ export async function planDay(dataDir: string, a: ArchiveConfig, day: string, wr
     partitions,
     record: { key: objectKey(a, dayRecordRel(day)), body, ...digestBytes(body), contentType: 'application/json' },
   };
-}
-
-/**
- * The day's partitions that have a manifest (lag.ts dayPartitions: a torn one counts as absent), in
- * listPartitions' order, each manifest read once and straight from its folder: no listing of every
- * dataset's dates, which grows with the history kept.
- */
-async function dayManifests(
-  dataDir: string,
-  day: string,
-): Promise<{ rel: string; dir: string; bytes: Buffer; manifest: { files: { file: string; bytes: number; sha256: string }[] } }[]> {
-  const found = await Promise.all(
-    FAMILIES.flatMap((family) =>
-      DATASET_FOLDERS.map(async (dataset) => {
-        const dir = partitionDir(dataDir, family, dataset, day);
-        const bytes = await readFile(join(dir, MANIFEST)).catch((e: NodeJS.ErrnoException) => {
-          if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
-          throw e;
-        });
-        if (bytes === null) return null;
-        try {
-          const manifest = JSON.parse(bytes.toString('utf8')) as { files: { file: string; bytes: number; sha256: string }[] };
-          return { rel: partitionRel(family, dataset, day), dir, bytes, manifest };
-        } catch {
-          return null; // torn: never published half (readManifest), a rerun of compaction rewrites it
-        }
-      }),
-    ),
-  );
-  return found.filter((x) => x !== null);
 }
 
 /** Runs `fn` over `items` with at most `n` in flight; resolves once all settled. */

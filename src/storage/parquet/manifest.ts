@@ -115,6 +115,45 @@ export async function readManifest(dir: string): Promise<Manifest | null> {
   }
 }
 
+/** A partition of one day with its manifest, as dayManifests reads it. */
+export interface DayManifest {
+  readonly family: Family;
+  readonly dataset: AnyDataset;
+  /** Its path under the Parquet root (partitionRel), the same in the archive. */
+  readonly rel: string;
+  readonly dir: string;
+  /** The manifest's bytes as stored: what is published, and what its sha256 is taken of. */
+  readonly bytes: Buffer;
+  readonly manifest: Manifest;
+}
+
+/**
+ * The partitions of `day` that have a manifest, in listPartitions' order, each manifest read once
+ * straight from its folder (a torn one counts as absent, as in readManifest). No listing of every
+ * dataset's dates: its cost stays that of one day however long the history kept.
+ */
+export async function dayManifests(dataDir: string, day: string): Promise<DayManifest[]> {
+  const found = await Promise.all(
+    FAMILIES.flatMap((family) =>
+      DATASET_FOLDERS.map(async (dataset): Promise<DayManifest | null> => {
+        const dir = partitionDir(dataDir, family, dataset, day);
+        const bytes = await readFile(join(dir, MANIFEST)).catch((e: NodeJS.ErrnoException) => {
+          if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return null;
+          throw e;
+        });
+        if (bytes === null) return null;
+        try {
+          const manifest = JSON.parse(bytes.toString('utf8')) as Manifest;
+          return { family, dataset, rel: partitionRel(family, dataset, day), dir, bytes, manifest };
+        } catch {
+          return null; // torn: never published half, a rerun of compaction rewrites it
+        }
+      }),
+    ),
+  );
+  return found.filter((x) => x !== null);
+}
+
 /** Writes bytes to `dir/name` atomically (see durable.ts). */
 export async function writeAtomic(dir: string, name: string, data: string | Uint8Array): Promise<void> {
   await writeFileDurable(join(dir, name), data);
