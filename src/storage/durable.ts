@@ -7,7 +7,7 @@
 // ignored. Any other error (EIO, ENOSPC, ...) means the rename may not survive a power loss: it throws.
 
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 export interface DurableWriteOptions {
@@ -73,6 +73,65 @@ export async function writeFileDurable(path: string, data: string | Uint8Array, 
     throw e;
   }
   await fsyncDir(dirname(path));
+}
+
+/** A durable write in two steps (prepareDurable): the temp file is on disk; `commit` publishes it. */
+export interface PreparedWrite {
+  /** Renames the temp file over the published name and fsyncs the folder (writeFileDurable's end). */
+  commit(): Promise<void>;
+  /** Removes the temp file: the published name keeps its old content (or stays absent). */
+  abort(): Promise<void>;
+}
+
+/**
+ * writeFileDurable split where a caller waits on something else: the temp file is written and
+ * fsynced now, while (say) a request is in flight, and made the file only by `commit`, once what
+ * it records is true. A crash before the commit leaves the old file; the temp name is never read.
+ */
+export async function prepareDurable(path: string, data: string | Uint8Array): Promise<PreparedWrite> {
+  const tmp = tempPathOf(path);
+  const abort = (): Promise<void> => unlink(tmp).catch(() => undefined);
+  try {
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch (e) {
+    await abort();
+    throw e;
+  }
+  return {
+    commit: async () => {
+      try {
+        await rename(tmp, path);
+      } catch (e) {
+        await abort();
+        throw e;
+      }
+      await fsyncDir(dirname(path));
+    },
+    abort,
+  };
+}
+
+/**
+ * Replaces `path` with `data` atomically for readers (a temp file renamed over it) but without an
+ * fsync: a killed process leaves the old file or the new one, a power loss may leave either, an
+ * empty file or none. Only for a note whose loss costs work and never correctness (publish.ts's
+ * note that uploads began: absent, empty or torn, it reads as "not begun").
+ */
+export async function replaceFile(path: string, data: string | Uint8Array): Promise<void> {
+  const tmp = tempPathOf(path);
+  try {
+    await writeFile(tmp, data);
+    await rename(tmp, path);
+  } catch (e) {
+    await unlink(tmp).catch(() => undefined);
+    throw e;
+  }
 }
 
 /** writeFileDurable for synchronous callers (the recorder's status file is written from a timer). */

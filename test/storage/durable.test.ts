@@ -7,12 +7,13 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fsyncDir, isDurableTemp, writeFileDurable, writeFileDurableSync } from '../../src/storage/durable.js';
+import { fsyncDir, isDurableTemp, prepareDurable, writeFileDurable, writeFileDurableSync } from '../../src/storage/durable.js';
 import { helperPath, kill9, startNode } from './helpers/proc.js';
 
 const ROUNDS = 8;
 
-for (const mode of ['async', 'sync'] as const) {
+// `replace` (replaceFile) is not fsynced: a kill, unlike a power loss, still leaves a whole version.
+for (const mode of ['async', 'sync', 'prepared', 'replace'] as const) {
   t.test(`a ${mode} writer killed at random moments leaves the last or the next version, complete`, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'pmtape-durable-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,6 +58,26 @@ t.test('a write that fails removes its temp file and keeps the old content', asy
   await writeFileDurable(file, 'three', { mode: 0o600 });
   t.equal(statSync(file).mode & 0o777, 0o600, 'the mode applies to the replacement');
   t.same(readdirSync(dir).sort(), ['blocked', 'f']);
+});
+
+t.test('a prepared write is invisible until its commit; an abort keeps the old content and no temp', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmtape-durable-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'state.json');
+  await writeFileDurable(file, 'old');
+  const w = await prepareDurable(file, 'new');
+  t.equal(readFileSync(file, 'utf8'), 'old', 'not visible before the commit');
+  t.equal(readdirSync(dir).filter(isDurableTemp).length, 1, 'its temp file is on disk');
+  await w.commit();
+  t.equal(readFileSync(file, 'utf8'), 'new');
+  t.same(readdirSync(dir), ['state.json'], 'the temp file became the file');
+  const dropped = await prepareDurable(file, 'dropped');
+  await dropped.abort();
+  t.equal(readFileSync(file, 'utf8'), 'new', 'an aborted write changes nothing');
+  t.same(readdirSync(dir), ['state.json'], 'and leaves no temp file');
+  const fresh = join(dir, 'absent.json');
+  await (await prepareDurable(fresh, 'x')).abort();
+  t.throws(() => readFileSync(fresh), { code: 'ENOENT' }, 'an aborted first write leaves no file');
 });
 
 t.test('fsyncDir throws for a folder that is not there (only "unsupported" errors are ignored)', async (t) => {

@@ -9,7 +9,7 @@ import { link, mkdir, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { ArchiveConfig } from '../../config.js';
-import { writeFileDurable } from '../durable.js';
+import { prepareDurable, replaceFile, writeFileDurable, type PreparedWrite } from '../durable.js';
 import { MANIFEST, readdirOrEmpty } from '../parquet/manifest.js';
 
 export const objectKey = (a: ArchiveConfig, rel: string): string => (a.prefix ? `${a.prefix}/${rel}` : rel);
@@ -101,6 +101,15 @@ export async function writePublished(dataDir: string, s: PublishedState): Promis
   await writeFileDurable(join(stateDir(dataDir), `${s.date}.json`), JSON.stringify(s) + '\n');
 }
 
+/**
+ * writePublished in two steps: written and fsynced now (while the day record is in flight), made
+ * the day's state by `commit` once the record is verified in the bucket (publish.ts).
+ */
+export async function preparePublished(dataDir: string, s: PublishedState): Promise<PreparedWrite> {
+  await mkdir(stateDir(dataDir), { recursive: true });
+  return prepareDurable(join(stateDir(dataDir), `${s.date}.json`), JSON.stringify(s) + '\n');
+}
+
 const uploadsFile = (dataDir: string, day: string): string => join(stateDir(dataDir), `${day}.uploads.json`);
 
 const readUploadsNote = async (dataDir: string, day: string): Promise<string[]> => {
@@ -123,12 +132,16 @@ export async function uploadsBegun(dataDir: string, url: string, day: string): P
   return urls.includes(url) || published?.url === url;
 }
 
-/** Notes durably that uploads of `day` to `url` begin: called before the first one is sent. */
+/**
+ * Notes that uploads of `day` to `url` begin: written before the first one is sent, so a killed
+ * run's rerun lists what landed. Not fsynced: a note lost with the machine (absent, empty or torn)
+ * reads as "not begun", and that rerun sends every object again, the same end state.
+ */
 export async function noteUploads(dataDir: string, url: string, day: string): Promise<void> {
   const urls = await readUploadsNote(dataDir, day);
   if (urls.includes(url)) return;
   await mkdir(stateDir(dataDir), { recursive: true });
-  await writeFileDurable(uploadsFile(dataDir, day), JSON.stringify({ urls: [...urls, url] }) + '\n');
+  await replaceFile(uploadsFile(dataDir, day), JSON.stringify({ urls: [...urls, url] }) + '\n');
 }
 
 export async function publishedDays(dataDir: string): Promise<string[]> {

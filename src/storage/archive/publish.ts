@@ -26,7 +26,7 @@ import {
   uploadsBegun,
   objectKey,
   recorderWriter,
-  writePublished,
+  preparePublished,
   type DayRecord,
   type DayWriter,
 } from './layout.js';
@@ -205,7 +205,8 @@ export function fetchDayRecord(s3: S3Client, a: ArchiveConfig, day: string, retr
 
 /**
  * Whether this is a recorder's first publication of `day` to `url` (nothing of it sent from this
- * data dir, so nothing to list): then it notes durably, before any upload, that uploads begin.
+ * data dir, so nothing to list): then it notes, before any upload, that uploads begin (layout.ts
+ * noteUploads: not fsynced, its loss only costs a rerun its listings).
  * sync.ts starts it while the day is planned; a note left by a run that then sent nothing only
  * costs the next run its listings.
  */
@@ -331,14 +332,21 @@ export async function publishDay(
   hooks.onPhase?.('manifests');
   if (fatal) throw explain(fatal, a);
   if (c.failed) return c;
-  await put(plan.record);
-  hooks.onPhase?.('record');
-  if (fatal) throw explain(fatal, a);
-  if (c.failed) return c;
   const published: Record<string, string> = {};
   for (const p of plan.partitions) published[p.rel] = p.manifest.sha256;
-  // Only what was verified above is recorded: a manifest changed since planning is caught next time.
-  await writePublished(dataDir, { url: a.url, date: plan.day, manifests: published });
+  // Only what is verified is recorded (a manifest changed since planning is caught next time). The
+  // state is written and fsynced while the day record is in flight, and made the day's state only
+  // once the record is verified.
+  const state = preparePublished(dataDir, { url: a.url, date: plan.day, manifests: published });
+  state.catch(() => undefined); // awaited below, after the record
+  await put(plan.record);
+  hooks.onPhase?.('record');
+  if (fatal || c.failed) {
+    await state.then((w) => w.abort()).catch(() => undefined);
+    if (fatal) throw explain(fatal, a);
+    return c;
+  }
+  await (await state).commit();
   hooks.onPhase?.('state');
   return c;
 }

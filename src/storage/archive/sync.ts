@@ -53,7 +53,7 @@ export async function syncArchive(dataDir: string, shared: ArchiveConfig, o: Syn
     first.catch(() => undefined); // a day that turns out to have nothing to publish: nobody awaits it
     // Whether the store checks payload hashes (client.ts) is asked beside it: publishDay's uploads wait for the answer.
     void checksPayloads(s3, a.bucket, objectKey(a, PAYLOAD_PROBE));
-    // And its local note that uploads begin (publish.ts beginUploads): two fsyncs off the path.
+    // And its local note that uploads begin (publish.ts beginUploads), off the path as well.
     const begun = beginUploads(dataDir, a.url, days[0]);
     begun.catch(() => undefined); // awaited by publishDay when the day has something to publish
     const plans = [];
