@@ -10,11 +10,11 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { MarketBooks } from '../../src/book/book-state.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../src/schema/time.js';
-import { compactDay, listKeys as listLogKeys, mergeSplitCounts, openLogReader } from '../../src/storage/testing.js';
+import { compactDay, mergeSplitCounts } from '../../src/storage/testing.js';
 import { accountDown } from './merge-gaps.js';
-import { mergeArchiveDay, openWriter, syncArchive } from '../../src/storage/index.js';
+import { mergeArchiveDay, syncArchive } from '../../src/storage/index.js';
+import { withDowntime } from '../fixtures/merge-downtime.js';
 
 import { writeFixture } from '../fixtures/compaction-logs.js';
 import { startWeed, useTestArchive } from '../fixtures/weed.js';
@@ -22,66 +22,6 @@ import { toolchain as seaweedfs } from '../toolchains/seaweedfs.js';
 
 const log = (s: string): void => void process.stderr.write(`bench merge: ${s}\n`);
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
-
-/** Copies `from`'s logs into `to`, dropping what falls in `windows` as a recorder down then would. */
-async function withDowntime(from: string, to: string, windows: readonly [number, number][]): Promise<void> {
-  for (const key of await listLogKeys(from)) {
-    const w = await openWriter(to, key, { fsyncIntervalMs: 1000, fsyncMaxRecords: 100_000 });
-    const books = new MarketBooks();
-    let units: 'decimal' | 'dollars' | 'cents' = 'decimal';
-    let lastKept: number | null = null;
-    let down: [number, number] | null = null;
-    const pending: Promise<void>[] = [];
-    for await (const { rec } of openLogReader(from, key).read('start')) {
-      books.apply(rec);
-      if (rec.type === 'book' || rec.type === 'book_checkpoint') units = rec.units;
-      const inWindow = windows.find(([a, b]) => a <= rec.recv_ts && rec.recv_ts < b) ?? null;
-      if (inWindow) {
-        down ??= inWindow;
-        continue;
-      }
-      const { seq: _s, ...obs } = rec;
-      if (down && lastKept !== null) {
-        // Back up: the restart's gap from the last record kept, and a whole book (the recorder's first snapshot).
-        const at = rec.recv_ts;
-        pending.push(
-          w.write({
-            type: 'gap',
-            recv_ts: at,
-            source_ts: null,
-            reason: 'not_recording',
-            start_ts: lastKept,
-            end_ts: at,
-            detail: 'recorder was not running',
-          }),
-        );
-        if (key.stream === 'books' && rec.type !== 'yesno_book') {
-          const cp = books.checkpointBooks();
-          if (cp.length)
-            pending.push(
-              w.write(
-                {
-                  type: 'book_checkpoint',
-                  recv_ts: at,
-                  source_ts: null,
-                  units,
-                  books: cp.map((b) => ({ token_id: b.token_id, bids: b.bids, asks: b.asks })),
-                },
-                { checkpoint: true },
-              ),
-            );
-        }
-      }
-      down = null;
-      pending.push(w.write(obs, { checkpoint: rec.type === 'book_checkpoint' }));
-      lastKept = rec.recv_ts;
-      if (w.backpressure) await w.drained();
-    }
-    await w.flush();
-    await Promise.all(pending);
-    await w.close();
-  }
-}
 
 export async function run(): Promise<Record<string, unknown>> {
   const bin = seaweedfs.locate();
