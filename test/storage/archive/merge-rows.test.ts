@@ -4,8 +4,9 @@
 // compared with the digests main's code made (merge-rows.digests.ts, written on 2026-11-28 before
 // the merge's pipeline changed). A single row changed, added, dropped or moved fails the test, so
 // a change of how the merge builds its day (logs or not, records or rows) must keep its rows exactly.
-// To pin new digests after an intended change of the rows: PMTAPE_TEST_WRITE_DIGESTS=<file> (say why
-// in the commit).
+// To pin new digests after an intended change of the rows (a new column, a changed fixture
+// generator or downtime copy): make them with the code before the change and check the rows moved
+// only as intended, then PMTAPE_TEST_WRITE_DIGESTS=<file> with the new code (say why in the commit).
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
