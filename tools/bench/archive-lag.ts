@@ -10,9 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FAMILIES } from '../../src/schema/observation.js';
 import { DAY_MS, utcDay } from '../../src/schema/time.js';
-import { archiveLag, listPartitions, readManifest } from '../../src/storage/testing.js';
-import { DATASET_FOLDERS } from '../../src/storage/parquet/datasets.js';
-import { writePublished } from '../../src/storage/archive/layout.js';
+import { archiveLag, DATASET_FOLDERS, listPartitions, readManifest, writePublished } from '../../src/storage/testing.js';
 import { parseArchiveUrl } from '../../src/config.js';
 
 const log = (s: string): void => void process.stderr.write(`bench archive-lag: ${s}\n`);
