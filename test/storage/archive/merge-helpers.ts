@@ -3,7 +3,7 @@
 // run on the real clock), a books-at-instants pass over a log view, and a recorder's uncovered
 // spans computed with the coverage route's own gap rule (api/query/coverage.ts's GapScanner).
 
-import { cpSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { MarketBooks } from '../../../src/book/book-state.js';
@@ -12,8 +12,35 @@ import type { Recorded } from '../../../src/schema/observation.js';
 import { DAY_MS, dayStartMs, utcDay } from '../../../src/schema/time.js';
 import type { LogReader } from '../../../src/storage/types.js';
 import { decodeMarket } from '../../../src/storage/paths.js';
+import type { ArchiveConfig } from '../../../src/config.js';
+import { mergeDay, type MergeResult } from '../../../src/storage/merge/merge.js';
 
 const LIB = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+
+/**
+ * Merges `day` of `archive` on `threads` threads (replacing the canonical day) and keeps the merged
+ * day's compacted tree as it stood before publication in `dir/merged-<threads>` (the merge removes
+ * its scratch folder once published).
+ */
+export async function mergeKeepingDay(
+  archive: ArchiveConfig,
+  day: string,
+  dir: string,
+  threads: number,
+): Promise<{ kept: string; result: MergeResult }> {
+  const work = join(dir, `work-${threads}`);
+  const kept = join(dir, `merged-${threads}`);
+  mkdirSync(work);
+  const result = await mergeDay(archive, day, {
+    threads,
+    replace: true,
+    workDir: work,
+    onPhase: (p) => {
+      if (p === 'compacted') cpSync(join(work, readdirSync(work)[0], 'out'), kept, { recursive: true });
+    },
+  });
+  return { kept, result };
+}
 
 /** libfaketime's path, or null (the test then fails under CI and skips elsewhere, saying why). */
 export function requireFaketime(t: Test): string | null {

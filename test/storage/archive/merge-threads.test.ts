@@ -6,18 +6,18 @@
 // recorder, from the other, and from both.
 
 import t from 'tap';
-import { cpSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { requireTool } from '../../helpers/toolchains.js';
 import { tempDir } from '../../selfhost/helpers.js';
 import { compactDay } from '../../../src/storage/compaction/compact-day.js';
 import { syncArchive } from '../../../src/storage/archive/sync.js';
-import { mergeDay, mergeSplitCounts } from '../../../src/storage/merge/merge.js';
+import { mergeSplitCounts } from '../../../src/storage/merge/merge.js';
 import { ParquetFileReader } from '../../../src/storage/parquet/file.js';
 import { writeFixture } from '../../../tools/fixtures/compaction-logs.js';
 import { DAY } from './common.js';
 import { startWeed, useTestArchive } from '../../../tools/fixtures/weed.js';
-import { recorderCopy } from './merge-helpers.js';
+import { mergeKeepingDay, recorderCopy } from './merge-helpers.js';
 
 t.setTimeout(600_000);
 const bin = requireTool(t, 'seaweedfs');
@@ -75,17 +75,7 @@ if (bin) {
     }
     // Each merge's scratch tree kept as it stands once compacted (the merge removes it after publishing).
     const merged = async (threads: number): Promise<string> => {
-      const work = join(dir, `work-${threads}`);
-      const kept = join(dir, `merged-${threads}`);
-      mkdirSync(work);
-      const r = await mergeDay(archive, DAY, {
-        threads,
-        replace: true,
-        workDir: work,
-        onPhase: (p) => {
-          if (p === 'compacted') cpSync(join(work, readdirSync(work)[0], 'out'), kept, { recursive: true });
-        },
-      });
+      const { kept, result: r } = await mergeKeepingDay(archive, DAY, dir, threads);
       t.equal(r.published?.failed, 0, `the merge on ${threads} thread(s) published`);
       t.ok(r.markets >= 4, `${r.markets} markets' books merged`);
       return kept;
